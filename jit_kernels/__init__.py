@@ -1,0 +1,172 @@
+"""Numba kernel sets, one per device kind, behind one protocol.
+
+A kernel set knows nothing of tensors, autodiff or capture: arrays in, arrays out.
+Its arrays ("payloads") are whatever the device kind stores (NumPy arrays on cpu,
+numba.cuda device arrays on cuda).  Dtypes are plain ``numpy.dtype`` values and shapes
+are tuples of ints; the runtime has already validated every shape, axis and dtype
+before it calls a kernel, so kernel sets only check what the runtime cannot see:
+index *values* (``take``/``gather``), which raise ``IndexError``.
+
+The registry maps a device kind ("cpu", "cuda") to a factory for its kernel set.
+Kernel modules are imported lazily, so importing the runtime compiles nothing.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol, Sequence
+
+#: Elementwise unary ops every kernel set implements (``KernelSet.unary``).
+UNARY_OPS = (
+    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
+    "relu", "gelu", "gelu_tanh", "erf", "reciprocal", "sign", "floor", "ceil",
+    "logical_not", "clamp",
+)
+#: Elementwise binary ops every kernel set implements (``KernelSet.binary``).
+BINARY_OPS = (
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+)
+#: Reductions over a tuple of axes (``KernelSet.reduce``).
+REDUCE_OPS = ("sum", "mean", "prod", "max", "min", "var", "logsumexp")
+#: Index-returning reductions over one axis (``KernelSet.arg_reduce``).
+ARG_REDUCE_OPS = ("argmax", "argmin")
+
+#: Every method of the protocol; a test checks each kernel set implements all of them.
+PROTOCOL_METHODS = (
+    "from_host", "to_host", "empty", "full", "arange", "eye", "copy",
+    "reshape", "permute", "expand", "index", "slice_assign", "take", "gather", "cat",
+    "unary", "binary", "where", "cast",
+    "reduce", "arg_reduce", "softmax",
+    "matmul",
+    "rand", "randn",
+    "custom",
+)
+
+
+class KernelSet(Protocol):
+    """The methods every kernel set offers (see ``jit_kernels.cpu.CpuKernels``)."""
+
+    kind: str
+
+    # -- memory -------------------------------------------------------------------------
+    def from_host(self, array: Any, index: int) -> Any:
+        """Payload holding the values of NumPy ``array`` on device ``index``."""
+
+    def to_host(self, x: Any) -> Any:
+        """A NumPy array with the values of payload ``x`` (a copy off the host)."""
+
+    def empty(self, shape: tuple, dtype: Any, index: int) -> Any: ...
+    def full(self, shape: tuple, value: Any, dtype: Any, index: int) -> Any: ...
+    def arange(self, start: Any, step: Any, n: int, dtype: Any, index: int) -> Any: ...
+    def eye(self, n: int, m: int, dtype: Any, index: int) -> Any: ...
+
+    def copy(self, x: Any) -> Any:
+        """A C-contiguous copy of ``x``."""
+
+    # -- views and data movement within a device -----------------------------------------
+    def reshape(self, x: Any, shape: tuple) -> Any:
+        """``x`` with ``shape`` (same size): a view when the layout allows, else a copy."""
+
+    def permute(self, x: Any, axes: tuple) -> Any:
+        """A view of ``x`` with its axes reordered."""
+
+    def expand(self, x: Any, shape: tuple) -> Any:
+        """A stride-0 view of ``x`` broadcast to ``shape``."""
+
+    def index(self, x: Any, key: tuple) -> Any:
+        """Basic indexing with a normalised key: a tuple with one entry per axis of ``x``
+        (in order), each an in-range ``int`` or a ``slice`` with concrete start/stop/step
+        as ``slice.indices`` returns them, plus ``None`` entries that insert new axes.
+        Returns a view."""
+
+    def slice_assign(self, x: Any, key: tuple, value: Any) -> Any:
+        """A copy of ``x`` with ``x[key] = value`` (``value`` already has the key's shape
+        and ``x``'s dtype; ``key`` normalised as for ``index``)."""
+
+    def take(self, x: Any, indices: Any, axis: int) -> Any:
+        """``numpy.take(x, indices, axis)``; negative indices count from the end; an index
+        outside ``[-n, n)`` raises ``IndexError`` naming it and the axis length."""
+
+    def gather(self, x: Any, indices: Any, axis: int) -> Any:
+        """``torch.gather``: ``out[..i..] = x[..indices[..i..]..]`` along ``axis``; indices has
+        x's rank and is no larger than x on the other axes; same index rules as ``take``."""
+
+    def cat(self, xs: Sequence[Any], axis: int) -> Any:
+        """Concatenation along ``axis`` (all of one dtype, shapes already checked)."""
+
+    # -- elementwise ---------------------------------------------------------------------
+    def unary(self, op: str, x: Any, out_dtype: Any, attrs: dict) -> Any:
+        """``op`` (one of ``UNARY_OPS``) applied elementwise, computed in ``out_dtype``
+        (``clamp`` takes ``attrs['min']``/``attrs['max']``, either may be None)."""
+
+    def binary(self, op: str, a: Any, b: Any, compute_dtype: Any, out_dtype: Any) -> Any:
+        """``op`` (one of ``BINARY_OPS``) with NumPy broadcasting; ``a``/``b`` are payloads or
+        Python scalars.  Operands are converted to ``compute_dtype`` and the result is
+        stored as ``out_dtype`` (bool for comparisons)."""
+
+    def where(self, cond: Any, a: Any, b: Any, out_dtype: Any) -> Any:
+        """Broadcasting select; ``a``/``b`` payloads or Python scalars."""
+
+    def cast(self, x: Any, dtype: Any) -> Any:
+        """``x`` converted to ``dtype`` (float→int truncates toward zero; NaN/inf→int gives 0... see README)."""
+
+    # -- reductions ----------------------------------------------------------------------
+    def reduce(self, op: str, x: Any, axes: tuple, keepdims: bool, out_dtype: Any, attrs: dict) -> Any:
+        """``op`` (one of ``REDUCE_OPS``) over ``axes`` (sorted, non-negative, non-empty
+        unless x is 0-d); ``var`` takes ``attrs['ddof']``; ``out_dtype`` is the accumulation
+        and result dtype."""
+
+    def arg_reduce(self, op: str, x: Any, axis: Any, keepdims: bool) -> Any:
+        """First index of the max/min along ``axis`` (None: over the flattened array) as
+        int64; NaN counts as the extreme, as in NumPy."""
+
+    def softmax(self, x: Any, axis: int, log: bool) -> Any:
+        """Numerically stable (log-)softmax along one axis."""
+
+    # -- linear algebra --------------------------------------------------------------------
+    def matmul(self, a: Any, b: Any) -> Any:
+        """``a @ b`` for ``a`` (B, M, K) and ``b`` (B, K, N) of one float or int dtype; the
+        batch dims of either may be stride-0 views.  Returns (B, M, N) contiguous."""
+
+    # -- random --------------------------------------------------------------------------
+    def rand(self, shape: tuple, dtype: Any, seed: int, offset: int, index: int) -> Any:
+        """Uniform [0, 1) values; element i is a pure function of (seed, offset + i)."""
+
+    def randn(self, shape: tuple, dtype: Any, seed: int, offset: int, index: int) -> Any:
+        """Standard normal values; element i is a pure function of (seed, offset + i)."""
+
+    # -- user code -----------------------------------------------------------------------
+    def custom(self, fn: Any, arrays: Sequence[Any]) -> Any:
+        """Run a user's custom-op forward on this kernel set's arrays."""
+
+
+_REGISTRY: dict[str, str] = {
+    "cpu": "jit_kernels.cpu:CpuKernels",
+    "cuda": "jit_kernels.cuda:CudaKernels",
+}
+_INSTANCES: dict[str, Any] = {}
+
+
+def register_kernel_set(kind: str, target: str) -> None:
+    """Register ``"module:Class"`` as the kernel set for device kind ``kind``."""
+    _REGISTRY[kind] = target
+    _INSTANCES.pop(kind, None)
+
+
+def kernel_set_for(kind: str) -> KernelSet:
+    """The (singleton) kernel set for a device kind; imports its module on first use."""
+    ks = _INSTANCES.get(kind)
+    if ks is None:
+        try:
+            target = _REGISTRY[kind]
+        except KeyError:
+            raise LookupError(f"no kernel set registered for device kind {kind!r}") from None
+        module_name, _, cls_name = target.partition(":")
+        ks = getattr(importlib.import_module(module_name), cls_name)()
+        _INSTANCES[kind] = ks
+    return ks
+
+
+def kernel_kinds() -> tuple:
+    """Device kinds with a registered kernel set."""
+    return tuple(_REGISTRY)

@@ -1,0 +1,42 @@
+"""A small Numba-JIT tensor runtime: devices, dispatch, autodiff and graph capture.
+
+``import runtime as rt``; see the README for a tour.  Importing compiles nothing.
+"""
+from __future__ import annotations
+
+from . import errors
+from .device import Device, cpu, cuda, default_device, device, devices
+from .dtypes import DType, bool_, float32, float64, int32, int64
+from .errors import (AutodiffMoveError, AutodiffNotMarkedError, CaptureAutodiffError,
+                     CaptureError, CaptureMoveError, CaptureScopeError, CaptureValueError,
+                     DeviceError, DeviceMismatchError, DTypeError, GradientError,
+                     IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
+                     ShapeError, TensorRuntimeError)
+from .movement import can_move
+from .ops.api import (abs, add, arange, argmax, argmin, broadcast_to, cast, cat, ceil, chunk,
+                      clamp, clip, concatenate, cos, div, empty, eq, erf, exp, expand, eye,
+                      flatten, floor, from_numpy, full, gather, ge, gelu, getitem, gt, le, log,
+                      log_softmax, logical_and, logical_not, logical_or, logsumexp, lt,
+                      manual_seed, matmul, max, maximum, mean, min, minimum, mul, ne, neg,
+                      ones, ones_like, permute, pow, prod, rand, randn, reciprocal, relu,
+                      reshape, rsqrt, sigmoid, sign, sin, slice_assign, softmax, split, sqrt,
+                      squeeze, stack, sub, sum, take, tanh, tensor, transpose, unsqueeze, var,
+                      where, zeros, zeros_like)
+from .tensor import Tensor
+
+bool = bool_  # noqa: A001  (rt.bool, as SPEC §2 names it)
+
+__version__ = "0.1.0"
+
+
+def is_autodiff(t) -> bool:
+    """True when ``t`` is an autodiff tensor (never raises)."""
+    return isinstance(t, Tensor) and t.device.family == "autodiff"
+
+
+def is_capture(t) -> bool:
+    """True when ``t``'s innermost device is a capture device (never raises)."""
+    try:
+        return isinstance(t, Tensor) and t.device.innermost.family == "capture"
+    except Exception:
+        return False

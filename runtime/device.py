@@ -1,0 +1,187 @@
+"""Devices are immutable, hashable values (SPEC §1).
+
+A device knows how to *execute* a catalogue op on its operands.  Plain devices
+(cpu, cuda:N) run their kernel set; decorator and recording devices (autodiff,
+capture) subclass ``Device`` in their own packages and register a parser here.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Callable
+
+from .errors import DeviceError, RequiresAutodiffError
+
+__all__ = ["Device", "PlainDevice", "cpu", "cuda", "device", "devices", "default_device",
+           "register_device_parser"]
+
+
+class Device:
+    """Base class of every device value.  Subclasses define ``_key`` and ``__str__``."""
+
+    __slots__ = ()
+    family = "plain"      # "plain", "autodiff" or "capture": the rows of the movement table
+    kind = "?"            # the kernel-set kind for plain devices
+
+    def _key(self) -> tuple:
+        raise NotImplementedError
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Device) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} values are immutable")
+
+    def __repr__(self) -> str:
+        return f"Device({str(self)!r})"
+
+    @property
+    def innermost(self) -> "Device":
+        """The device that finally stores values (self, except for decorator devices)."""
+        return self
+
+    # Autodiff hooks: only autodiff devices implement them (SPEC §4).
+    def require_grad(self, t):
+        raise RequiresAutodiffError()
+
+    def requires_grad(self, t) -> bool:
+        return False
+
+    def backward(self, t, retain_graph: bool = False):
+        raise RequiresAutodiffError()
+
+    def grad(self, t, grads, remove: bool = False):
+        raise RequiresAutodiffError()
+
+    def inner_tensor(self, t):
+        raise RequiresAutodiffError()
+
+    def detach(self, t):
+        return t
+
+    def seed(self, seed: int) -> None:
+        """Reset this device's random stream (``rt.manual_seed``)."""
+        from . import random as _random
+        _random.seed_device(self, seed)
+
+
+class PlainDevice(Device):
+    """A device whose ops run on a kernel set (``cpu``, ``cuda:N``)."""
+
+    __slots__ = ("kind", "index")
+
+    def __init__(self, kind: str, index: int = 0):
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "index", int(index))
+
+    def _key(self):
+        return ("plain", self.kind, self.index)
+
+    def __str__(self):
+        return "cpu" if self.kind == "cpu" else f"{self.kind}:{self.index}"
+
+    def __reduce__(self):
+        return (PlainDevice, (self.kind, self.index))
+
+    @property
+    def kernels(self):
+        """This device's kernel set (the dispatch layer is the only caller)."""
+        from . import dispatch
+        return dispatch.kernels_for(self)
+
+
+_CPU = PlainDevice("cpu", 0)
+
+
+def cpu() -> PlainDevice:
+    """The CPU device (Numba, parallel)."""
+    return _CPU
+
+
+def cuda(index: int = 0) -> PlainDevice:
+    """The CUDA device ``cuda:index``; raises DeviceError when no usable GPU/driver exists."""
+    if not isinstance(index, int) or index < 0:
+        raise DeviceError(f"cuda:{index}: the device index must be a non-negative int")
+    from . import dispatch
+    try:
+        ks = dispatch.kernels_for_kind("cuda")
+        count = ks.device_count()
+    except DeviceError:
+        raise
+    except Exception as exc:  # import failure, driver failure: name the cause
+        raise DeviceError(f"cuda:{index} is not usable: {type(exc).__name__}: {exc}") from None
+    if index >= count:
+        raise DeviceError(f"cuda:{index} is not usable: {count} CUDA device(s) found")
+    return PlainDevice("cuda", index)
+
+
+_PARSERS: dict[str, Callable[[str], Device]] = {}
+
+
+def register_device_parser(prefix: str, parser: Callable[[str], Device]) -> None:
+    """Let a device family parse strings that start with ``prefix`` (``capture``, ``autodiff``)."""
+    _PARSERS[prefix] = parser
+
+
+def device(spec) -> Device:
+    """Parse ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"capture:3"``, ``"autodiff(cpu)"``."""
+    if isinstance(spec, Device):
+        return spec
+    if not isinstance(spec, str):
+        raise DeviceError(f"cannot make a device from {spec!r}: expected a string like 'cpu' or 'cuda:0'")
+    s = spec.strip()
+    if s == "cpu":
+        return _CPU
+    if s == "cuda" or s.startswith("cuda:"):
+        idx = s[5:] if s.startswith("cuda:") else "0"
+        if not idx.isdigit():
+            raise DeviceError(f"cannot parse device {spec!r}: the cuda index must be an integer")
+        return cuda(int(idx))
+    for prefix, parser in _PARSERS.items():
+        if s.startswith(prefix):
+            return parser(s)
+    raise DeviceError(f"unknown device {spec!r}: expected 'cpu', 'cuda:N', 'capture:N' or 'autodiff(...)'")
+
+
+def devices() -> list:
+    """The usable plain devices: cpu, then each CUDA GPU that works."""
+    out = [_CPU]
+    from . import dispatch
+    try:
+        n = dispatch.kernels_for_kind("cuda").device_count()
+    except Exception:
+        n = 0
+    out.extend(PlainDevice("cuda", i) for i in range(n))
+    return out
+
+
+class _DefaultDevice(threading.local):
+    def __init__(self):
+        self.stack = [_CPU]
+
+
+_default = _DefaultDevice()
+
+
+@contextlib.contextmanager
+def _using(d: Device):
+    _default.stack.append(d)
+    try:
+        yield d
+    finally:
+        _default.stack.pop()
+
+
+def default_device(d=None):
+    """With no argument: the current default device (``cpu`` unless changed).
+    With a device: a context manager that makes it the default in this thread."""
+    if d is None:
+        return _default.stack[-1]
+    return _using(device(d))
+
+
+def current_default() -> Device:
+    return _default.stack[-1]

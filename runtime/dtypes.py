@@ -1,0 +1,116 @@
+"""The five dtypes and the promotion rules of SPEC §2."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES",
+           "as_dtype", "from_numpy_dtype", "promote", "result_type", "scalar_dtype"]
+
+
+class DType:
+    """A tensor element type: a name, a NumPy dtype and a promotion category."""
+
+    __slots__ = ("name", "np", "category", "itemsize")
+
+    def __init__(self, name: str, np_dtype, category: int):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.category = category  # 0 bool < 1 int < 2 float
+        self.itemsize = self.np.itemsize
+
+    @property
+    def is_float(self) -> bool:
+        return self.category == 2
+
+    @property
+    def is_int(self) -> bool:
+        return self.category == 1
+
+    @property
+    def is_bool(self) -> bool:
+        return self.category == 0
+
+    def __repr__(self) -> str:
+        return f"rt.{self.name}"
+
+    __str__ = lambda self: self.name  # noqa: E731
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+
+float32 = DType("float32", np.float32, 2)
+float64 = DType("float64", np.float64, 2)
+int32 = DType("int32", np.int32, 1)
+int64 = DType("int64", np.int64, 1)
+bool_ = DType("bool", np.bool_, 0)
+
+DTYPES = (float32, float64, int32, int64, bool_)
+_BY_NAME = {d.name: d for d in DTYPES}
+_BY_NP = {d.np: d for d in DTYPES}
+_DEFAULT = {0: bool_, 1: int64, 2: float32}
+
+
+def as_dtype(d) -> DType:
+    """Normalise a DType, its name, a NumPy dtype or a Python type to a DType."""
+    if isinstance(d, DType):
+        return d
+    if isinstance(d, str) and d in _BY_NAME:
+        return _BY_NAME[d]
+    if d is float:
+        return float32
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    try:
+        return _BY_NP[np.dtype(d)]
+    except (TypeError, KeyError):
+        from .errors import DTypeError
+        raise DTypeError(f"unsupported dtype {d!r}; expected one of "
+                         f"{', '.join(x.name for x in DTYPES)}") from None
+
+
+def from_numpy_dtype(npd, op: str = "tensor") -> DType:
+    """The DType of a NumPy dtype; raises DTypeError for dtypes the runtime lacks."""
+    try:
+        return _BY_NP[np.dtype(npd)]
+    except KeyError:
+        from .errors import DTypeError
+        raise DTypeError(f"{op}: unsupported NumPy dtype {np.dtype(npd)}; expected one of "
+                         f"{', '.join(x.name for x in DTYPES)}") from None
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Promotion of two tensor dtypes: higher category wins, then the wider type."""
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    return a if a.itemsize >= b.itemsize else b
+
+
+def scalar_dtype(x) -> DType:
+    """The category default for a Python/NumPy scalar (weak: used only across categories)."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool_
+    if isinstance(x, (int, np.integer)):
+        return int64
+    if isinstance(x, (float, np.floating)):
+        return float32
+    from .errors import DTypeError
+    raise DTypeError(f"unsupported scalar {x!r} of type {type(x).__name__}")
+
+
+def result_type(a, b) -> DType:
+    """Promotion of a tensor-or-scalar pair (anything with ``.dtype`` is a tensor)."""
+    da = getattr(a, "dtype", None)
+    db = getattr(b, "dtype", None)
+    if da is not None and db is not None:
+        return promote(da, db)
+    if da is None and db is None:
+        return promote(scalar_dtype(a), scalar_dtype(b))
+    t, s = (da, b) if da is not None else (db, a)
+    sd = scalar_dtype(s)
+    # Weak scalars never widen within a category; a higher category gives its default.
+    return t if sd.category <= t.category else _DEFAULT[sd.category]

@@ -1,0 +1,107 @@
+"""Every exception the runtime raises (SPEC §7), rooted at TensorRuntimeError."""
+from __future__ import annotations
+
+__all__ = [
+    "TensorRuntimeError", "CaptureScopeError", "CaptureMoveError", "CaptureAutodiffError",
+    "CaptureValueError", "AutodiffMoveError", "AutodiffNotMarkedError", "RequiresAutodiffError",
+    "NestedAutodiffError", "GradientError", "CaptureError", "DeviceMismatchError", "DeviceError",
+    "ShapeError", "DTypeError", "IndexOutOfRangeError",
+]
+
+CAPTURE_SCOPE_REQUIRED = "capture tensor operations must run inside CaptureDevice.capture_scope"
+CAPTURE_SCOPE_COMPLETE = "capture scope is already complete"
+CAPTURE_MOVE = "Cannot move a tensor from a capture device"
+CAPTURE_AUTODIFF = "Capture tensors do not support autodiff"
+AUTODIFF_MOVE = "Cannot move between autodiff and non-autodiff instances."
+AUTODIFF_NOT_MARKED = "Operation not marked for autodiff."
+REQUIRES_AUTODIFF = "Requires autodiff tensor."
+NESTED_AUTODIFF = "Autodiff should not wrap an autodiff device."
+
+
+class TensorRuntimeError(RuntimeError):
+    """Base class of every error the runtime raises on purpose."""
+
+
+class CaptureScopeError(TensorRuntimeError):
+    """A capture-device operation outside an active scope, or after it completed."""
+
+
+class CaptureMoveError(TensorRuntimeError):
+    """A tensor was moved off a capture device (only initialized values may move)."""
+
+    def __init__(self, message: str = CAPTURE_MOVE):
+        super().__init__(message)
+
+
+class CaptureAutodiffError(TensorRuntimeError):
+    """backward() reached a tensor whose innermost device is a capture device."""
+
+    def __init__(self, message: str = CAPTURE_AUTODIFF):
+        super().__init__(message)
+
+
+class CaptureValueError(TensorRuntimeError):
+    """A capture tensor's data was read, or moved, but it has no concrete value."""
+
+
+class AutodiffMoveError(TensorRuntimeError):
+    """A tensor was moved between an autodiff and a non-autodiff device."""
+
+    def __init__(self, message: str = AUTODIFF_MOVE):
+        super().__init__(message)
+
+
+class AutodiffNotMarkedError(TensorRuntimeError):
+    """A custom op without a backward rule was applied to tracked tensors."""
+
+    def __init__(self, message: str = AUTODIFF_NOT_MARKED):
+        super().__init__(message)
+
+
+class RequiresAutodiffError(TensorRuntimeError):
+    """An autodiff-only method was called on a tensor that is not an autodiff tensor."""
+
+    def __init__(self, message: str = REQUIRES_AUTODIFF):
+        super().__init__(message)
+
+
+class NestedAutodiffError(TensorRuntimeError):
+    """rt.autodiff() was given an autodiff device."""
+
+    def __init__(self, message: str = NESTED_AUTODIFF):
+        super().__init__(message)
+
+
+class GradientError(TensorRuntimeError):
+    """backward() cannot run: nothing requires grad, or the graph was already freed."""
+
+
+class CaptureError(TensorRuntimeError):
+    """A capture session/validation failure; ``.kind`` names which (SPEC §5)."""
+
+    def __init__(self, kind: str, message: str, boundary: str | None = None,
+                 tensor: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.boundary = boundary
+        self.tensor = tensor
+
+
+class DeviceMismatchError(TensorRuntimeError):
+    """Operands of one operation live on different devices."""
+
+
+class DeviceError(TensorRuntimeError):
+    """A device cannot be created or used; the message names the device and the cause."""
+
+
+class ShapeError(TensorRuntimeError, ValueError):
+    """Shapes, axes or indices that do not fit the operation."""
+
+
+class DTypeError(TensorRuntimeError, TypeError):
+    """A dtype the operation does not accept."""
+
+
+class IndexOutOfRangeError(ShapeError, IndexError):
+    """An index value outside its axis (also an IndexError, as in NumPy and PyTorch)."""

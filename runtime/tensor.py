@@ -1,0 +1,231 @@
+"""The Tensor front end: metadata, sugar and data access; no Numba, no kernels.
+
+A tensor is (payload, shape, dtype, device, id).  The payload is whatever its device
+stores (a kernel-set array for plain devices, an inner tensor for autodiff, IR for
+capture) and the front end never looks inside it.  Every operation goes through
+``runtime.dispatch``.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import dtypes as D
+
+__all__ = ["Tensor", "new_id"]
+
+_ids = itertools.count(1)
+new_id = _ids.__next__
+
+
+class Tensor:
+    """An n-dimensional array on a device (create with ``rt.tensor`` and friends)."""
+
+    __slots__ = ("_payload", "shape", "dtype", "device", "id", "__weakref__")
+    __array_priority__ = 1000  # make NumPy defer to our reflected operators
+
+    @classmethod
+    def _wrap(cls, payload, shape, dtype, device, id=None) -> "Tensor":
+        t = object.__new__(cls)
+        t._payload = payload
+        t.shape = shape
+        t.dtype = dtype
+        t.device = device
+        t.id = new_id() if id is None else id
+        return t
+
+    def __init__(self, *a, **k):
+        raise TypeError("create tensors with rt.tensor(), rt.from_numpy(), rt.zeros(), ...")
+
+    # ---- metadata -------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    @property
+    def is_autodiff(self) -> bool:
+        return self.device.family == "autodiff"
+
+    @property
+    def is_capture(self) -> bool:
+        return self.device.innermost.family == "capture"
+
+    @property
+    def requires_grad(self) -> bool:
+        return self.device.requires_grad(self)
+
+    # ---- autodiff (the device decides; plain devices raise RequiresAutodiffError) ----
+    def require_grad(self) -> "Tensor":
+        """Mark this autodiff leaf as tracked and return it."""
+        return self.device.require_grad(self)
+
+    def backward(self, retain_graph: bool = False):
+        """Reverse-mode gradients of this tensor (seed: ones) -> ``Gradients``."""
+        return self.device.backward(self, retain_graph=retain_graph)
+
+    def grad(self, grads):
+        """This leaf's gradient in ``grads`` (a tensor on the inner device) or None."""
+        return self.device.grad(self, grads)
+
+    def grad_remove(self, grads):
+        """Like ``grad`` but also removes the entry from ``grads``."""
+        return self.device.grad(self, grads, remove=True)
+
+    def inner(self) -> "Tensor":
+        """The value as a plain tensor on the inner device (autodiff tensors only)."""
+        return self.device.inner_tensor(self)
+
+    def detach(self) -> "Tensor":
+        """The same value, untracked, on the same device."""
+        return self.device.detach(self)
+
+    # ---- data out -------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """A NumPy copy of the values (copied to the host for device tensors)."""
+        return self.device.to_host(self)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def item(self):
+        """The value of a one-element tensor as a Python scalar."""
+        if self.size != 1:
+            from .errors import ShapeError
+            raise ShapeError(f"item: only one-element tensors can be converted to a Python "
+                             f"scalar, got shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self.size != 1:
+            from .errors import ShapeError
+            raise ShapeError(f"the truth value of a tensor of shape {self.shape} is ambiguous; "
+                             f"use .any()/.all() style reductions")
+        return bool(self.item())
+
+    def __index__(self):
+        if not self.dtype.is_int and not self.dtype.is_bool:
+            raise TypeError("only integer tensors can be used as an index")
+        return int(self.item())
+
+    def __repr__(self) -> str:
+        try:
+            body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
+                                   threshold=200, edgeitems=3)
+        except Exception:  # capture tensors without a value (never raise from repr)
+            body = f"<no value, shape={self.shape}>"
+        return f"tensor({body}, dtype={self.dtype.name}, device={self.device})"
+
+    __str__ = __repr__
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce__(self):
+        raise TypeError("tensors cannot be pickled; use t.numpy() or CapturedGraph.save()")
+
+    # ---- movement -------------------------------------------------------------------
+    def to(self, device) -> "Tensor":
+        """This value on ``device`` (SPEC §3 movement table)."""
+        from .movement import move
+        return move(self, device)
+
+    to_device = to
+
+    def astype(self, dtype) -> "Tensor":
+        return _api.cast(self, dtype)
+
+    cast = astype
+
+    def float(self):
+        return _api.cast(self, D.float32)
+
+    def double(self):
+        return _api.cast(self, D.float64)
+
+    def long(self):
+        return _api.cast(self, D.int64)
+
+    def int(self):
+        return _api.cast(self, D.int32)
+
+    def bool(self):
+        return _api.cast(self, D.bool_)
+
+    # ---- operators ------------------------------------------------------------------
+    def __add__(self, o): return _api.add(self, o)
+    def __radd__(self, o): return _api.add(o, self)
+    def __sub__(self, o): return _api.sub(self, o)
+    def __rsub__(self, o): return _api.sub(o, self)
+    def __mul__(self, o): return _api.mul(self, o)
+    def __rmul__(self, o): return _api.mul(o, self)
+    def __truediv__(self, o): return _api.div(self, o)
+    def __rtruediv__(self, o): return _api.div(o, self)
+    def __pow__(self, o): return _api.pow(self, o)
+    def __rpow__(self, o): return _api.pow(o, self)
+    def __matmul__(self, o): return _api.matmul(self, o)
+    def __rmatmul__(self, o): return _api.matmul(o, self)
+    def __neg__(self): return _api.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return _api.abs(self)
+    def __invert__(self): return _api.logical_not(self)
+    def __and__(self, o): return _api.logical_and(self, o)
+    def __rand__(self, o): return _api.logical_and(o, self)
+    def __or__(self, o): return _api.logical_or(self, o)
+    def __ror__(self, o): return _api.logical_or(o, self)
+    def __eq__(self, o): return _api.eq(self, o)
+    def __ne__(self, o): return _api.ne(self, o)
+    def __lt__(self, o): return _api.lt(self, o)
+    def __le__(self, o): return _api.le(self, o)
+    def __gt__(self, o): return _api.gt(self, o)
+    def __ge__(self, o): return _api.ge(self, o)
+
+    def __getitem__(self, key):
+        return _api.getitem(self, key)
+
+    def __setitem__(self, key, value):
+        raise TypeError("tensors are immutable; use t.slice_assign(key, value), which returns "
+                        "a new tensor")
+
+    @property
+    def T(self) -> "Tensor":
+        return _api.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+
+def _install_methods():
+    """Expose every front-end function that takes a tensor first as a method."""
+    for name in _api.TENSOR_METHODS:
+        fn = getattr(_api, name)
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, fn)
+
+
+from .ops import api as _api  # noqa: E402  (the front-end functions need Tensor defined)
+
+_install_methods()
