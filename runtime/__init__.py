@@ -23,6 +23,9 @@ from .ops.api import (abs, add, arange, argmax, argmin, broadcast_to, cast, cat,
                       squeeze, stack, sub, sum, take, tanh, tensor, transpose, unsqueeze, var,
                       where, zeros, zeros_like)
 from .tensor import Tensor
+from . import nn  # noqa: E402
+from .autodiff import *  # noqa: E402,F401,F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
+from .capture import *  # noqa: E402,F401,F403  (CaptureDevice, capture(), load_graph(), ...)
 
 bool = bool_  # noqa: A001  (rt.bool, as SPEC §2 names it)
 

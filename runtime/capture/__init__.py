@@ -1,0 +1,2 @@
+"""(being written) see the package modules."""
+__all__: list = []

@@ -1,0 +1,2 @@
+"""rt.nn.functional."""
+__all__: list = []
