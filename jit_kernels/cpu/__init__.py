@@ -1,0 +1,113 @@
+"""The ``cpu`` kernel set: Numba kernels on NumPy payloads (see ``jit_kernels.KernelSet``).
+
+Modules: ``elementwise`` (generated unary/binary/where/cast kernels), ``reduce`` (reductions,
+arg-reductions, softmax), ``matmul``, ``shape`` (views, copy, take/gather/cat/slice_assign),
+``memory`` (creation and host transfer), ``random`` (counter-based rand/randn),
+``scalar_math`` (every transcendental).  Importing this package compiles nothing: every kernel
+is compiled lazily with ``cache=True`` on first use (generated ones via
+``jit_kernels.codegen.load_generated_module``).
+"""
+from __future__ import annotations
+
+import os
+
+# Keep OpenMP workers from spinning against other thread pools (see NUMBA-NOTES: thread pools).
+os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+
+import numpy as np  # noqa: E402
+
+from jit_kernels.cpu import elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape  # noqa: E402
+
+
+class CpuKernels:
+    """Kernel set for device kind ``"cpu"``; payloads are NumPy arrays."""
+
+    kind = "cpu"
+
+    # -- memory
+    def from_host(self, array, index=0):
+        return memory.from_host(array, index)
+
+    def to_host(self, x):
+        return memory.to_host(x)
+
+    def empty(self, shape, dtype, index=0):
+        return memory.empty(shape, dtype, index)
+
+    def full(self, shape, value, dtype, index=0):
+        return memory.full(shape, value, dtype, index)
+
+    def arange(self, start, step, n, dtype, index=0):
+        return memory.arange(start, step, n, dtype, index)
+
+    def eye(self, n, m, dtype, index=0):
+        return memory.eye(n, m, dtype, index)
+
+    def copy(self, x):
+        return shape.copy(x)
+
+    # -- views and data movement
+    def reshape(self, x, shp):
+        return shape.reshape(x, shp)
+
+    def permute(self, x, axes):
+        return shape.permute(x, axes)
+
+    def expand(self, x, shp):
+        return shape.expand(x, shp)
+
+    def index(self, x, key):
+        return shape.index(x, key)
+
+    def slice_assign(self, x, key, value):
+        return shape.slice_assign(x, key, value)
+
+    def take(self, x, indices, axis):
+        return shape.take(x, indices, axis)
+
+    def gather(self, x, indices, axis):
+        return shape.gather(x, indices, axis)
+
+    def cat(self, xs, axis):
+        return shape.cat(xs, axis)
+
+    # -- elementwise
+    def unary(self, op, x, out_dtype, attrs=None):
+        return elementwise.unary(op, x, out_dtype, attrs or {})
+
+    def binary(self, op, a, b, compute_dtype, out_dtype):
+        return elementwise.binary(op, a, b, compute_dtype, out_dtype)
+
+    def where(self, cond, a, b, out_dtype):
+        return elementwise.where(cond, a, b, out_dtype)
+
+    def cast(self, x, dtype):
+        return elementwise.cast(x, dtype)
+
+    # -- reductions
+    def reduce(self, op, x, axes, keepdims, out_dtype, attrs=None):
+        return _reduce.reduce(op, x, tuple(axes), keepdims, out_dtype, attrs or {})
+
+    def arg_reduce(self, op, x, axis, keepdims):
+        return _reduce.arg_reduce(op, x, axis, keepdims)
+
+    def softmax(self, x, axis, log):
+        return _reduce.softmax(x, axis, log)
+
+    # -- linear algebra
+    def matmul(self, a, b):
+        return _matmul.matmul(a, b)
+
+    # -- random
+    def rand(self, shp, dtype, seed, offset, index=0):
+        return _random.rand(shp, dtype, seed, offset, index)
+
+    def randn(self, shp, dtype, seed, offset, index=0):
+        return _random.randn(shp, dtype, seed, offset, index)
+
+    # -- user code
+    def custom(self, fn, arrays):
+        return np.asarray(fn(*arrays))
+
+
+__all__ = ["CpuKernels"]

@@ -1,0 +1,515 @@
+"""Reductions, arg-reductions and softmax.
+
+``reduce`` moves the reduced axes to the end (a view) and reduces the trailing block, for any
+strides.  Two generated kernel families (per op and dtypes, via ``load_generated_module``):
+
+- ``rows``: one output per "row" of kept indices; the reduced block is walked in C order by
+  segments of its innermost dim.  Used when the innermost reduced dim is contiguous (or as the
+  general fallback).  With few rows each row is split into chunks that are combined at the end
+  (``prange`` over (row, chunk) tasks).
+- ``cols``: when the kept dims coalesce into one contiguous dim (e.g. ``sum(axis=0)`` of a C
+  array), the reduced index range is split across threads, each accumulating whole contiguous
+  rows into its own partial vector; partials are combined at the end.
+
+Accuracy: float sums accumulate contiguous segments in blocks of 256 (vectorised), blocks into
+a level-2 accumulator every 64 blocks, then sequentially — error no worse than NumPy's pairwise
+sum in practice; float32 inputs accumulate in float64.  ``sum``/``prod`` of bool/int accumulate in
+the given ``out_dtype`` (int64).  ``mean``/``var`` of float32 accumulate in float64 and are stored
+as ``out_dtype``; ``var`` is two-pass (mean, then squared deviations) and divides by
+``max(n - ddof, 0)`` (as NumPy: 0/0 → nan, x/0 → inf).  Empty reductions: ``sum`` 0, ``prod`` 1,
+``mean``/``var`` nan, ``logsumexp`` -inf.  ``max``/``min`` propagate NaN (callers guarantee a
+non-empty axis).  ``logsumexp`` is max-shifted: all -inf → -inf, any +inf → +inf, NaN → NaN.
+``argmax``/``argmin`` return the first index of the extreme; the first NaN wins (NumPy).
+``softmax``/``log_softmax`` are max-shifted along one axis, exponentials summed in float64.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from jit_kernels.codegen import load_generated_module
+from jit_kernels.cpu import scalar_math as sm
+from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
+from jit_kernels.cpu.elementwise import _NP_NAME, conv_expr
+
+F64 = np.dtype(np.float64)
+I64 = np.dtype(np.int64)
+
+_TEMPLATE = '''\
+import math
+import numpy as np
+from numba import njit, prange
+from jit_kernels.cpu import scalar_math as sm
+
+A = {A}
+FM = {{"reassoc", "contract"}}
+
+
+@njit(inline="always", error_model="numpy")
+def init():
+    return {init}
+
+
+@njit(inline="always", error_model="numpy", fastmath=FM)
+def step(a, v, c):
+    return {step}
+
+
+@njit(inline="always", error_model="numpy", fastmath=FM)
+def comb(a, b):
+    return {comb}
+
+
+@njit(inline="always", error_model="numpy")
+def fin(a, fa, c):
+    {fin}
+
+
+@njit(error_model="numpy", fastmath=FM)
+def _seg(base, p, s, n, c):
+    if s == 1:
+        v = base[p:p + n]
+        acc = init()
+        mid = init()
+        nb = 0
+        for b0 in range(0, n, 256):
+            w = v[b0:min(b0 + 256, n)]
+            a = init()
+            for i in range(w.shape[0]):
+                a = step(a, {conv_w}, c)
+            mid = comb(mid, a)
+            nb += 1
+            if nb == 64:
+                acc = comb(acc, mid)
+                mid = init()
+                nb = 0
+        return comb(acc, mid)
+    a = init()
+    for i in range(n):
+        a = step(a, {conv_s}, c)
+    return a
+
+
+@njit(error_model="numpy")
+def _row_pos(off, oshape, ostr, r):
+    p = off
+    rem = r
+    for d in range(oshape.shape[0] - 1, -1, -1):
+        k = rem % oshape[d]
+        rem = rem // oshape[d]
+        p += k * ostr[d]
+    return p
+
+
+@njit(error_model="numpy")
+def _range(base, prow, rshape, rstr, lo, hi, c):
+    nr = rshape.shape[0]
+    inner = rshape[nr - 1]
+    q = lo // inner
+    col = lo - q * inner
+    acc = init()
+    while lo < hi:
+        p = prow + col * rstr[nr - 1]
+        rem = q
+        for d in range(nr - 2, -1, -1):
+            k = rem % rshape[d]
+            rem = rem // rshape[d]
+            p += k * rstr[d]
+        n = min(inner - col, hi - lo)
+        acc = comb(acc, _seg(base, p, rstr[nr - 1], n, c))
+        lo += n
+        q += 1
+        col = 0
+    return acc
+
+
+@njit(cache=True, error_model="numpy")
+def rows_serial(base, off, oshape, ostr, rshape, rstr, center, out, K, fa):
+    for r in range(out.shape[0]):
+        c = center[r]
+        out[r] = {store}
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def rows_par(base, off, oshape, ostr, rshape, rstr, center, out, K, fa, nsplit):
+    R = out.shape[0]
+    part = np.empty(R * nsplit, A)
+    chunk = (K + nsplit - 1) // nsplit
+    for t in prange(R * nsplit):
+        r = t // nsplit
+        s = t - r * nsplit
+        lo = s * chunk
+        hi = min(lo + chunk, K)
+        if lo < hi:
+            part[t] = _range(base, _row_pos(off, oshape, ostr, r), rshape, rstr, lo, hi, center[r])
+        else:
+            part[t] = init()
+    for r in prange(R):
+        a = init()
+        for s in range(nsplit):
+            a = comb(a, part[r * nsplit + s])
+        c = center[r]
+        out[r] = {store_a}
+
+
+@njit(error_model="numpy", fastmath=FM)
+def _cols_block(base, off, N, rshape, rstr, center, acc, lo, hi, j0, j1):
+    nr = rshape.shape[0]
+    w = j1 - j0
+    cc = center[j0:j1]
+    for j in range(w):
+        acc[j] = init()
+    for q in range(lo, hi):
+        p = off + j0
+        rem = q
+        for d in range(nr - 1, -1, -1):
+            k = rem % rshape[d]
+            rem = rem // rshape[d]
+            p += k * rstr[d]
+        v = base[p:p + w]
+        for j in range(w):
+            acc[j] = step(acc[j], {conv_vj}, cc[j])
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def cols_par(base, off, N, rshape, rstr, center, out, K, fa, nsplit, jb):
+    nj = (N + jb - 1) // jb
+    part = np.empty((nsplit, N), A)
+    chunk = (K + nsplit - 1) // nsplit
+    for t in prange(nsplit * nj):
+        s = t // nj
+        jj = t - s * nj
+        j0 = jj * jb
+        j1 = min(j0 + jb, N)
+        lo = s * chunk
+        hi = min(lo + chunk, K)
+        _cols_block(base, off, N, rshape, rstr, center, part[s, j0:j1], lo, hi, j0, j1)
+    for j in prange(N):
+        a = init()
+        for s in range(nsplit):
+            a = comb(a, part[s, j])
+        c = center[j]
+        out[j] = {store_a}
+
+
+@njit(cache=True, error_model="numpy")
+def cols_serial(base, off, N, rshape, rstr, center, out, K, fa):
+    acc = np.empty(N, A)
+    _cols_block(base, off, N, rshape, rstr, center, acc, 0, K, 0, N)
+    for j in range(N):
+        c = center[j]
+        out[j] = {store_acc}
+'''
+
+
+def _spec(op, in_dt, acc_dt):
+    """(init, step, comb, fin) source for op with accumulation dtype ``acc_dt``."""
+    f = acc_dt.kind == "f"
+    if op in ("sum", "mean", "sqdev", "sumexp"):
+        init = "A(0)"
+        step = {"sum": "a + v", "mean": "a + v", "sqdev": "a + (v - c) * (v - c)",
+                "sumexp": "a + sm.exp(v - c)"}[op]
+        comb = "a + b"
+        fin = {"sum": "return a", "mean": "return a / fa", "sqdev": "return a / fa",
+               "sumexp": ("if c != c or c == math.inf or c == -math.inf:\n        return A(c)\n"
+                          "    return sm.log(a) + c")}[op]
+        return init, step, comb, fin
+    if op == "prod":
+        return "A(1)", "a * v", "a * b", "return a"
+    if op in ("max", "min"):
+        gt = ">" if op == "max" else "<"
+        if f:
+            init = "A(-np.inf)" if op == "max" else "A(np.inf)"
+            step = f"v if (v {gt} a or v != v) else a"
+            comb = f"b if (b {gt} a or b != b) else a"
+        else:
+            if acc_dt.kind == "b":
+                init = "False" if op == "max" else "True"
+            else:
+                info = np.iinfo(acc_dt)
+                init = f"A({info.min if op == 'max' else info.max})"
+            step = f"v if v {gt} a else a"
+            comb = f"b if b {gt} a else a"
+        return init, step, comb, "return a"
+    raise ValueError(op)
+
+
+_MODS: dict = {}
+
+
+def _module(op, in_dt, acc_dt, out_dt):
+    key = (op, in_dt, acc_dt, out_dt)
+    mod = _MODS.get(key)
+    if mod is None:
+        init, step, comb, fin = _spec(op, in_dt, acc_dt)
+        fin_dt = acc_dt
+        store_expr = lambda e: conv_expr(e, fin_dt, out_dt) if (fin_dt != out_dt or out_dt.kind != "f") else e
+        src = _TEMPLATE.format(
+            A=_NP_NAME[acc_dt.name], init=init, step=step, comb=comb, fin=fin,
+            conv_w=conv_expr("w[i]", in_dt, acc_dt), conv_s=conv_expr("base[p + i * s]", in_dt, acc_dt),
+            conv_vj=conv_expr("v[j]", in_dt, acc_dt),
+            store=store_expr("fin(_range(base, _row_pos(off, oshape, ostr, r), rshape, rstr, 0, K, c), fa, c)"),
+            store_a=store_expr("fin(a, fa, c)"), store_acc=store_expr("fin(acc[j], fa, c)"),
+        )
+        mod = load_generated_module(src, f"red_{op}_{in_dt.name}_{acc_dt.name}_{out_dt.name}")
+        _MODS[key] = mod
+    return mod
+
+
+def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
+    """Reduce ``x`` over ``axes`` with op; returns a flat C-ordered array of kept-dims outputs."""
+    nd = x.ndim
+    kept = [d for d in range(nd) if d not in axes]
+    red = [d for d in range(nd) if d in axes]
+    kshape = [x.shape[d] for d in kept]
+    R = size_of(kshape)
+    K = size_of([x.shape[d] for d in red])
+    out = np.empty(R, dtype=out_dt)
+    if R == 0:
+        return out
+    base, off, es = flat_base(x)
+    mod = _module(op, x.dtype, acc_dt, out_dt)
+    oshape, (ostr,) = coalesce(kshape, [[es[d] for d in kept]])
+    rshape, (rstr,) = coalesce([x.shape[d] for d in red], [[es[d] for d in red]])
+    if center is None:
+        center = np.zeros(R, dtype=np.float64)
+    par = R * K >= PAR_THRESHOLD
+    nt = nthreads()
+    if len(oshape) == 1 and ostr[0] == 1 and R >= 16 and rstr[-1] != 1:
+        if par:
+            jb = max(256, -(-R // nt))
+            nj = -(-R // jb)
+            nsplit = max(1, min(-(-2 * nt // nj), K))
+            mod.cols_par(base, off, R, i64(rshape), i64(rstr), center, out, K, fa, nsplit, jb)
+        else:
+            mod.cols_serial(base, off, R, i64(rshape), i64(rstr), center, out, K, fa)
+        return out
+    if par:
+        nsplit = 1 if R >= 2 * nt else max(1, min(-(-2 * nt // R), -(-K // 4096)))
+        mod.rows_par(base, off, i64(oshape), i64(ostr), i64(rshape), i64(rstr), center, out, K, fa,
+                     nsplit)
+    else:
+        mod.rows_serial(base, off, i64(oshape), i64(ostr), i64(rshape), i64(rstr), center, out, K, fa)
+    return out
+
+
+def _acc_dtype(op, in_dt, out_dt):
+    if op in ("max", "min"):
+        return in_dt
+    if out_dt.kind == "f":
+        return F64
+    return I64 if out_dt.kind in "iub" else out_dt
+
+
+def reduce(op, x, axes, keepdims, out_dtype, attrs):
+    out_dt = np.dtype(out_dtype)
+    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
+    if x.ndim and not axes:
+        axes = tuple(range(x.ndim))
+    kshape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
+        tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    K = size_of([x.shape[d] for d in axes])
+    R = size_of(kshape)
+    from jit_kernels.cpu import memory
+    if K == 0 or R == 0:
+        fill = {"sum": 0, "prod": 1, "mean": math.nan, "var": math.nan, "logsumexp": -math.inf}.get(op, 0)
+        if out_dt.kind != "f" and fill != fill:
+            fill = 0
+        return memory.full(kshape, fill, out_dt, 0)
+    in_dt = x.dtype
+    if op in ("sum", "prod", "max", "min"):
+        res = _run(op, x, axes, _acc_dtype(op, in_dt, out_dt), out_dt)
+    elif op == "mean":
+        res = _run("mean", x, axes, _acc_dtype(op, in_dt, out_dt), out_dt, fa=float(K))
+    elif op == "var":
+        ddof = (attrs or {}).get("ddof", 0) or 0
+        mean = _run("mean", x, axes, F64, F64, fa=float(K))
+        res = _run("sqdev", x, axes, F64, out_dt, fa=float(max(K - ddof, 0)), center=mean)
+    elif op == "logsumexp":
+        mx = _run("max", x, axes, in_dt, F64) if in_dt.kind == "f" else _run("max", x, axes, in_dt, F64)
+        res = _run("sumexp", x, axes, F64, out_dt, center=mx)
+    else:
+        raise ValueError(f"unknown reduction {op!r}")
+    return res.reshape(kshape)
+
+
+# ---------------------------------------------------------------------------------------------
+# arg-reductions
+
+@njit(error_model="numpy")
+def _arg_row(base, prow, rshape, rstr, is_max):
+    nr = rshape.shape[0]
+    inner = rshape[nr - 1]
+    K = 1
+    for d in range(nr):
+        K *= rshape[d]
+    best = base[prow]
+    bi = 0
+    if best != best:
+        return 0
+    idx = 0
+    q = 0
+    while idx < K:
+        p = prow
+        rem = q
+        for d in range(nr - 2, -1, -1):
+            k = rem % rshape[d]
+            rem = rem // rshape[d]
+            p += k * rstr[d]
+        s = rstr[nr - 1]
+        for i in range(inner):
+            v = base[p + i * s]
+            if v != v:
+                return idx + i
+            if is_max:
+                if v > best:
+                    best = v
+                    bi = idx + i
+            else:
+                if v < best:
+                    best = v
+                    bi = idx + i
+        idx += inner
+        q += 1
+    return bi
+
+
+@njit(error_model="numpy")
+def _row_pos(off, oshape, ostr, r):
+    p = off
+    rem = r
+    for d in range(oshape.shape[0] - 1, -1, -1):
+        k = rem % oshape[d]
+        rem = rem // oshape[d]
+        p += k * ostr[d]
+    return p
+
+
+@njit(cache=True, error_model="numpy")
+def _arg_serial(base, off, oshape, ostr, rshape, rstr, out, is_max):
+    for r in range(out.shape[0]):
+        out[r] = _arg_row(base, _row_pos(off, oshape, ostr, r), rshape, rstr, is_max)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _arg_par(base, off, oshape, ostr, rshape, rstr, out, is_max):
+    for r in prange(out.shape[0]):
+        out[r] = _arg_row(base, _row_pos(off, oshape, ostr, r), rshape, rstr, is_max)
+
+
+def arg_reduce(op, x, axis, keepdims):
+    is_max = op == "argmax"
+    if op not in ("argmax", "argmin"):
+        raise ValueError(f"unknown arg reduction {op!r}")
+    if axis is None:
+        red = list(range(x.ndim))
+        kshape = (1,) * x.ndim if keepdims else ()
+    else:
+        axis %= max(x.ndim, 1)
+        red = [axis]
+        kshape = tuple(1 if d == axis else n for d, n in enumerate(x.shape)) if keepdims else \
+            tuple(n for d, n in enumerate(x.shape) if d != axis)
+    kept = [d for d in range(x.ndim) if d not in red]
+    R = size_of([x.shape[d] for d in kept])
+    out = np.empty(R, dtype=np.int64)
+    if R == 0:
+        return out.reshape(kshape)
+    base, off, es = flat_base(x)
+    oshape, (ostr,) = coalesce([x.shape[d] for d in kept], [[es[d] for d in kept]])
+    rshape, (rstr,) = coalesce([x.shape[d] for d in red], [[es[d] for d in red]])
+    args = (base, off, i64(oshape), i64(ostr), i64(rshape), i64(rstr), out, is_max)
+    if R > 1 and x.size >= PAR_THRESHOLD:
+        _arg_par(*args)
+    else:
+        _arg_serial(*args)
+    return out.reshape(kshape)
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax
+
+@njit(error_model="numpy")
+def _softmax_row(xb, px, sx, ob, po, so, K, log):
+    m = xb[px]
+    for i in range(1, K):
+        v = xb[px + i * sx]
+        if v != v or v > m:
+            m = v
+            if v != v:
+                break
+    s = 0.0
+    if sx == 1 and so == 1:
+        xv = xb[px:px + K]
+        ov = ob[po:po + K]
+        if log:
+            for i in range(K):
+                s += np.float64(sm.exp(xv[i] - m))
+            ls = np.float64(m) + math.log(s)
+            for i in range(K):
+                ov[i] = xv[i] - ls
+        else:
+            for i in range(K):
+                e = sm.exp(xv[i] - m)
+                ov[i] = e
+                s += np.float64(e)
+            inv = 1.0 / s
+            for i in range(K):
+                ov[i] = ov[i] * inv
+    else:
+        if log:
+            for i in range(K):
+                s += np.float64(sm.exp(xb[px + i * sx] - m))
+            ls = np.float64(m) + math.log(s)
+            for i in range(K):
+                ob[po + i * so] = xb[px + i * sx] - ls
+        else:
+            for i in range(K):
+                e = sm.exp(xb[px + i * sx] - m)
+                ob[po + i * so] = e
+                s += np.float64(e)
+            inv = 1.0 / s
+            for i in range(K):
+                ob[po + i * so] = ob[po + i * so] * inv
+
+
+@njit(cache=True, error_model="numpy")
+def _softmax_serial(xb, xoff, oshape, xostr, sx, ob, oostr, so, K, log):
+    R = 1
+    for d in range(oshape.shape[0]):
+        R *= oshape[d]
+    for r in range(R):
+        _softmax_row(xb, _row_pos(xoff, oshape, xostr, r), sx, ob, _row_pos(0, oshape, oostr, r), so, K, log)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _softmax_par(xb, xoff, oshape, xostr, sx, ob, oostr, so, K, log):
+    R = 1
+    for d in range(oshape.shape[0]):
+        R *= oshape[d]
+    for r in prange(R):
+        _softmax_row(xb, _row_pos(xoff, oshape, xostr, r), sx, ob, _row_pos(0, oshape, oostr, r), so, K, log)
+
+
+def softmax(x, axis, log):
+    axis %= max(x.ndim, 1)
+    if x.ndim == 0:
+        x = x.reshape(1)
+        return softmax(x, 0, log).reshape(())
+    out = np.empty(x.shape, dtype=x.dtype)
+    if x.size == 0:
+        return out
+    base, off, es = flat_base(x)
+    osz = out.itemsize
+    oes = [s // osz for s in out.strides]
+    kept = [d for d in range(x.ndim) if d != axis]
+    kshape = [x.shape[d] for d in kept]
+    oshape, (xostr, oostr) = coalesce(kshape, [[es[d] for d in kept], [oes[d] for d in kept]])
+    K = x.shape[axis]
+    args = (base, off, i64(oshape), i64(xostr), es[axis], out.reshape(-1), i64(oostr), oes[axis], K, bool(log))
+    if x.size >= PAR_THRESHOLD and size_of(kshape) > 1:
+        _softmax_par(*args)
+    else:
+        _softmax_serial(*args)
+    return out

@@ -1,0 +1,296 @@
+"""Views and data movement: copy, reshape, permute, expand, index, slice_assign, take, gather,
+cat (``cast``/``where`` live in ``elementwise``).
+
+Views are NumPy views sharing storage: ``permute`` (transpose), ``expand`` (stride-0
+``broadcast_to``, read-only), ``index`` (basic indexing), ``reshape`` when the layout allows.
+Every copy goes through the strided copy kernel (reads and writes by strides, including
+negative and zero strides).  ``take``/``gather`` validate every index inside the kernel before
+moving data and raise ``IndexError("index {i} is out of bounds for axis {axis} with size {n}")``;
+negative indices count from the end.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
+
+
+@njit(error_model="numpy")
+def _copy_range(lo, hi, shape, sb, so, ss, db, do, ds):
+    nd = shape.shape[0]
+    inner = shape[nd - 1]
+    r = lo // inner
+    c = lo - r * inner
+    while lo < hi:
+        rem = r
+        ps = so + c * ss[nd - 1]
+        pd = do + c * ds[nd - 1]
+        for d in range(nd - 2, -1, -1):
+            k = rem % shape[d]
+            rem = rem // shape[d]
+            ps += k * ss[d]
+            pd += k * ds[d]
+        n = min(inner - c, hi - lo)
+        s1 = ss[nd - 1]
+        d1 = ds[nd - 1]
+        if s1 == 1 and d1 == 1:
+            src = sb[ps:ps + n]
+            dst = db[pd:pd + n]
+            for i in range(n):
+                dst[i] = src[i]
+        elif d1 == 1:
+            dst = db[pd:pd + n]
+            for i in range(n):
+                dst[i] = sb[ps + i * s1]
+        else:
+            for i in range(n):
+                db[pd + i * d1] = sb[ps + i * s1]
+        lo += n
+        r += 1
+        c = 0
+
+
+@njit(cache=True, error_model="numpy")
+def _copy_serial(total, shape, sb, so, ss, db, do, ds):
+    _copy_range(0, total, shape, sb, so, ss, db, do, ds)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _copy_par(total, shape, sb, so, ss, db, do, ds, nchunks):
+    chunk = (total + nchunks - 1) // nchunks
+    for k in prange(nchunks):
+        lo = k * chunk
+        hi = min(lo + chunk, total)
+        if lo < hi:
+            _copy_range(lo, hi, shape, sb, so, ss, db, do, ds)
+
+
+def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src`` (same shape and dtype; ``dst`` writeable, any strides)."""
+    total = dst.size
+    if total == 0:
+        return
+    if src.shape != dst.shape:
+        src = np.broadcast_to(src, dst.shape)
+    sb, so, ses = flat_base(src)
+    db, do, des = flat_base(dst)
+    ses = [0 if n == 1 else s for n, s in zip(src.shape, ses)]
+    shp, (ss, ds) = coalesce(dst.shape, [ses, des])
+    args = (total, i64(shp), sb, so, i64(ss), db, do, i64(ds))
+    if total >= PAR_THRESHOLD:
+        _copy_par(*args, nthreads())
+    else:
+        _copy_serial(*args)
+
+
+def copy(x):
+    out = np.empty(x.shape, dtype=x.dtype)
+    copy_into(out, x)
+    return out
+
+
+def contiguous(x):
+    return x if x.flags.c_contiguous else copy(x)
+
+
+def reshape(x, shape):
+    shape = tuple(shape)
+    try:
+        return x.reshape(shape, copy=False)
+    except (ValueError, TypeError):
+        return copy(x).reshape(shape)
+
+
+def permute(x, axes):
+    return x.transpose(tuple(axes))
+
+
+def expand(x, shape):
+    return np.broadcast_to(x, tuple(shape))
+
+
+def index(x, key):
+    return x[tuple(key) + (Ellipsis,)]
+
+
+def slice_assign(x, key, value):
+    out = copy(x)
+    dst = out[tuple(key) + (Ellipsis,)]
+    if not isinstance(value, np.ndarray):
+        from jit_kernels.cpu._layout import scalar_array
+        value = scalar_array(value, x.dtype)
+    copy_into(dst, value)
+    return out
+
+
+# -- take / gather ------------------------------------------------------------------------------
+
+@njit(error_model="numpy")
+def _check(idx, n):
+    for j in range(idx.shape[0]):
+        k = idx[j]
+        if k < -n or k >= n:
+            return True, np.int64(k)
+    return False, np.int64(0)
+
+
+@njit(cache=True, error_model="numpy")
+def _take_serial(x3, idx, out3):
+    O, n, I = x3.shape
+    J = idx.shape[0]
+    bad, v = _check(idx, n)
+    if bad:
+        return bad, v
+    for o in range(O):
+        for j in range(J):
+            k = idx[j]
+            if k < 0:
+                k += n
+            src = x3[o, k]
+            dst = out3[o, j]
+            for i in range(I):
+                dst[i] = src[i]
+    return bad, v
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _take_par(x3, idx, out3):
+    O, n, I = x3.shape
+    J = idx.shape[0]
+    bad, v = _check(idx, n)
+    if bad:
+        return bad, v
+    for t in prange(O * J):
+        o = t // J
+        j = t - o * J
+        k = idx[j]
+        if k < 0:
+            k += n
+        src = x3[o, k]
+        dst = out3[o, j]
+        for i in range(I):
+            dst[i] = src[i]
+    return bad, v
+
+
+def _index_error(v, axis, n):
+    return IndexError(f"index {int(v)} is out of bounds for axis {axis} with size {n}")
+
+
+def take(x, indices, axis):
+    if not isinstance(indices, np.ndarray):
+        indices = np.asarray(indices, dtype=np.int64)
+    axis %= max(x.ndim, 1)
+    if x.ndim == 0:
+        x = x.reshape(1)
+    n = x.shape[axis]
+    out_shape = x.shape[:axis] + indices.shape + x.shape[axis + 1:]
+    out = np.empty(out_shape, dtype=x.dtype)
+    idx = contiguous(indices).reshape(-1)
+    O = size_of(x.shape[:axis])
+    I = size_of(x.shape[axis + 1:])
+    J = idx.shape[0]
+    if J == 0:
+        return out
+    if O * I == 0:
+        bad, v = _take_serial(np.empty((1, n, 0), x.dtype), idx, np.empty((1, J, 0), x.dtype))
+    else:
+        x3 = contiguous(x).reshape(O, n, I)
+        out3 = out.reshape(O, J, I)
+        kern = _take_par if out.size >= PAR_THRESHOLD else _take_serial
+        bad, v = kern(x3, idx, out3)
+    if bad:
+        raise _index_error(v, axis, n)
+    return out
+
+
+@njit(error_model="numpy")
+def _gather_row(xf, xstr, idx, ishape, axis, n, out, r, inner):
+    nd = ishape.shape[0]
+    # position of row r (all index dims but the last), then walk the last
+    p = 0
+    rem = r
+    for d in range(nd - 2, -1, -1):
+        k = rem % ishape[d]
+        rem = rem // ishape[d]
+        if d != axis:
+            p += k * xstr[d]
+    base_i = r * inner
+    for c in range(inner):
+        k = idx[base_i + c]
+        if k < 0:
+            k += n
+        q = p + k * xstr[axis]
+        if axis != nd - 1:
+            q += c * xstr[nd - 1]
+        else:
+            q = p + k * xstr[axis]
+        out[base_i + c] = xf[q]
+
+
+@njit(cache=True, error_model="numpy")
+def _gather_serial(xf, xstr, idx, ishape, axis, n, out):
+    bad, v = _check(idx, n)
+    if bad:
+        return bad, v
+    nd = ishape.shape[0]
+    inner = ishape[nd - 1]
+    for r in range(idx.shape[0] // inner):
+        _gather_row(xf, xstr, idx, ishape, axis, n, out, r, inner)
+    return bad, v
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _gather_par(xf, xstr, idx, ishape, axis, n, out):
+    bad, v = _check(idx, n)
+    if bad:
+        return bad, v
+    nd = ishape.shape[0]
+    inner = ishape[nd - 1]
+    for r in prange(idx.shape[0] // inner):
+        _gather_row(xf, xstr, idx, ishape, axis, n, out, r, inner)
+    return bad, v
+
+
+def gather(x, indices, axis):
+    if not isinstance(indices, np.ndarray):
+        indices = np.asarray(indices, dtype=np.int64)
+    if x.ndim == 0:
+        x = x.reshape(1)
+        indices = indices.reshape(-1)
+        return gather(x, indices, 0).reshape(indices.shape)
+    axis %= x.ndim
+    n = x.shape[axis]
+    out = np.empty(indices.shape, dtype=x.dtype)
+    if out.size == 0:
+        return out
+    xc = contiguous(x)
+    xstr = i64([s // xc.itemsize for s in xc.strides])
+    if xc.size == 0:
+        xf = np.empty(1, dtype=x.dtype)
+    else:
+        xf = xc.reshape(-1)
+    idx = contiguous(indices).reshape(-1)
+    kern = _gather_par if out.size >= PAR_THRESHOLD else _gather_serial
+    bad, v = kern(xf, xstr, idx, i64(indices.shape), axis, n, out.reshape(-1))
+    if bad:
+        raise _index_error(v, axis, n)
+    return out
+
+
+def cat(xs, axis):
+    xs = list(xs)
+    x0 = xs[0]
+    axis %= max(x0.ndim, 1)
+    total = sum(x.shape[axis] for x in xs)
+    shape = x0.shape[:axis] + (total,) + x0.shape[axis + 1:]
+    out = np.empty(shape, dtype=x0.dtype)
+    o = 0
+    pre = (slice(None),) * axis
+    for x in xs:
+        n = x.shape[axis]
+        if n:
+            copy_into(out[pre + (slice(o, o + n),)], x)
+        o += n
+    return out
