@@ -1,0 +1,73 @@
+"""The capture rows of the SPEC §3 movement table (registered on import)."""
+from __future__ import annotations
+
+from ..errors import CaptureMoveError, CaptureValueError
+from ..movement import MoveRule, register_move
+from .device import active_session
+
+__all__: list = []
+
+
+def _init_into(target, value):
+    from .. import dispatch
+    return dispatch.create("init", target, {"value": value})
+
+
+# plain -> capture: the value becomes an initialized value of the target's active scope.
+def _plain_to_capture_ok(t, target) -> bool:
+    return active_session(target) is not None
+
+
+def _plain_to_capture(t, target):
+    return _init_into(target, t.device.to_host(t))
+
+
+# capture -> plain: never.
+def _capture_to_plain(t, target):
+    raise CaptureMoveError()
+
+
+# capture -> capture: initialized values move into the target's active scope.
+def _capture_to_capture_ok(t, target) -> bool:
+    if t.device == target:
+        return True
+    return t._payload.value is not None and active_session(target) is not None
+
+
+def _capture_to_capture(t, target):
+    if t.device == target:
+        return t
+    value = t._payload.value
+    if value is None:
+        raise CaptureValueError(f"capture tensor {t.id} has no initialized value")
+    return _init_into(target, value)
+
+
+# capture -> autodiff(the same capture device): an untracked lift; anything else: never.
+def _lift():
+    try:
+        from .. import autodiff as _ad
+        return getattr(_ad, "from_inner", None)
+    except ImportError:
+        return None
+
+
+def _capture_to_autodiff_ok(t, target) -> bool:
+    return target.innermost == t.device and getattr(target, "inner", None) == t.device \
+        and _lift() is not None
+
+
+def _capture_to_autodiff(t, target):
+    lift = _lift()
+    if getattr(target, "inner", None) != t.device or lift is None:
+        raise CaptureMoveError()
+    out = lift(t, checkpointing=getattr(target, "checkpointing", "none"))
+    if out.device != target:  # checkpointing differs: keep the target's strategy
+        out = lift(t, checkpointing=target.checkpointing)
+    return out
+
+
+register_move("plain", "capture", MoveRule(_plain_to_capture_ok, _plain_to_capture))
+register_move("capture", "plain", MoveRule(lambda t, d: False, _capture_to_plain))
+register_move("capture", "capture", MoveRule(_capture_to_capture_ok, _capture_to_capture))
+register_move("capture", "autodiff", MoveRule(_capture_to_autodiff_ok, _capture_to_autodiff))

@@ -1,0 +1,160 @@
+"""Replay: interpret a ``CapturedGraph`` on a real device through the same device ``execute``
+that eager ``dispatch`` reaches (SPEC §5).
+
+``Executable`` does every lookup once, at bind time: the catalogue entry, the argument slots,
+the attrs and the output shape/dtype of each op (the captured ones: inputs are checked
+against the captured shapes and dtypes, so every later shape is the captured one).  A call is
+then one tight loop of ``device.execute(spec, args, attrs, shape, dtype)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..device import cpu, device as _parse_device
+from ..errors import CaptureError, DTypeError, ShapeError
+from ..ops.catalogue import CATALOGUE
+from ..tensor import Tensor
+from .ir import SCALARS_ATTR
+
+__all__ = ["Executable"]
+
+
+def _spec(name: str):
+    s = CATALOGUE.get(name)
+    if s is None:
+        raise CaptureError("UnknownOp", f"graph op {name!r} is not registered in this process; "
+                                        f"register it with rt.custom_op({name!r}, ...) before replaying")
+    return s
+
+
+class Executable:
+    """A graph bound to a device: ``.params`` (constants on that device) and ``__call__``."""
+
+    def __init__(self, graph, device=None, trainable=None):
+        from .. import dispatch
+        self.graph = graph
+        self.device = dev = cpu() if device is None else _parse_device(device)
+        if dev.family == "capture":
+            raise CaptureError("ReplayOnCapture", "replay runs on a real device (cpu, cuda:N, "
+                                                  "autodiff(...)), not on a capture device")
+        inputs = list(graph.inputs)
+        input_set = set(inputs)
+        slot: dict = {}
+
+        def slot_of(tid):
+            s = slot.get(tid)
+            if s is None:
+                s = slot[tid] = len(slot)
+            return s
+
+        self._input_slots = tuple(slot_of(t) for t in inputs)
+        self._input_irs = tuple(graph.tensor(t) for t in inputs)
+
+        # Constants: uploaded once, trainable on an autodiff device.
+        if trainable is None:
+            trainable = dev.family == "autodiff"
+        self.params: dict = {}
+        param_slots = []
+        for op in graph.operations:
+            if op.op != "init":
+                continue
+            tid = op.outputs[0].id
+            if tid in input_set:
+                continue
+            t = dispatch.create("init", dev, {"value": graph.values[tid]})
+            if trainable and t.dtype.is_float:
+                t = t.require_grad()
+            self.params[tid] = t
+            param_slots.append((slot_of(tid), tid))
+        self._param_slots = tuple(param_slots)
+
+        # The plan: (spec, arg slots, scalar template, attrs, shape, dtype, out slot, dead slots).
+        last_use: dict = {}
+        ops = [op for op in graph.operations if op.op != "init"]
+        for k, op in enumerate(ops):
+            for t in op.inputs:
+                last_use[t.id] = k
+        keep = input_set | set(graph.outputs) | set(self.params)
+        plan = []
+        for k, op in enumerate(ops):
+            spec = _spec(op.op)
+            attrs = dict(op.attrs)
+            scalars = attrs.pop(SCALARS_ATTR, ())
+            slots = tuple(slot_of(t.id) for t in op.inputs)
+            if scalars:
+                n = len(op.inputs) + len(scalars)
+                template = [None] * n
+                spos = {p for p, _ in scalars}
+                for p, v in scalars:
+                    template[p] = v
+                positions = tuple(p for p in range(n) if p not in spos)
+                template = (tuple(template), positions)
+            else:
+                template = None
+            out = op.outputs[0]
+            dead = tuple(slot[t.id] for t in op.inputs
+                         if last_use.get(t.id) == k and t.id not in keep)
+            plan.append((spec, slots, template, attrs, out.shape, out.dtype,
+                         slot_of(out.id), dead))
+        self._plan = tuple(plan)
+        for tid in graph.outputs:
+            slot_of(tid)
+        self._out_slots = tuple(slot[t] for t in graph.outputs)
+        self._nslots = len(slot)
+        self._execute = dev.execute
+
+    def parameters(self) -> list:
+        """The parameter tensors, in graph order."""
+        return list(self.params.values())
+
+    def _input(self, k: int, x) -> Tensor:
+        ir = self._input_irs[k]
+        dev = self.device
+        if isinstance(x, Tensor):
+            if x.device is not dev and x.device != dev:
+                x = x.to(dev)
+            shape, dtype = x.shape, x.dtype
+        else:
+            arr = x if isinstance(x, np.ndarray) else np.asarray(x, dtype=ir.dtype.np)
+            shape, dtype = tuple(arr.shape), arr.dtype
+            if dtype == ir.dtype.np and shape == ir.shape:
+                from .. import dispatch
+                return dispatch.create("init", dev, {"value": np.ascontiguousarray(arr)})
+            dtype = getattr(dtype, "name", dtype)
+        if shape != ir.shape:
+            raise ShapeError(f"graph input {k} (tensor {ir.id}) expects shape {ir.shape} "
+                             f"{ir.dtype.name}, got shape {shape} {getattr(dtype, 'name', dtype)}")
+        if dtype is not ir.dtype:
+            raise DTypeError(f"graph input {k} (tensor {ir.id}) expects dtype {ir.dtype.name}, "
+                             f"got {getattr(dtype, 'name', dtype)}; cast it first")
+        return x
+
+    def __call__(self, *inputs) -> tuple:
+        """Run the graph; returns one tensor per graph output, in order."""
+        n = len(self._input_slots)
+        if len(inputs) != n:
+            raise TypeError(f"the graph takes {n} input(s), got {len(inputs)}")
+        env = [None] * self._nslots
+        for k, (s, x) in enumerate(zip(self._input_slots, inputs)):
+            env[s] = self._input(k, x)
+        params = self.params
+        for s, tid in self._param_slots:
+            env[s] = params[tid]
+        execute = self._execute
+        for spec, slots, template, attrs, shape, dtype, out, dead in self._plan:
+            if template is None:
+                args = tuple([env[s] for s in slots])
+            else:
+                fixed, positions = template
+                args = list(fixed)
+                for p, s in zip(positions, slots):
+                    args[p] = env[s]
+                args = tuple(args)
+            env[out] = execute(spec, args, attrs, shape, dtype)
+            for s in dead:
+                env[s] = None
+        return tuple([env[s] for s in self._out_slots])
+
+    def __repr__(self) -> str:
+        return (f"<Executable on {self.device}: {len(self._plan)} ops, "
+                f"{len(self.params)} params>")
