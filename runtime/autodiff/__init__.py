@@ -1,2 +1,15 @@
-"""(being written) see the package modules."""
-__all__: list = []
+"""Autodiff: a decorator device with a tape, checkpointing and custom ops (SPEC §4).
+
+``ad = rt.autodiff(rt.cpu())``; tensors on ``ad`` are autodiff tensors, ``require_grad()``
+tracks a leaf, ``loss.backward()`` returns ``Gradients``, ``x.grad(grads)`` reads them.
+"""
+from .custom import custom_op
+from .device import AutodiffDevice, autodiff, from_inner
+from .gradients import Gradients
+from .grad_mode import no_grad
+from . import movement as _movement  # noqa: F401  (registers the autodiff movement rows)
+from . import rules as _rules
+
+_rules.install()
+
+__all__ = ["autodiff", "no_grad", "from_inner", "custom_op", "Gradients", "AutodiffDevice"]

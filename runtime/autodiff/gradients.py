@@ -1,0 +1,39 @@
+"""``Gradients``: what ``backward()`` returns, keyed by tracked leaf."""
+from __future__ import annotations
+
+__all__ = ["Gradients"]
+
+
+class Gradients:
+    """Gradients of one ``backward()`` call: read them with ``x.grad(grads)``.
+
+    Entries are plain tensors on the inner device, one per tracked leaf that contributed.
+    """
+
+    __slots__ = ("_by_leaf",)
+
+    def __init__(self):
+        self._by_leaf: dict = {}   # leaf Node -> inner tensor
+
+    def _get(self, leaf, remove: bool = False):
+        if remove:
+            return self._by_leaf.pop(leaf, None)
+        return self._by_leaf.get(leaf)
+
+    def _accumulate(self, leaf, g) -> None:
+        from ..ops import api
+        prev = self._by_leaf.get(leaf)
+        self._by_leaf[leaf] = g if prev is None else api.add(prev, g)
+
+    def __len__(self) -> int:
+        return len(self._by_leaf)
+
+    def __bool__(self) -> bool:
+        return bool(self._by_leaf)
+
+    def __contains__(self, t) -> bool:
+        node = getattr(getattr(t, "_payload", None), "node", None)
+        return node is not None and node in self._by_leaf
+
+    def __repr__(self) -> str:
+        return f"Gradients({len(self._by_leaf)} leaf gradient(s))"

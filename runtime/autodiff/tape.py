@@ -1,0 +1,186 @@
+"""The tape: one ``Node`` per tracked value, and the reverse walk that ``backward()`` runs.
+
+A node is a leaf (a tensor marked with ``require_grad()``; ``rule is None``) or the
+record of one op: its catalogue spec and attrs, its inputs (parent nodes for tracked
+operands, the inner tensor or Python scalar for untracked ones) and, depending on the
+checkpointing strategy, its output.  Backward rules receive a ``RuleContext`` and the
+output gradient, and return one gradient (or None) per input; the walk reduces each
+gradient to its input's shape and dtype and sums gradients of reused values.
+"""
+from __future__ import annotations
+
+import weakref
+
+from ..errors import GradientError
+from .checkpoint import keeps_output, value_of
+from .gradients import Gradients
+
+__all__ = ["Node", "RuleContext", "leaf", "record", "run_backward", "freed_error",
+           "not_tracked_error"]
+
+
+class Node:
+    """A tracked value on the tape."""
+
+    __slots__ = ("rule", "spec", "attrs", "inputs", "shape", "dtype", "device", "value",
+                 "ref", "freed", "__weakref__")
+
+    def __init__(self, rule, spec, attrs, inputs, shape, dtype, device, value, keep):
+        self.rule = rule            # backward rule (None for a leaf)
+        self.spec = spec            # catalogue OpSpec, for recomputation (None: not recomputable)
+        self.attrs = attrs
+        self.inputs = inputs        # tuple of Node | inner tensor | Python scalar
+        self.shape = shape
+        self.dtype = dtype
+        self.device = device        # the inner device the value lives on
+        self.value = value if keep else None
+        self.ref = None if keep else weakref.ref(value)
+        self.freed = False
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.rule is None
+
+    def free(self) -> None:
+        self.inputs = ()
+        self.value = None
+        self.ref = None
+        self.freed = True
+
+
+def leaf(value) -> Node:
+    """A leaf node for the inner tensor ``value`` (always kept)."""
+    return Node(None, None, None, (), value.shape, value.dtype, value.device, value, True)
+
+
+def record(rule, spec, attrs, inputs, out, strategy: str) -> Node:
+    """A node for op output ``out`` (an inner tensor) computed from ``inputs``."""
+    return Node(rule, spec, attrs, inputs, out.shape, out.dtype, out.device, out,
+                keeps_output(strategy, spec))
+
+
+class RuleContext:
+    """What a backward rule may read: inputs, output, attrs, and which inputs need a gradient."""
+
+    __slots__ = ("node", "_cache")
+
+    def __init__(self, node: Node, cache: dict):
+        self.node = node
+        self._cache = cache
+
+    @property
+    def attrs(self) -> dict:
+        return self.node.attrs
+
+    @property
+    def device(self):
+        return self.node.device
+
+    @property
+    def shape(self) -> tuple:
+        return self.node.shape
+
+    @property
+    def dtype(self):
+        return self.node.dtype
+
+    @property
+    def arity(self) -> int:
+        return len(self.node.inputs)
+
+    def needs(self, i: int) -> bool:
+        """True when input ``i`` is tracked (its gradient is wanted)."""
+        return isinstance(self.node.inputs[i], Node)
+
+    def input(self, i: int):
+        """Input ``i``'s value: an inner tensor, or the Python scalar the op was given."""
+        p = self.node.inputs[i]
+        return value_of(p, self._cache) if isinstance(p, Node) else p
+
+    def input_shape(self, i: int) -> tuple:
+        return getattr(self.node.inputs[i], "shape", ())
+
+    def input_dtype(self, i: int):
+        return getattr(self.node.inputs[i], "dtype", None)
+
+    def output(self):
+        """The op's output value (kept, or recomputed under checkpointing)."""
+        return value_of(self.node, self._cache)
+
+
+def freed_error() -> GradientError:
+    return GradientError(
+        "backward() reached a graph that was already freed by an earlier backward(); "
+        "pass retain_graph=True to the first backward() to run backward() over it again")
+
+
+def not_tracked_error() -> GradientError:
+    return GradientError(
+        "backward() was called on a tensor that does not require grad: call require_grad() "
+        "on the leaf tensors it is computed from (outside rt.no_grad()) before computing it")
+
+
+def _topological(root: Node) -> list:
+    """Nodes reachable from ``root``, every node after all of its inputs."""
+    order, seen = [], {root}
+    stack = [(root, iter(root.inputs))]
+    if root.freed:
+        raise freed_error()
+    while stack:
+        node, it = stack[-1]
+        for p in it:
+            if isinstance(p, Node) and p not in seen:
+                if p.freed:
+                    raise freed_error()
+                seen.add(p)
+                stack.append((p, iter(p.inputs)))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order
+
+
+def fit_gradient(g, shape: tuple, dtype):
+    """``g`` summed over the dimensions broadcasting added, cast to ``dtype``."""
+    from ..ops import api
+    if g.shape != shape:
+        lead = len(g.shape) - len(shape)
+        axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                          if d == 1 and g.shape[lead + i] != 1)
+        if axes:
+            g = api.sum(g, axis=axes, keepdims=False)
+        if g.shape != shape:
+            g = api.reshape(g, shape)
+    if g.dtype is not dtype:
+        g = api.cast(g, dtype)
+    return g
+
+
+def run_backward(root: Node, retain_graph: bool) -> Gradients:
+    """Reverse-mode walk from ``root`` with a seed gradient of ones."""
+    from ..ops import api
+    order = _topological(root)
+    grads = {root: api.full(root.shape, 1, root.dtype, root.device)}
+    cache: dict = {}
+    out = Gradients()
+    for node in reversed(order):
+        g = grads.pop(node, None)
+        if node.rule is None:
+            if g is not None:
+                out._accumulate(node, g)
+            continue
+        if g is not None:
+            in_grads = node.rule(RuleContext(node, cache), g)
+            for p, gi in zip(node.inputs, in_grads):
+                if gi is None or not isinstance(p, Node):
+                    continue
+                gi = fit_gradient(gi, p.shape, p.dtype)
+                prev = grads.get(p)
+                grads[p] = gi if prev is None else api.add(prev, gi)
+        cache.pop(node, None)      # its consumers are all done: drop a recomputed value
+    if not retain_graph:
+        for node in order:
+            if node.rule is not None:
+                node.free()
+    return out
