@@ -49,7 +49,7 @@ class CaptureSession:
     """What one scope records: operations, initialized values, placeholders."""
 
     __slots__ = ("device", "open", "operations", "values", "placeholders", "tensors",
-                 "produced", "__weakref__")
+                 "produced", "consumed", "__weakref__")
 
     def __init__(self, device):
         self.device = device
@@ -59,6 +59,7 @@ class CaptureSession:
         self.placeholders: dict = {}    # id -> TensorIr (value-less inputs)
         self.tensors: dict = {}         # id -> TensorIr of everything known to the session
         self.produced: set = set()      # ids computed by a non-init op
+        self.consumed: set = set()      # ids consumed by an in-place op (none in the public API)
 
     def tensor(self, shape, dtype, value=None, tid=None) -> Tensor:
         tid = new_id() if tid is None else tid

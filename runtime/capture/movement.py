@@ -46,25 +46,21 @@ def _capture_to_capture(t, target):
 # capture -> autodiff(the same capture device): an untracked lift; anything else: never.
 def _lift():
     try:
-        from .. import autodiff as _ad
-        return getattr(_ad, "from_inner", None)
+        from ..autodiff import from_inner
     except ImportError:
         return None
+    return from_inner
 
 
 def _capture_to_autodiff_ok(t, target) -> bool:
-    return target.innermost == t.device and getattr(target, "inner", None) == t.device \
-        and _lift() is not None
+    return getattr(target, "inner", None) == t.device and _lift() is not None
 
 
 def _capture_to_autodiff(t, target):
     lift = _lift()
     if getattr(target, "inner", None) != t.device or lift is None:
         raise CaptureMoveError()
-    out = lift(t, checkpointing=getattr(target, "checkpointing", "none"))
-    if out.device != target:  # checkpointing differs: keep the target's strategy
-        out = lift(t, checkpointing=target.checkpointing)
-    return out
+    return lift(t, checkpointing=getattr(target, "checkpointing", "none"))
 
 
 register_move("plain", "capture", MoveRule(_plain_to_capture_ok, _plain_to_capture))

@@ -54,7 +54,7 @@ def validate(session, inputs, outputs) -> None:
                            "input", tid)
     # InvalidOutput: an output consumed by an in-place op.  The public API has no in-place op,
     # so every tensor survives the graph; the check is kept for parity with Burn.
-    consumed = getattr(session, "consumed", ())
+    consumed = session.consumed
     for tid in outputs:
         if tid in consumed:
             raise _err("InvalidOutput", f"graph output tensor {tid} does not survive the graph",
