@@ -222,8 +222,9 @@ def _spec(op, in_dt, acc_dt):
         gt = ">" if op == "max" else "<"
         if f:
             init = "A(-np.inf)" if op == "max" else "A(np.inf)"
-            step = f"v if (v {gt} a or v != v) else a"
-            comb = f"b if (b {gt} a or b != b) else a"
+            fn = "sm.fmax_nan" if op == "max" else "sm.fmin_nan"
+            step = f"{fn}(a, v)"
+            comb = f"{fn}(a, b)"
         else:
             if acc_dt.kind == "b":
                 init = "False" if op == "max" else "True"
@@ -390,13 +391,13 @@ def _row_pos(off, oshape, ostr, r):
 @njit(cache=True, error_model="numpy")
 def _arg_serial(base, off, oshape, ostr, rshape, rstr, out, is_max):
     for r in range(out.shape[0]):
-        out[r] = _arg_row(base, _row_pos(off, oshape, ostr, r), rshape, rstr, is_max)
+        out[r] = _arg_row(base, _row_pos(off, oshape, ostr, np.int64(r)), rshape, rstr, is_max)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _arg_par(base, off, oshape, ostr, rshape, rstr, out, is_max):
     for r in prange(out.shape[0]):
-        out[r] = _arg_row(base, _row_pos(off, oshape, ostr, r), rshape, rstr, is_max)
+        out[r] = _arg_row(base, _row_pos(off, oshape, ostr, np.int64(r)), rshape, rstr, is_max)
 
 
 def arg_reduce(op, x, axis, keepdims):
@@ -480,7 +481,8 @@ def _softmax_serial(xb, xoff, oshape, xostr, sx, ob, oostr, so, K, log):
     for d in range(oshape.shape[0]):
         R *= oshape[d]
     for r in range(R):
-        _softmax_row(xb, _row_pos(xoff, oshape, xostr, r), sx, ob, _row_pos(0, oshape, oostr, r), so, K, log)
+        ri = np.int64(r)
+        _softmax_row(xb, _row_pos(xoff, oshape, xostr, ri), sx, ob, _row_pos(0, oshape, oostr, ri), so, K, log)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -489,7 +491,8 @@ def _softmax_par(xb, xoff, oshape, xostr, sx, ob, oostr, so, K, log):
     for d in range(oshape.shape[0]):
         R *= oshape[d]
     for r in prange(R):
-        _softmax_row(xb, _row_pos(xoff, oshape, xostr, r), sx, ob, _row_pos(0, oshape, oostr, r), so, K, log)
+        ri = np.int64(r)
+        _softmax_row(xb, _row_pos(xoff, oshape, xostr, ri), sx, ob, _row_pos(0, oshape, oostr, ri), so, K, log)
 
 
 def softmax(x, axis, log):

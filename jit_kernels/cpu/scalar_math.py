@@ -91,3 +91,30 @@ def f2i64(x):
     if x < -9223372036854775808.0:
         return _I64_MIN
     return np.int64(x)
+
+
+# -- NaN-propagating max/min that vectorise: LLVM's llvm.maximum/llvm.minimum intrinsics ----------
+from llvmlite import ir as _ir  # noqa: E402
+from numba.core import cgutils as _cgutils, types as _types  # noqa: E402
+from numba.extending import intrinsic as _intrinsic  # noqa: E402
+
+
+def _minmax_intrinsic(which):
+    def impl(typingctx, a, b):
+        if not (isinstance(a, _types.Float) and a == b):
+            return None
+
+        def codegen(context, builder, signature, args):
+            ty = args[0].type
+            fn = _cgutils.get_or_insert_function(
+                builder.module, _ir.FunctionType(ty, [ty, ty]), f"llvm.{which}.f{a.bitwidth}")
+            return builder.call(fn, args)
+
+        return a(a, b), codegen
+
+    impl.__name__ = f"_llvm_{which}"
+    return _intrinsic(impl)
+
+
+fmax_nan = _minmax_intrinsic("maximum")
+fmin_nan = _minmax_intrinsic("minimum")

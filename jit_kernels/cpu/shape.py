@@ -237,7 +237,7 @@ def _gather_serial(xf, xstr, idx, ishape, axis, n, out):
     nd = ishape.shape[0]
     inner = ishape[nd - 1]
     for r in range(idx.shape[0] // inner):
-        _gather_row(xf, xstr, idx, ishape, axis, n, out, r, inner)
+        _gather_row(xf, xstr, idx, ishape, axis, n, out, np.int64(r), inner)
     return bad, v
 
 
@@ -249,7 +249,7 @@ def _gather_par(xf, xstr, idx, ishape, axis, n, out):
     nd = ishape.shape[0]
     inner = ishape[nd - 1]
     for r in prange(idx.shape[0] // inner):
-        _gather_row(xf, xstr, idx, ishape, axis, n, out, r, inner)
+        _gather_row(xf, xstr, idx, ishape, axis, n, out, np.int64(r), inner)
     return bad, v
 
 
