@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from . import errors
+from .tensor import Tensor  # first: the front-end functions bind to it
 from .device import Device, cpu, cuda, default_device, device, devices
 from .dtypes import DType, bool_, float32, float64, int32, int64
 from .errors import (AutodiffMoveError, AutodiffNotMarkedError, CaptureAutodiffError,
@@ -22,7 +23,6 @@ from .ops.api import (abs, add, arange, argmax, argmin, broadcast_to, cast, cat,
                       reshape, rsqrt, sigmoid, sign, sin, slice_assign, softmax, split, sqrt,
                       squeeze, stack, sub, sum, take, tanh, tensor, transpose, unsqueeze, var,
                       where, zeros, zeros_like)
-from .tensor import Tensor
 from . import nn  # noqa: E402
 from .autodiff import *  # noqa: E402,F401,F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
 from .capture import *  # noqa: E402,F401,F403  (CaptureDevice, capture(), load_graph(), ...)

@@ -109,8 +109,6 @@ def cuda(index: int = 0) -> PlainDevice:
     try:
         ks = dispatch.kernels_for_kind("cuda")
         count = ks.device_count()
-    except DeviceError:
-        raise
     except Exception as exc:  # import failure, driver failure: name the cause
         raise DeviceError(f"cuda:{index} is not usable: {type(exc).__name__}: {exc}") from None
     if index >= count:

@@ -5,6 +5,7 @@ Every function here normalises its arguments (axes, shapes, keys, scalars) and c
 """
 from __future__ import annotations
 
+import builtins as _b
 import math
 import numbers
 import operator
@@ -16,7 +17,7 @@ from ..device import Device, current_default, device as _parse_device
 from ..errors import DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
 from .catalogue import UNARY
-from .shapes import normalize_axes, normalize_axis, prod, resolve_reshape
+from .shapes import normalize_axes, normalize_axis, prod as _prod, resolve_reshape
 
 # dispatch imports tensor, so bind lazily on first call
 _dispatch = None
@@ -86,8 +87,11 @@ def tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, np.ndarray):
         arr = np.array(data, copy=True)
     else:
-        arr = np.array(data)
-        if arr.dtype == object:
+        try:
+            arr = np.array(data)
+        except (ValueError, TypeError):
+            arr = np.empty(0, dtype=object)
+        if arr.dtype == object or arr.dtype.kind in "USV":
             raise DTypeError(f"tensor: cannot make a tensor from ragged or non-numeric data {data!r}")
         if arr.dtype.kind == "f":
             arr = arr.astype(np.float32)
@@ -97,7 +101,9 @@ def tensor(data, dtype=None, device=None) -> Tensor:
         arr = arr.astype(D.as_dtype(dtype).np)
     else:
         D.from_numpy_dtype(arr.dtype, "tensor")
-    return _make("init", dev, {"value": np.ascontiguousarray(arr)})
+    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
+        arr = arr.copy(order="C")
+    return _make("init", dev, {"value": arr})
 
 
 def from_numpy(a, device=None) -> Tensor:
@@ -150,7 +156,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
     all_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                   for v in (start, stop, step))
     dt = D.as_dtype(dtype) if dtype is not None else (D.int64 if all_int else D.float32)
-    n = max(0, math.ceil((stop - start) / step))
+    n = _b.max(0, math.ceil((stop - start) / step))
     return _make("arange", _device_arg(device),
                  {"shape": (n,), "dtype": dt.name, "start": start, "step": step})
 
@@ -467,7 +473,7 @@ def flatten(x, start_axis=0, end_axis=-1) -> Tensor:
     e = normalize_axis("flatten", end_axis, x.ndim, x.shape)
     if s > e:
         raise ShapeError(f"flatten: start axis {start_axis} comes after end axis {end_axis}")
-    return reshape(x, x.shape[:s] + (prod(x.shape[s:e + 1]),) + x.shape[e + 1:])
+    return reshape(x, x.shape[:s] + (_prod(x.shape[s:e + 1]),) + x.shape[e + 1:])
 
 
 def cat(tensors, axis=0) -> Tensor:
@@ -534,9 +540,7 @@ def chunk(x, chunks: int, axis=0) -> tuple:
     return split(x, builtins_max(1, -(-n // chunks)), a)
 
 
-import builtins as _b  # noqa: E402
-
-builtins_sum, builtins_max = _b.sum, _b.max
+builtins_sum, builtins_max = _b.sum, _b.max  # the module shadows sum/max/min/abs/pow
 
 
 # ============================================================================ indexing

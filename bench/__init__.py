@@ -1,0 +1,1 @@
+"""Benchmarks: ratios against NumPy (and PyTorch when installed), measured in one process."""

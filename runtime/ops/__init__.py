@@ -1,0 +1,1 @@
+"""Front-end functions and the op catalogue."""

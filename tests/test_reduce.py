@@ -1,0 +1,152 @@
+"""Reductions, softmax family and argmax/argmin against NumPy."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import runtime as rt
+from conftest import ALL_DTYPES, FLOAT_DTYPES, NP, assert_close, sample
+
+
+def _ref_dtype(name, dt):
+    if name in ("sum", "prod"):
+        return dt if dt.is_float else rt.int64
+    if name in ("mean", "var", "logsumexp"):
+        return dt if dt.is_float else rt.float32
+    return dt
+
+
+def _np_reduce(name, x, axis, keepdims):
+    x64 = x.astype(np.float64)
+    if name == "logsumexp":
+        m = np.max(x64, axis=axis, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0)
+        r = np.log(np.sum(np.exp(x64 - m), axis=axis, keepdims=True)) + m
+        return r if keepdims else np.squeeze(r, axis=axis)
+    return getattr(np, name)(x64, axis=axis, keepdims=keepdims)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "var", "logsumexp"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2)])
+def test_reduce_all_dtypes(name, dtype, axis, rng):
+    x = sample((3, 4, 5), dtype, rng, low=-1, high=1)
+    if name == "prod" and dtype.is_float:
+        x = x * 0.5 + 1
+    if name == "prod" and dtype.is_int:  # keep products inside int range (2**60 < 2**63)
+        x = rng.integers(-1, 3, size=x.shape).astype(NP[dtype])
+    got = getattr(rt, name)(rt.tensor(x), axis=axis)
+    want = _np_reduce(name, x, axis, False)
+    out = _ref_dtype(name, dtype)
+    assert got.dtype is out
+    if out.is_float:
+        tol = 1e-5 if out is rt.float32 else 1e-12
+        np.testing.assert_allclose(got.numpy(), np.asarray(want).astype(out.np), rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(got.numpy(), np.asarray(want).astype(out.np))
+
+
+@given(hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=6), st.data())
+def test_reduce_axes_keepdims(shape, data):
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float64)
+    axes = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1),
+                               st.lists(st.integers(0, len(shape) - 1), unique=True, min_size=1)
+                               .map(tuple)))
+    keep = data.draw(st.booleans())
+    t = rt.tensor(x)
+    for name in ("sum", "max", "mean"):
+        got = getattr(rt, name)(t, axis=axes, keepdims=keep)
+        want = getattr(np, name)(x, axis=axes, keepdims=keep)
+        assert got.shape == np.shape(want)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    tv = t.permute(tuple(reversed(range(len(shape)))))
+    np.testing.assert_allclose(rt.sum(tv, axis=0).numpy(), x.T.sum(axis=0), rtol=1e-12)
+
+
+def test_var_ddof():
+    x = np.random.default_rng(3).standard_normal((4, 6))
+    assert_close(rt.var(rt.tensor(x), axis=1, ddof=1), np.var(x, axis=1, ddof=1))
+    assert_close(rt.tensor(x).var(), np.var(x))
+
+
+def test_sum_precision_no_worse_than_numpy():
+    x = np.random.default_rng(4).uniform(0, 1, 1_000_000).astype(np.float32)
+    exact = np.sum(x.astype(np.float64))
+    ours = abs(float(rt.tensor(x).sum().item()) - exact)
+    theirs = abs(float(np.sum(x)) - exact)
+    assert ours <= theirs * 1.01 + 1e-3
+
+
+def test_nan_propagates_in_max_min_and_argmax():
+    x = rt.tensor(np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]], np.float32))
+    assert np.isnan(rt.max(x).item()) and np.isnan(rt.min(x, axis=1).numpy()[0])
+    assert rt.max(x, axis=1).numpy()[1] == 6.0
+    assert rt.argmax(x, axis=1).tolist() == [1, 2]
+    assert rt.argmin(x, axis=1).tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+def test_argmax_argmin(dtype, rng):
+    x = sample((4, 6), dtype, rng)
+    t = rt.tensor(x)
+    for name in ("argmax", "argmin"):
+        f = getattr(np, name)
+        assert getattr(rt, name)(t).item() == f(x)
+        np.testing.assert_array_equal(getattr(rt, name)(t, axis=0).numpy(), f(x, axis=0))
+        np.testing.assert_array_equal(getattr(rt, name)(t, axis=-1, keepdims=True).numpy(),
+                                      f(x, axis=-1, keepdims=True))
+        assert getattr(rt, name)(t, axis=1).dtype is rt.int64
+
+
+def test_argmax_first_of_ties():
+    assert rt.argmax(rt.tensor([1, 3, 3, 2])).item() == 1
+    assert rt.argmin(rt.tensor([[2, 0, 0]]), axis=1).tolist() == [1]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_softmax_family(dtype, axis, rng):
+    x = sample((3, 5, 4), dtype, rng, low=-20, high=20).astype(np.float64)
+    m = x.max(axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    sm = e / e.sum(axis=axis, keepdims=True)
+    lsm = x - m - np.log(e.sum(axis=axis, keepdims=True))
+    t = rt.tensor(x.astype(dtype.np))
+    tol = 1e-5 if dtype is rt.float32 else 1e-12
+    np.testing.assert_allclose(rt.softmax(t, axis).numpy(), sm, rtol=tol, atol=tol)
+    np.testing.assert_allclose(rt.log_softmax(t, axis=axis).numpy(), lsm, rtol=tol, atol=tol)
+    np.testing.assert_allclose(rt.logsumexp(t, axis=axis).numpy(),
+                               np.squeeze(m, axis) + np.log(e.sum(axis=axis)), rtol=tol, atol=tol)
+
+
+def test_softmax_extremes_and_ints():
+    x = rt.tensor(np.array([[1000.0, 1000.0], [-np.inf, 0.0]], np.float32))
+    np.testing.assert_allclose(rt.softmax(x).numpy(), [[0.5, 0.5], [0.0, 1.0]])
+    assert rt.logsumexp(rt.tensor([-np.inf, -np.inf])).item() == -np.inf
+    assert rt.softmax(rt.tensor([1, 2, 3])).dtype is rt.float32
+
+
+def test_empty_and_0d_reductions():
+    z = rt.zeros(0, 3)
+    assert rt.sum(z).item() == 0 and rt.sum(z, axis=0).tolist() == [0, 0, 0]
+    assert rt.prod(z).item() == 1
+    assert rt.sum(z, axis=1).shape == (0,)
+    assert np.isnan(rt.mean(z).item())
+    s = rt.tensor(3.5)
+    assert rt.sum(s).item() == 3.5 and rt.max(s).item() == 3.5 and rt.argmax(s).item() == 0
+    assert rt.sum(rt.tensor([1, 2, 3]), axis=()).tolist() == [1, 2, 3]
+    with pytest.raises(rt.ShapeError, match=r"max: cannot reduce a zero-size axis.*\(0, 3\)"):
+        rt.max(z, axis=0)
+    with pytest.raises(rt.ShapeError, match="argmax"):
+        rt.argmax(z)
+
+
+def test_large_reductions_parallel_paths():
+    x = np.random.default_rng(6).standard_normal((513, 700)).astype(np.float32)
+    t = rt.tensor(x)
+    np.testing.assert_allclose(rt.sum(t).item(), x.astype(np.float64).sum(), rtol=1e-5)
+    np.testing.assert_allclose(rt.sum(t, axis=0).numpy(), x.astype(np.float64).sum(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(rt.sum(t, axis=1).numpy(), x.astype(np.float64).sum(1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(rt.max(t, axis=1).numpy(), x.max(1))
+    np.testing.assert_array_equal(rt.argmax(t, axis=1).numpy(), x.argmax(1))
+    np.testing.assert_array_equal(rt.argmax(t, axis=0).numpy(), x.argmax(0))

@@ -1,0 +1,172 @@
+"""Shape ops, views, indexing, take/gather, cat/stack/split, slice_assign."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import runtime as rt
+from conftest import ALL_DTYPES, assert_close, sample
+
+
+def _shares(t, u):
+    # Tests may look at cpu payloads (NumPy arrays); the front end never does.
+    return np.shares_memory(t._payload, u._payload)
+
+
+def test_views_share_storage():
+    t = rt.arange(24).reshape(2, 3, 4)
+    assert _shares(t, t.reshape(6, 4)) and _shares(t, t.reshape(-1))
+    assert _shares(t, t.permute(2, 0, 1)) and _shares(t, t.transpose(0, 2)) and _shares(t, t.T)
+    assert _shares(t, t[1, :, ::2]) and _shares(t, t[..., None])
+    assert _shares(t, t[:1].expand(5, 3, 4))
+    assert _shares(t, t.unsqueeze(0)) and _shares(t, t.flatten())
+    np.testing.assert_array_equal(t.T.numpy(), np.arange(24).reshape(2, 3, 4).T)
+
+
+def test_reshape_of_non_contiguous_copies_correctly():
+    a = np.arange(12).reshape(3, 4)
+    t = rt.tensor(a).T.reshape(12)
+    np.testing.assert_array_equal(t.numpy(), a.T.reshape(12))
+
+
+@given(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4), st.data())
+def test_reshape_permute(shape, data):
+    a = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
+    t = rt.tensor(a)
+    perm = data.draw(st.permutations(range(len(shape))))
+    np.testing.assert_array_equal(t.permute(*perm).numpy(), a.transpose(perm))
+    np.testing.assert_array_equal(t.reshape(-1).numpy(), a.reshape(-1))
+    if a.size:
+        np.testing.assert_array_equal(t.permute(*perm).reshape(a.size, -1).numpy(),
+                                      a.transpose(perm).reshape(a.size, -1))
+
+
+@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5), st.data())
+def test_basic_indexing(shape, data):
+    a = np.arange(int(np.prod(shape))).reshape(shape)
+    t = rt.tensor(a)
+    key = []
+    for n in shape:
+        kind = data.draw(st.sampled_from(["int", "slice", "none", "all"]))
+        if kind == "int":
+            key.append(data.draw(st.integers(-n, n - 1)))
+        elif kind == "slice":
+            key.append(slice(data.draw(st.integers(-n - 1, n + 1)), data.draw(st.integers(-n - 1, n + 1)),
+                             data.draw(st.sampled_from([1, 2, 3, -1, -2]))))
+        elif kind == "none":
+            key.append(None)
+            key.append(slice(None))
+        else:
+            key.append(slice(None))
+    key = tuple(key)
+    np.testing.assert_array_equal(t[key].numpy(), a[key])
+    np.testing.assert_array_equal(t[..., 0].numpy(), a[..., 0])
+
+
+def test_index_errors():
+    t = rt.zeros(2, 3)
+    with pytest.raises(rt.IndexOutOfRangeError, match=r"index 3 is out of bounds for axis 1 with size 3"):
+        t[0, 3]
+    with pytest.raises(IndexError):
+        t[-3]
+    with pytest.raises(rt.ShapeError, match="too many indices"):
+        t[0, 0, 0]
+    with pytest.raises(TypeError):
+        t["a"]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+def test_take_gather(dtype, rng):
+    a = sample((4, 5), dtype, rng)
+    t = rt.tensor(a)
+    idx = np.array([[0, 4], [-1, 2]])
+    np.testing.assert_array_equal(rt.take(t, rt.tensor(idx), axis=1).numpy(), np.take(a, idx, axis=1))
+    np.testing.assert_array_equal(t.take([3, 0, -4], axis=0).numpy(), np.take(a, [3, 0, -4], axis=0))
+    np.testing.assert_array_equal(t.take(rt.tensor([7, 0])).numpy(), np.take(a, [7, 0]))
+    np.testing.assert_array_equal(t[rt.tensor([2, 2, 0])].numpy(), a[[2, 2, 0]])
+    np.testing.assert_array_equal(t[:, [1, 0]].numpy(), a[:, [1, 0]])
+    gi = np.array([[0, 1], [4, 4], [2, 3], [1, 0]])
+    np.testing.assert_array_equal(t.gather(1, rt.tensor(gi)).numpy(), np.take_along_axis(a, gi, 1))
+    gi0 = np.array([[0, 1, 3, 3, 2]])
+    np.testing.assert_array_equal(rt.gather(t, 0, gi0).numpy(), np.take_along_axis(a, gi0, 0))
+
+
+def test_take_gather_out_of_range():
+    t = rt.zeros(3, 4)
+    with pytest.raises(rt.IndexOutOfRangeError, match=r"take: index 5 is out of bounds for axis 0 with size 3"):
+        rt.take(t, rt.tensor([0, 5]), axis=0)
+    with pytest.raises(rt.IndexOutOfRangeError, match="gather"):
+        rt.gather(t, 1, rt.tensor([[0], [-5], [1]]))
+    with pytest.raises(rt.DTypeError, match="take: indices must be int32 or int64, got float32"):
+        rt.take(t, rt.tensor([0.0]), axis=0)
+    with pytest.raises(rt.ShapeError, match="gather: indices of shape"):
+        rt.gather(t, 1, rt.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+def test_cat_stack_split(dtype, rng):
+    a, b = sample((2, 3), dtype, rng), sample((4, 3), dtype, rng)
+    np.testing.assert_array_equal(rt.cat([rt.tensor(a), rt.tensor(b)]).numpy(), np.concatenate([a, b]))
+    np.testing.assert_array_equal(rt.cat([rt.tensor(a), rt.tensor(a)], axis=-1).numpy(),
+                                  np.concatenate([a, a], -1))
+    np.testing.assert_array_equal(rt.stack([rt.tensor(a), rt.tensor(a)], axis=1).numpy(),
+                                  np.stack([a, a], 1))
+    parts = rt.split(rt.tensor(b), 3, axis=0)
+    assert [p.shape for p in parts] == [(3, 3), (1, 3)]
+    np.testing.assert_array_equal(parts[1].numpy(), b[3:])
+    parts = rt.tensor(b).split([1, 3])
+    assert [p.shape for p in parts] == [(1, 3), (3, 3)]
+    assert [c.shape for c in rt.chunk(rt.tensor(b), 3, axis=0)] == [(2, 3), (2, 3)]
+
+
+def test_cat_promotes_and_checks():
+    r = rt.cat([rt.ones(2, dtype=rt.int32), rt.ones(1, dtype=rt.float64)])
+    assert r.dtype is rt.float64 and r.tolist() == [1, 1, 1]
+    with pytest.raises(rt.ShapeError, match=r"cat: shapes \(2, 3\), \(2, 4\) differ outside axis 0"):
+        rt.cat([rt.ones(2, 3), rt.ones(2, 4)])
+    with pytest.raises(rt.ShapeError, match="stack"):
+        rt.stack([rt.ones(2), rt.ones(3)])
+    with pytest.raises(rt.ShapeError, match="split"):
+        rt.split(rt.ones(4), [1, 2])
+
+
+def test_squeeze_unsqueeze_flatten_expand():
+    t = rt.zeros(1, 3, 1, 2)
+    assert t.squeeze().shape == (3, 2) and t.squeeze(2).shape == (1, 3, 2)
+    assert t.unsqueeze(-1).shape == (1, 3, 1, 2, 1) and t.flatten().shape == (6,)
+    assert t.flatten(1, 2).shape == (1, 3, 2)
+    assert t.expand(4, -1, 5, -1).shape == (4, 3, 5, 2)
+    assert rt.broadcast_to(rt.ones(3), (2, 3)).shape == (2, 3)
+    with pytest.raises(rt.ShapeError, match=r"squeeze: axis 1 of shape \(1, 3, 1, 2\) has size 3"):
+        t.squeeze(1)
+    with pytest.raises(rt.ShapeError, match="expand"):
+        rt.ones(3).expand(2, 4)
+
+
+def test_reshape_errors():
+    with pytest.raises(rt.ShapeError, match=r"reshape: cannot reshape tensor of shape \(2, 3\)"):
+        rt.zeros(2, 3).reshape(4, 2)
+    with pytest.raises(rt.ShapeError, match="only one dimension can be -1"):
+        rt.zeros(2, 3).reshape(-1, -1)
+    with pytest.raises(rt.ShapeError, match="permute"):
+        rt.zeros(2, 3).permute(0, 0)
+
+
+def test_slice_assign(rng):
+    a = sample((4, 5), rt.float32, rng)
+    t = rt.tensor(a)
+    r = t.slice_assign((slice(1, 3), slice(None, None, 2)), rt.ones(2, 3) * 7)
+    want = a.copy()
+    want[1:3, ::2] = 7
+    np.testing.assert_array_equal(r.numpy(), want)
+    np.testing.assert_array_equal(t.numpy(), a)  # functional: input unchanged
+    r2 = rt.slice_assign(t, (0,), 5)
+    want2 = a.copy()
+    want2[0] = 5
+    np.testing.assert_array_equal(r2.numpy(), want2)
+    r3 = rt.slice_assign(t, (slice(None), 1), rt.tensor([1, 2, 3, 4]))
+    assert r3.dtype is rt.float32 and r3.numpy()[:, 1].tolist() == [1, 2, 3, 4]
+    with pytest.raises(rt.ShapeError, match="slice_assign"):
+        rt.slice_assign(t, (0,), rt.ones(4))
+    with pytest.raises(TypeError, match="immutable"):
+        t[0] = 1
