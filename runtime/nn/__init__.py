@@ -1,1 +1,4 @@
-"""Neural-network helpers."""
+"""Neural-network helpers: ``rt.nn.functional`` (layers and optimisers come later, SPEC §8)."""
+from . import functional  # noqa: F401
+
+__all__ = ["functional"]

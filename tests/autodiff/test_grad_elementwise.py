@@ -1,0 +1,158 @@
+"""Gradients of elementwise, select and cast ops vs central finite differences."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import runtime as rt
+from .gradcheck import AD, check_grad
+
+shapes = st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
+
+
+@st.composite
+def broadcast_pair(draw):
+    """Two shapes that broadcast together (size-1 and missing leading dims)."""
+    out = draw(shapes)
+    def sub(s):
+        n = draw(st.integers(0, len(s)))
+        return tuple(1 if draw(st.booleans()) else d for d in s[len(s) - n:])
+    return sub(out), sub(out)
+
+
+def away_from_zero(shape, rng, low=0.3, high=2.0):
+    return rng.uniform(low, high, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+
+
+UNARY = {
+    # name: (function, sampler)
+    "neg": (rt.neg, "any"), "abs": (rt.abs, "nonzero"), "relu": (rt.relu, "nonzero"),
+    "exp": (rt.exp, "any"), "log": (rt.log, "positive"), "sqrt": (rt.sqrt, "positive"),
+    "rsqrt": (rt.rsqrt, "positive"), "sin": (rt.sin, "any"), "cos": (rt.cos, "any"),
+    "tanh": (rt.tanh, "any"), "sigmoid": (rt.sigmoid, "any"), "gelu": (rt.gelu, "any"),
+    "gelu_tanh": (lambda x: rt.gelu(x, approximate="tanh"), "any"), "erf": (rt.erf, "any"),
+    "reciprocal": (rt.reciprocal, "nonzero"),
+    "clamp": (lambda x: rt.clamp(x, -0.5, 0.7), "clamp"),
+    "clamp_min": (lambda x: rt.clamp(x, min=0.1), "clamp"),
+    "cast64": (lambda x: rt.cast(x, rt.float64), "any"),
+}
+
+
+def _sample(kind, shape, rng):
+    if kind == "positive":
+        return rng.uniform(0.3, 2.0, size=shape)
+    if kind == "nonzero":
+        return away_from_zero(shape, rng)
+    if kind == "clamp":   # keep clear of the bounds, where the derivative jumps
+        x = rng.uniform(-1.5, 1.5, size=shape)
+        for b in (-0.5, 0.7, 0.1):
+            x = np.where(np.abs(x - b) < 0.05, b + 0.2, x)
+        return x
+    return rng.uniform(-2.0, 2.0, size=shape)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@settings(max_examples=4)
+@given(shape=shapes, seed=st.integers(0, 2**16))
+def test_unary(name, shape, seed):
+    fn, kind = UNARY[name]
+    check_grad(fn, _sample(kind, shape, np.random.default_rng(seed)))
+
+
+BINARY = {
+    "add": (rt.add, "any"), "sub": (rt.sub, "any"), "mul": (rt.mul, "any"),
+    "div": (rt.div, "nonzero_b"), "pow": (rt.pow, "positive_a"),
+    "maximum": (rt.maximum, "distinct"), "minimum": (rt.minimum, "distinct"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@settings(max_examples=6)
+@given(pair=broadcast_pair(), seed=st.integers(0, 2**16))
+def test_binary_broadcasting(name, pair, seed):
+    fn, kind = BINARY[name]
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-2, 2, size=pair[0])
+    b = rng.uniform(-2, 2, size=pair[1])
+    if kind == "nonzero_b":
+        b = away_from_zero(pair[1], rng)
+    elif kind == "positive_a":
+        a = rng.uniform(0.5, 2.0, size=pair[0])
+    elif kind == "distinct":   # ties are a kink; tested separately
+        b = a.mean() + away_from_zero(pair[1], rng, 0.05, 1.0) if a.size else b
+    check_grad(fn, a, b)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_with_python_scalars(name, rng):
+    fn, _ = BINARY[name]
+    x = rng.uniform(0.5, 2.0, size=(2, 3))
+    check_grad(lambda t: fn(t, 1.5), x)
+    check_grad(lambda t: fn(1.25, t), x)
+
+
+def test_maximum_minimum_ties_split_evenly():
+    a = rt.tensor([1.0, 2.0, 3.0], dtype=rt.float64, device=AD).require_grad()
+    b = rt.tensor([1.0, 5.0, 3.0], dtype=rt.float64, device=AD).require_grad()
+    g = rt.sum(rt.maximum(a, b)).backward()
+    np.testing.assert_array_equal(a.grad(g).numpy(), [0.5, 0.0, 0.5])
+    np.testing.assert_array_equal(b.grad(g).numpy(), [0.5, 1.0, 0.5])
+    g = rt.sum(rt.minimum(a, b)).backward()
+    np.testing.assert_array_equal(a.grad(g).numpy(), [0.5, 1.0, 0.5])
+
+
+def test_relu_abs_clamp_at_kinks():
+    x = rt.tensor([0.0, -1.0, 2.0], dtype=rt.float64, device=AD).require_grad()
+    g = rt.sum(rt.relu(x) + rt.abs(x) + rt.clamp(x, -1.0, 1.0)).backward()
+    # relu'(0)=0, abs'(0)=0, clamp passes the gradient at the bounds (min <= x <= max)
+    np.testing.assert_array_equal(x.grad(g).numpy(), [1.0, -1.0 + 1.0, 1.0 + 1.0 + 0.0])
+
+
+def test_pow_zero_base_and_exponent_follow_pytorch():
+    a = rt.tensor([0.0, 2.0], dtype=rt.float64, device=AD).require_grad()
+    b = rt.tensor([2.0, 0.0], dtype=rt.float64, device=AD).require_grad()
+    g = rt.sum(rt.pow(a, b)).backward()
+    np.testing.assert_allclose(a.grad(g).numpy(), [0.0, 0.0])
+    np.testing.assert_allclose(b.grad(g).numpy(), [0.0, np.log(2.0)])
+
+
+@settings(max_examples=8)
+@given(shapes3=st.tuples(shapes, shapes, shapes), seed=st.integers(0, 2**16))
+def test_where_broadcasting(shapes3, seed):
+    rng = np.random.default_rng(seed)
+    try:
+        np.broadcast_shapes(*shapes3)
+    except ValueError:
+        return
+    cond = rt.tensor(rng.random(shapes3[0]) < 0.5, device=AD)
+    check_grad(lambda a, b: rt.where(cond, a, b),
+               rng.uniform(-1, 1, shapes3[1]), rng.uniform(-1, 1, shapes3[2]))
+
+
+def test_where_with_scalar_branch(rng):
+    x = rng.uniform(-1, 1, (3, 2))
+    check_grad(lambda t: rt.where(t > 0, t * 2, 0.5), x)
+
+
+def test_cast_float32_gradient_comes_back_as_float32():
+    x = rt.tensor([1.0, 2.0], device=AD).require_grad()
+    y = rt.cast(x, rt.float64) * 3
+    g = rt.sum(y).backward()
+    assert x.grad(g).dtype is rt.float32
+    np.testing.assert_array_equal(x.grad(g).numpy(), [3.0, 3.0])
+
+
+def test_mixed_precision_gradients_keep_each_input_dtype():
+    a = rt.tensor([1.0, 2.0], dtype=rt.float32, device=AD).require_grad()
+    b = rt.tensor([3.0, 4.0], dtype=rt.float64, device=AD).require_grad()
+    g = rt.sum(a * b).backward()
+    assert a.grad(g).dtype is rt.float32 and b.grad(g).dtype is rt.float64
+    np.testing.assert_array_equal(a.grad(g).numpy(), [3.0, 4.0])
+
+
+def test_zero_dim_gradients():
+    x = rt.tensor(np.float64(1.3), device=AD).require_grad()
+    y = rt.exp(x) * x
+    assert y.shape == () and y.numpy().shape == ()
+    g = y.backward()
+    assert x.grad(g).shape == ()
+    np.testing.assert_allclose(x.grad(g).numpy(), np.exp(1.3) * 2.3)
