@@ -1,0 +1,121 @@
+"""Gradients of reductions, softmax and matmul vs central finite differences."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import runtime as rt
+from .gradcheck import AD, check_grad
+
+shapes = st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple)
+
+
+@st.composite
+def shape_and_axis(draw):
+    shape = draw(shapes)
+    kind = draw(st.sampled_from(["none", "int", "tuple"]))
+    if kind == "none":
+        axis = None
+    elif kind == "int":
+        axis = draw(st.integers(-len(shape), len(shape) - 1))
+    else:
+        axis = tuple(draw(st.sets(st.integers(0, len(shape) - 1), min_size=1)))
+    return shape, axis, draw(st.booleans())
+
+
+def distinct_values(shape, rng):
+    """Values with no ties and gaps larger than the finite-difference step."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n) * 0.37 - n * 0.15 + rng.uniform(-0.05, 0.05, n)).reshape(shape)
+
+
+REDUCTIONS = {
+    "sum": rt.sum, "mean": rt.mean, "prod": rt.prod, "max": rt.max, "min": rt.min,
+    "var": rt.var, "logsumexp": rt.logsumexp,
+    "var_ddof1": lambda x, axis=None, keepdims=False: rt.var(x, axis=axis, keepdims=keepdims, ddof=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@settings(max_examples=6)
+@given(case=shape_and_axis(), seed=st.integers(0, 2**16))
+def test_reduction(name, case, seed):
+    shape, axis, keepdims = case
+    fn = REDUCTIONS[name]
+    if name == "var_ddof1":
+        axes = range(len(shape)) if axis is None else np.atleast_1d(axis)
+        if np.prod([shape[a] for a in axes]) < 2:
+            return
+    x = distinct_values(shape, np.random.default_rng(seed))
+    if name == "prod":
+        x = np.random.default_rng(seed).uniform(0.5, 1.5, shape)
+    check_grad(lambda t: fn(t, axis=axis, keepdims=keepdims), x)
+
+
+def test_reduction_of_zero_dim_tensor():
+    check_grad(lambda t: rt.sum(t * 2), np.array(1.5))
+    check_grad(lambda t: rt.mean(rt.exp(t)), np.array(0.5))
+
+
+def test_max_min_ties_split_gradient_evenly():
+    x = rt.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]], dtype=rt.float64, device=AD).require_grad()
+    g = rt.sum(rt.max(x, axis=1)).backward()
+    np.testing.assert_allclose(x.grad(g).numpy(), [[0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]])
+    g = rt.min(x).backward()
+    np.testing.assert_allclose(x.grad(g).numpy(), [[1, 0, 0], [0, 0, 0]])
+
+
+def test_prod_with_zeros():
+    # one zero: its gradient is the product of the others; two zeros: all zero
+    check_grad(lambda t: rt.prod(t, axis=1), np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 4.0]]))
+    x = rt.tensor([[0.0, 2.0, 3.0]], dtype=rt.float64, device=AD).require_grad()
+    g = rt.prod(x).backward()
+    np.testing.assert_allclose(x.grad(g).numpy(), [[6.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("fn", [rt.softmax, rt.log_softmax], ids=["softmax", "log_softmax"])
+@settings(max_examples=6)
+@given(shape=shapes, data=st.data())
+def test_softmax(fn, shape, data):
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = np.random.default_rng(len(shape) + axis).normal(size=shape) * 2
+    check_grad(lambda t: fn(t, axis=axis), x)
+
+
+def test_softmax_large_logits_is_stable():
+    x = rt.tensor([[1000.0, 0.0, -1000.0]], dtype=rt.float64, device=AD).require_grad()
+    g = rt.sum(rt.log_softmax(x) * rt.tensor([[1.0, 2.0, 3.0]], dtype=rt.float64)).backward()
+    assert np.all(np.isfinite(x.grad(g).numpy()))
+
+
+MATMUL_SHAPES = [
+    ((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)), ((2, 3), (3, 4)),
+    ((2, 2, 3), (3, 4)), ((2, 3), (2, 3, 4)), ((2, 1, 2, 3), (3, 3, 2)),
+    ((4, 2, 3), (4, 3, 2)), ((3,), (2, 3, 2)), ((2, 2, 3), (3,)),
+]
+
+
+@pytest.mark.parametrize("a_shape,b_shape", MATMUL_SHAPES)
+def test_matmul(a_shape, b_shape, rng):
+    check_grad(rt.matmul, rng.normal(size=a_shape), rng.normal(size=b_shape))
+
+
+@settings(max_examples=10)
+@given(batch_a=st.lists(st.integers(1, 2), max_size=2), batch_b=st.lists(st.integers(1, 2), max_size=2),
+       m=st.integers(1, 3), k=st.integers(1, 3), n=st.integers(1, 3), seed=st.integers(0, 99))
+def test_matmul_broadcast_batches(batch_a, batch_b, m, k, n, seed):
+    try:
+        np.broadcast_shapes(tuple(batch_a), tuple(batch_b))
+    except ValueError:
+        return
+    rng = np.random.default_rng(seed)
+    check_grad(rt.matmul, rng.normal(size=tuple(batch_a) + (m, k)),
+               rng.normal(size=tuple(batch_b) + (k, n)))
+
+
+def test_matmul_mixed_dtypes_and_constant_operand(rng):
+    w = rt.tensor(rng.normal(size=(3, 2)).astype(np.float32), device=AD)   # untracked
+    check_grad(lambda x: x @ w, rng.normal(size=(2, 3)))
+    x = rt.tensor(rng.normal(size=(2, 3)).astype(np.float32), device=AD).require_grad()
+    y = rt.tensor(rng.normal(size=(3, 2)), dtype=rt.float64, device=AD).require_grad()
+    g = rt.sum(x @ y).backward()
+    assert x.grad(g).dtype is rt.float32 and y.grad(g).dtype is rt.float64
