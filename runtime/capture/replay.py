@@ -4,7 +4,9 @@ that eager ``dispatch`` reaches (SPEC §5).
 ``Executable`` does every lookup once, at bind time: the catalogue entry, the argument slots,
 the attrs and the output shape/dtype of each op (the captured ones: inputs are checked
 against the captured shapes and dtypes, so every later shape is the captured one).  A call is
-then one tight loop of ``device.execute(spec, args, attrs, shape, dtype)``.
+then one tight loop of ``device.execute(spec, args, attrs, shape, dtype)``; on a plain device
+the loop goes one level down (``spec.kernel`` on the device's kernel set, payload to payload),
+which is what ``execute_plain`` does minus the per-op Tensor wrapping.
 """
 from __future__ import annotations
 
@@ -102,6 +104,25 @@ class Executable:
         self._out_slots = tuple(slot[t] for t in graph.outputs)
         self._nslots = len(slot)
         self._execute = dev.execute
+        self._lowered = self._lower(graph) if dev.family == "plain" else None
+
+    def _lower(self, graph):
+        """For a plain device: the plan one level down, straight onto the kernel set.
+
+        ``execute_plain`` wraps every payload in a Tensor and hands the kernel the operand
+        tensors only for their (static) shapes and dtypes; here those are precomputed
+        stand-ins, so the loop passes payloads from kernel to kernel and wraps the outputs."""
+        from ..dispatch import kernels_for
+        from ..ops.catalogue import _Meta
+        ks = kernels_for(self.device)
+        lowered = []
+        for (spec, slots, template, attrs, shape, dtype, out, dead), op in zip(
+                self._plan, [o for o in graph.operations if o.op != "init"]):
+            metas = tuple(_Meta(a.shape, a.dtype) if hasattr(a, "dtype") else a
+                          for a in op.operands())
+            lowered.append((spec.kernel, slots, template, metas, attrs, shape, dtype, out, dead))
+        outs = tuple((s, ir.shape, ir.dtype) for s, ir in zip(self._out_slots, graph.output_tensors))
+        return ks, tuple(lowered), outs
 
     def parameters(self) -> list:
         """The parameter tensors, in graph order."""
@@ -140,6 +161,8 @@ class Executable:
         params = self.params
         for s, tid in self._param_slots:
             env[s] = params[tid]
+        if self._lowered is not None:
+            return self._run_lowered(env)
         execute = self._execute
         for spec, slots, template, attrs, shape, dtype, out, dead in self._plan:
             if template is None:
@@ -154,6 +177,30 @@ class Executable:
             for s in dead:
                 env[s] = None
         return tuple([env[s] for s in self._out_slots])
+
+    def _run_lowered(self, env) -> tuple:
+        from ..errors import IndexOutOfRangeError
+        dev = self.device
+        for i, t in enumerate(env):
+            if t is not None:
+                env[i] = t._payload
+        ks, plan, outs = self._lowered
+        try:
+            for kernel, slots, template, metas, attrs, shape, dtype, out, dead in plan:
+                if template is None:
+                    p = [env[s] for s in slots]
+                else:
+                    fixed, positions = template
+                    p = list(fixed)
+                    for q, s in zip(positions, slots):
+                        p[q] = env[s]
+                env[out] = kernel(ks, p, metas, attrs, shape, dtype, dev)
+                for s in dead:
+                    env[s] = None
+        except IndexError as exc:
+            raise IndexOutOfRangeError(f"replay: {exc}") from None
+        wrap = Tensor._wrap
+        return tuple([wrap(env[s], shape, dtype, dev) for s, shape, dtype in outs])
 
     def __repr__(self) -> str:
         return (f"<Executable on {self.device}: {len(self._plan)} ops, "
