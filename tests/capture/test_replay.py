@@ -265,3 +265,9 @@ def test_bind_on_autodiff_device_makes_params_trainable():
     gw = p.grad(grads)
     np.testing.assert_allclose(gw.numpy(), x.T @ ((x @ w) > 0).astype(np.float32), rtol=1e-6)
     assert not g.bind(ad, trainable=False).params[wid].requires_grad
+
+
+def test_out_of_range_index_values_raise_on_replay():
+    g = rt.capture(lambda x, i: rt.take(x, i, axis=1), G, np.array([0, 1], np.int64))
+    with pytest.raises(rt.IndexOutOfRangeError):
+        g.run(G, np.array([0, 9], np.int64))
