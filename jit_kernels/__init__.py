@@ -108,7 +108,7 @@ class KernelSet(Protocol):
         """Broadcasting select; ``a``/``b`` payloads or Python scalars."""
 
     def cast(self, x: Any, dtype: Any) -> Any:
-        """``x`` converted to ``dtype`` (float→int truncates toward zero; NaN/inf→int gives 0... see README)."""
+        """``x`` converted to ``dtype`` (float→int truncates toward zero and saturates; NaN→0)."""
 
     # -- reductions ----------------------------------------------------------------------
     def reduce(self, op: str, x: Any, axes: tuple, keepdims: bool, out_dtype: Any, attrs: dict) -> Any:

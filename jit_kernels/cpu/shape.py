@@ -110,13 +110,20 @@ def expand(x, shape):
     return np.broadcast_to(x, tuple(shape))
 
 
+def _numpy_key(key):
+    # The protocol's slices are concrete as ``slice.indices`` gives them: with a negative step a
+    # stop of -1 means "past index 0", which NumPy would read as "the last element".
+    return tuple(slice(k.start, None, k.step) if isinstance(k, slice) and k.stop < 0 else k
+                 for k in key) + (Ellipsis,)
+
+
 def index(x, key):
-    return x[tuple(key) + (Ellipsis,)]
+    return x[_numpy_key(key)]
 
 
 def slice_assign(x, key, value):
     out = copy(x)
-    dst = out[tuple(key) + (Ellipsis,)]
+    dst = out[_numpy_key(key)]
     if not isinstance(value, np.ndarray):
         from jit_kernels.cpu._layout import scalar_array
         value = scalar_array(value, x.dtype)
