@@ -40,6 +40,7 @@ PROTOCOL_METHODS = (
     "matmul",
     "rand", "randn",
     "custom",
+    "fused",
 )
 
 
@@ -138,6 +139,11 @@ class KernelSet(Protocol):
     # -- user code -----------------------------------------------------------------------
     def custom(self, fn: Any, arrays: Sequence[Any]) -> Any:
         """Run a user's custom-op forward on this kernel set's arrays."""
+
+    # -- fusion (graph.compile) --------------------------------------------------------------
+    def fused(self, program: Any, arrays: Sequence[Any]) -> list:
+        """Run a fused program (``runtime.capture.fuse.FusedProgram``, plain data) on
+        ``arrays`` (one per ``program.inputs``); one new array per ``program.outputs``."""
 
 
 _REGISTRY: dict[str, str] = {

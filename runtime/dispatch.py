@@ -15,7 +15,7 @@ from .ops.catalogue import CATALOGUE, OpSpec
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "execute_plain", "kernels_for", "kernels_for_kind",
-           "common_device"]
+           "common_device", "run_fused"]
 
 _KERNELS: dict = {}
 
@@ -88,6 +88,19 @@ def execute_plain(device: PlainDevice, spec: OpSpec, args, attrs, shape, dtype) 
         raise IndexOutOfRangeError(f"{spec.name}: {exc} (input shapes "
                                    f"{', '.join(str(getattr(a, 'shape', ())) for a in args)})") from None
     return Tensor._wrap(out, shape, dtype, device)
+
+
+def run_fused(device: PlainDevice, program, tensors) -> tuple:
+    """Run a fused program (``runtime.capture.fuse``) on ``device``'s kernel set; one tensor
+    per program output.  DeviceError when the kernel set has no fused kernels."""
+    from . import dtypes as D
+    ks = kernels_for_kind(device.kind)
+    fused = getattr(ks, "fused", None)
+    if fused is None:
+        raise DeviceError(f"{device}: the {device.kind} kernel set has no fused kernels")
+    outs = fused(program, [t._payload for t in tensors])
+    return tuple(Tensor._wrap(o, shape, D.as_dtype(dt), device)
+                 for o, shape, dt in zip(outs, program.output_shapes, program.output_dtypes))
 
 
 def to_host_plain(device: PlainDevice, t: Tensor):

@@ -109,5 +109,10 @@ class CpuKernels:
     def custom(self, fn, arrays):
         return np.asarray(fn(*arrays))
 
+    # -- fusion (graph.compile)
+    def fused(self, program, arrays):
+        from jit_kernels.cpu import fused as _fused
+        return _fused.fused(program, arrays)
+
 
 __all__ = ["CpuKernels"]

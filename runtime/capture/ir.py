@@ -173,6 +173,13 @@ class CapturedGraph:
         from .replay import Executable
         return Executable(self, device, trainable=False)(*inputs)
 
+    def compile(self, device=None):
+        """An executable for ``device`` (default cpu) returning what ``run`` returns, with chains
+        of elementwise ops (and around last-axis reductions/softmax, and matmul epilogues)
+        fused into generated kernels; see docs/compile.md.  Not for autodiff devices."""
+        from .compiled import CompiledGraph
+        return CompiledGraph(self, device)
+
     def save(self, path) -> None:
         """Write the graph to ``path`` (deterministic; ids renumbered canonically)."""
         from .serialize import save_graph

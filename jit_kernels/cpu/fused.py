@@ -1,0 +1,564 @@
+"""Fused kernels: one generated ``@njit(parallel=True, cache=True)`` kernel per fused program.
+
+A program (``runtime.capture.fuse.FusedProgram``, read here only as plain data: ``kind``,
+``shape``, ``inputs``, ``scalars``, ``ops``, ``outputs``, ``key()``) is turned into Python source,
+written with ``jit_kernels.codegen.load_generated_module`` (so ``cache=True`` works and a second
+process pays no compile time) and called.  Every op is evaluated with the same scalar function
+and the same operand/result conversions as the single-op kernels of ``elementwise`` (its
+``_body``/``conv_expr``), so fused elementwise results equal eager results bit for bit.
+
+Kinds:
+
+- ``elementwise``: a contiguous fast path (every input C-contiguous with the full shape: flat
+  chunks under ``prange``) and a strided path (inputs broadcast by strides; dims coalesced; the
+  inner stride of each input — 1, 0 or other — is baked into the generated source, one module
+  per pattern; ``prange`` over (row, chunk) tasks).
+- ``rows``: elementwise ops around last-axis reductions (sum/mean/max/min, softmax,
+  log_softmax), row-parallel: per row, one pass per reduction over its (recomputed) prologue
+  values into a scratch buffer, then one pass computing and storing the elementwise outputs.
+  Float sums accumulate in float64 (reassociated, as ``reduce`` does), max/min propagate NaN, and
+  softmax follows ``reduce.softmax`` (max-shifted, float64 sum) — equal to eager within rounding.
+- ``matmul``: the cpu matmul kernel, then the elementwise epilogue in place on its output.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from jit_kernels.codegen import load_generated_module
+from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
+                                     nthreads, scalar_array, size_of)
+from jit_kernels.cpu.elementwise import _NP_NAME, _body, _kind, _result_dtype, conv_expr
+
+BOOL = np.dtype(np.bool_)
+_MODS: dict = {}
+
+
+# ------------------------------------------------------------------------------ op lowering
+def _lower_op(fop):
+    """(eager op name, conversion dtypes, out dtype, arg refs) of a fused elementwise op,
+    chosen exactly as ``elementwise.unary/binary/where/cast`` choose them."""
+    od = np.dtype(fop.dtype)
+    cd = np.dtype(fop.compute)
+    op = fop.op
+    if op == "cast":
+        return "ident", (od,), od, fop.args[:1]
+    if op == "where":
+        return "where", (BOOL, od, od), od, fop.args
+    if op == "logical_not":
+        return "logical_not", (BOOL,), BOOL, fop.args
+    if op == "clamp":
+        x, lo, hi = fop.args
+        if lo is None and hi is None:
+            return "ident", (od,), od, (x,)
+        if hi is None:
+            return "clamp_lo", (od, od), od, (x, lo)
+        if lo is None:
+            return "clamp_hi", (od, od), od, (x, hi)
+        return "clamp", (od, od, od), od, (x, lo, hi)
+    if len(fop.args) == 2:
+        return op, (cd, cd), od, fop.args
+    return op, (od,), od, fop.args
+
+
+class _Gen:
+    """Source builder shared by the kernel kinds."""
+
+    def __init__(self, prog):
+        self.prog = prog
+        self.funcs: list = []
+        self.lowered = {}
+        for j, fop in enumerate(prog.ops):
+            if fop.op in ("matmul", "sum", "mean", "max", "min", "softmax", "log_softmax"):
+                continue
+            name, cv, od, args = _lower_op(fop)
+            cdt = cv[1] if name == "where" else cv[0]
+            body = _body(name, _kind(cdt)).replace("C(", f"C{j}(")
+            xs = ", ".join(f"x{i}" for i in range(len(cv)))
+            self.funcs.append(f"C{j} = {_NP_NAME[cdt.name]}\n\n\n"
+                              f"@njit(inline=\"always\", error_model=\"numpy\")\n"
+                              f"def f{j}({xs}):\n    {body}\n")
+            self.lowered[j] = (name, cv, od, args)
+
+    def dtype_of(self, r) -> np.dtype:
+        kind, k = r
+        if kind == "in":
+            return np.dtype(self.prog.inputs[k].dtype)
+        if kind == "sc":
+            return np.dtype(self.prog.scalars[k][1])
+        return np.dtype(self.prog.ops[k].dtype)
+
+    def expr(self, j, read) -> str:
+        """Source of op j's value; ``read(ref)`` gives the source of an operand."""
+        name, cv, od, args = self.lowered[j]
+        res = _result_dtype(name, cv)
+        xs = ", ".join(conv_expr(read(r), self.dtype_of(r), cv[i]) for i, r in enumerate(args))
+        call = f"f{j}({xs})"
+        return conv_expr(call, res, od) if (res != od or od.kind != "f") else call
+
+    def header(self) -> str:
+        return ("import math\nimport numpy as np\nfrom numba import njit, prange\n"
+                "from jit_kernels.cpu import scalar_math as sm\n\n\n" + "\n\n".join(self.funcs))
+
+
+def _closure(prog, targets, level="elem"):
+    """Op indices (in order) of ``level`` needed to compute ``targets``, stopping at other
+    levels, reductions and softmax (whose values are precomputed)."""
+    need = set()
+    stack = list(targets)
+    while stack:
+        j = stack.pop()
+        if j in need:
+            continue
+        need.add(j)
+        fop = prog.ops[j]
+        if fop.op in ("sum", "mean", "max", "min", "softmax", "log_softmax", "matmul"):
+            continue
+        for r in fop.args:
+            if r is not None and r[0] == "op" and prog.ops[r[1]].level == level:
+                stack.append(r[1])
+    return sorted(need)
+
+
+def _module(prog, variant, source_fn):
+    key = (prog.key(), variant)
+    mod = _MODS.get(key)
+    if mod is None:
+        src = source_fn()
+        h = hashlib.sha256(key[0].encode()).hexdigest()[:10]
+        mod = load_generated_module(src, f"fused_{prog.kind}_{h}_{variant}")
+        _MODS[key] = mod
+    return mod
+
+
+def _scalar_values(prog):
+    return [scalar_array(v, np.dtype(d))[()] for v, d in prog.scalars]
+
+
+# ------------------------------------------------------------------------------ elementwise
+def _ew_flat_source(prog) -> str:
+    g = _Gen(prog)
+    n_in = len(prog.inputs)
+    ins = [f"a{k}" for k in range(n_in)]
+    scs = [f"sc{k}" for k in range(len(prog.scalars))]
+    outs = [f"o{k}" for k in range(len(prog.outputs))]
+    args = ", ".join(ins + scs + outs)
+
+    def read(r):
+        return {"in": f"v{r[1]}[i]", "sc": f"sc{r[1]}", "op": f"t{r[1]}"}[r[0]]
+
+    body = []
+    for j in _closure(prog, prog.outputs):
+        body.append(f"t{j} = {g.expr(j, read)}")
+    for q, j in enumerate(prog.outputs):
+        body.append(f"w{q}[i] = t{j}")
+    views = [f"v{k} = a{k}[lo:hi]" for k in range(n_in)] + \
+            [f"w{q} = o{q}[lo:hi]" for q in range(len(prog.outputs))]
+
+    def kernel(name, par):
+        rng = "prange" if par else "range"
+        pad = " " * 12
+        return (f"@njit(cache=True, parallel={par}, error_model=\"numpy\")\n"
+                f"def {name}({args}, nchunks):\n"
+                f"    total = o0.shape[0]\n"
+                f"    chunk = (total + nchunks - 1) // nchunks\n"
+                f"    for k in {rng}(nchunks):\n"
+                f"        lo = k * chunk\n"
+                f"        hi = min(lo + chunk, total)\n"
+                f"        if lo < hi:\n"
+                + "".join(f"{pad}{v}\n" for v in views)
+                + f"{pad}for i in range(hi - lo):\n"
+                + "".join(f"{pad}    {b}\n" for b in body))
+
+    return g.header() + "\n\n" + kernel("flat_par", True) + "\n\n" + kernel("flat_serial", False)
+
+
+def _ew_strided_source(prog, pattern) -> str:
+    g = _Gen(prog)
+    n_in = len(prog.inputs)
+    ins = []
+    for k in range(n_in):
+        ins += [f"b{k}", f"f{k}_", f"st{k}"]
+    scs = [f"sc{k}" for k in range(len(prog.scalars))]
+    outs = [f"o{k}" for k in range(len(prog.outputs))]
+    args = ", ".join(["shape"] + ins + scs + outs)
+
+    def read(r):
+        if r[0] == "sc":
+            return f"sc{r[1]}"
+        if r[0] == "op":
+            return f"t{r[1]}"
+        k = r[1]
+        p = pattern[k]
+        return f"v{k}[i]" if p == "1" else (f"c{k}" if p == "0" else f"b{k}[p{k} + i * s{k}]")
+
+    body = [f"t{j} = {g.expr(j, read)}" for j in _closure(prog, prog.outputs)]
+    body += [f"w{q}[i] = t{j}" for q, j in enumerate(prog.outputs)]
+    pad = " " * 12
+    pre = [f"p{k} = f{k}_ + lo * st{k}[nd - 1]" for k in range(n_in)]
+    step = [f"p{k} += kk * st{k}[d]" for k in range(n_in)]
+    views = []
+    for k in range(n_in):
+        p = pattern[k]
+        views.append(f"v{k} = b{k}[p{k}:p{k} + n]" if p == "1" else
+                     (f"c{k} = b{k}[p{k}]" if p == "0" else f"s{k} = st{k}[nd - 1]"))
+    views += [f"w{q} = o{q}[q0:q0 + n]" for q in range(len(prog.outputs))]
+
+    def kernel(name, par):
+        rng = "prange" if par else "range"
+        return (f"@njit(cache=True, parallel={par}, error_model=\"numpy\")\n"
+                f"def {name}({args}, nsplit):\n"
+                f"    nd = shape.shape[0]\n"
+                f"    inner = shape[nd - 1]\n"
+                f"    R = o0.shape[0] // inner\n"
+                f"    csz = (inner + nsplit - 1) // nsplit\n"
+                f"    for t in {rng}(R * nsplit):\n"
+                f"        r = t // nsplit\n"
+                f"        lo = (t - r * nsplit) * csz\n"
+                f"        hi = min(lo + csz, inner)\n"
+                f"        if lo < hi:\n"
+                + "".join(f"{pad}{x}\n" for x in pre)
+                + f"{pad}rem = r\n"
+                f"{pad}for d in range(nd - 2, -1, -1):\n"
+                f"{pad}    kk = rem % shape[d]\n"
+                f"{pad}    rem = rem // shape[d]\n"
+                + "".join(f"{pad}    {x}\n" for x in step)
+                + f"{pad}n = hi - lo\n"
+                f"{pad}q0 = r * inner + lo\n"
+                + "".join(f"{pad}{x}\n" for x in views)
+                + f"{pad}for i in range(n):\n"
+                + "".join(f"{pad}    {b}\n" for b in body))
+
+    return g.header() + "\n\n" + kernel("strided_par", True) + "\n\n" + kernel("strided_serial", False)
+
+
+def run_elementwise(prog, arrays, outs=None):
+    """Evaluate an elementwise program; ``outs`` may supply (some) output arrays."""
+    S = tuple(prog.shape)
+    total = size_of(S)
+    res = []
+    for q, j in enumerate(prog.outputs):
+        o = outs[q] if outs is not None and q < len(outs) and outs[q] is not None else None
+        res.append(o if o is not None else np.empty(S, dtype=np.dtype(prog.ops[j].dtype)))
+    if total == 0:
+        return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
+    scs = _scalar_values(prog)
+    flats = [r.reshape(-1) for r in res]
+    par = total >= PAR_THRESHOLD
+    if all(a.shape == S and a.flags.c_contiguous for a in arrays):
+        mod = _module(prog, "flat", lambda: _ew_flat_source(prog))
+        args = [a.reshape(-1) for a in arrays] + scs + flats
+        if par:
+            mod.flat_par(*args, nthreads())
+        else:
+            mod.flat_serial(*args, 1)
+        return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
+    bases, strides = [], []
+    for a in arrays:
+        b, off, es = flat_base(a) if a.size else (np.zeros(1, a.dtype), 0, [0] * a.ndim)
+        bases.append((b, off))
+        strides.append(broadcast_strides(a.shape, S, es))
+    shp, sts = coalesce(S, strides)
+    pattern = "".join("1" if st[-1] == 1 else ("0" if st[-1] == 0 else "s") for st in sts)
+    mod = _module(prog, "s" + pattern, lambda: _ew_strided_source(prog, pattern))
+    args = [i64(shp)]
+    for (b, off), st in zip(bases, sts):
+        args += [b, off, i64(st)]
+    args += scs + flats
+    inner = shp[-1]
+    R = total // inner
+    if par:
+        nt = nthreads()
+        nsplit = 1 if R >= 2 * nt else max(1, min(-(-2 * nt // R), -(-inner // 2048)))
+        mod.strided_par(*args, nsplit)
+    else:
+        mod.strided_serial(*args, 1)
+    return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
+
+
+# ------------------------------------------------------------------------------ rows
+_REDUCERS = '''
+
+@njit(error_model="numpy", fastmath={"reassoc", "contract"})
+def _sum64(v, n):
+    a = 0.0
+    for i in range(n):
+        a += np.float64(v[i])
+    return a
+
+
+@njit(error_model="numpy", fastmath={"reassoc"})
+def _max(v, n):
+    a = v[0]
+    for i in range(1, n):
+        a = sm.fmax_nan(a, v[i])
+    return a
+
+
+@njit(error_model="numpy", fastmath={"reassoc"})
+def _min(v, n):
+    a = v[0]
+    for i in range(1, n):
+        a = sm.fmin_nan(a, v[i])
+    return a
+
+
+@njit(error_model="numpy")
+def _expsum(v, m, e, n):
+    s = 0.0
+    for i in range(n):
+        x = sm.exp(v[i] - m)
+        e[i] = x
+        s += np.float64(x)
+    return s
+
+
+@njit(error_model="numpy")
+def _logexpsum(v, m, n):
+    s = 0.0
+    for i in range(n):
+        s += np.float64(sm.exp(v[i] - m))
+    return s
+'''
+
+
+def _rows_source(prog, pattern) -> str:
+    g = _Gen(prog)
+    ops = prog.ops
+    n_in = len(prog.inputs)
+    ins = []
+    for k in range(n_in):
+        ins += [f"b{k}", f"f{k}_", f"st{k}", f"s{k}"]
+    scs = [f"sc{k}" for k in range(len(prog.scalars))]
+    outs = [f"o{k}" for k in range(len(prog.outputs))]
+    args = ", ".join(["oshape"] + ins + scs + outs + ["K", "nchunks"])
+    reds = [j for j, o in enumerate(ops) if o.op in ("sum", "mean", "max", "min", "softmax",
+                                                    "log_softmax")]
+    red_set = set(reds)
+
+    def read_row(r):
+        if r[0] == "sc":
+            return f"sc{r[1]}"
+        if r[0] == "op":
+            return f"t{r[1]}"
+        return f"c{r[1]}" if pattern[r[1]] == "0" else f"b{r[1]}[p{r[1]}]"
+
+    def read_elem(r):
+        if r[0] == "sc":
+            return f"sc{r[1]}"
+        if r[0] == "op":
+            j = r[1]
+            o = ops[j]
+            if o.level == "row":
+                return f"t{j}"
+            return f"e{j}"
+        k = r[1]
+        p = pattern[k]
+        return f"v{k}[i]" if p == "1" else (f"c{k}" if p == "0" else f"b{k}[p{k} + i * s{k}]")
+
+    def elem_value(j):
+        o = ops[j]
+        od = _NP_NAME[np.dtype(o.dtype).name]
+        if o.op == "softmax":
+            return f"{od}(E{j}[i] * inv{j})"
+        if o.op == "log_softmax":
+            return f"{od}(X{j}[i] - ls{j})"
+        return g.expr(j, read_elem)
+
+    def elem_pass(targets, stores, ind):
+        lines = [f"{ind}for i in range(K):"]
+        for j in _closure(prog, targets):
+            lines.append(f"{ind}    e{j} = {elem_value(j)}")
+        lines += [f"{ind}    {s}" for s in stores]
+        return lines
+
+    L = []   # per-row body, indent 8
+    ind = " " * 12
+    for k in range(n_in):
+        L.append(f"{ind}p{k} = f{k}_")
+    L.append(f"{ind}rem = r")
+    L.append(f"{ind}for d in range(nd - 1, -1, -1):")
+    L.append(f"{ind}    kk = rem % oshape[d]")
+    L.append(f"{ind}    rem = rem // oshape[d]")
+    for k in range(n_in):
+        L.append(f"{ind}    p{k} += kk * st{k}[d]")
+    for k in range(n_in):
+        p = pattern[k]
+        if p == "1":
+            L.append(f"{ind}v{k} = b{k}[p{k}:p{k} + K]")
+        elif p == "0":
+            L.append(f"{ind}c{k} = b{k}[p{k}]")
+    done_row = set()
+    for j, o in enumerate(ops):
+        if j in red_set:
+            (x,) = o.args
+            xd = _NP_NAME[g.dtype_of(x).name]
+            if x[0] == "in" and pattern[x[1]] == "1":
+                buf = f"v{x[1]}"
+            else:
+                buf = f"X{j}"
+                L += elem_pass([x[1]] if x[0] == "op" else [],
+                               [f"X{j}[i] = {read_elem(x)}"], ind)
+            od = _NP_NAME[np.dtype(o.dtype).name]
+            if o.op in ("sum", "mean"):
+                val = f"_sum64({buf}, K)" + (" / K" if o.op == "mean" else "")
+                L.append(f"{ind}t{j} = {od}({val})")
+            elif o.op in ("max", "min"):
+                L.append(f"{ind}t{j} = _{o.op}({buf}, K)")
+            elif o.op == "softmax":
+                L.append(f"{ind}m{j} = _max({buf}, K)")
+                L.append(f"{ind}inv{j} = 1.0 / _expsum({buf}, m{j}, E{j}, K)")
+            else:
+                L.append(f"{ind}m{j} = _max({buf}, K)")
+                L.append(f"{ind}ls{j} = np.float64(m{j}) + math.log(_logexpsum({buf}, m{j}, K))")
+                if buf != f"X{j}":
+                    L.append(f"{ind}X{j} = {buf}")
+            if o.op == "softmax" and buf != f"X{j}":
+                pass
+            done_row.add(j)
+        elif o.level == "row":
+            L.append(f"{ind}t{j} = {g.expr(j, read_row)}")
+    # outputs
+    elem_outs = [(q, j) for q, j in enumerate(prog.outputs) if ops[j].level == "elem"]
+    row_outs = [(q, j) for q, j in enumerate(prog.outputs) if ops[j].level == "row"]
+    if elem_outs:
+        for q, _ in elem_outs:
+            L.append(f"{ind}w{q} = o{q}[r * K:(r + 1) * K]")
+        L += elem_pass([j for _, j in elem_outs], [f"w{q}[i] = e{j}" for q, j in elem_outs], ind)
+    for q, j in row_outs:
+        L.append(f"{ind}o{q}[r] = t{j}")
+
+    allocs = []
+    for j in reds:
+        o = ops[j]
+        (x,) = o.args
+        xdt = _NP_NAME[g.dtype_of(x).name]
+        if not (x[0] == "in" and pattern[x[1]] == "1"):
+            allocs.append(f"X{j} = np.empty(K, dtype={xdt})")
+        if o.op == "softmax":
+            allocs.append(f"E{j} = np.empty(K, dtype={xdt})")
+
+    def kernel(name, par):
+        rng = "prange" if par else "range"
+        return (f"@njit(cache=True, parallel={par}, error_model=\"numpy\")\n"
+                f"def {name}({args}):\n"
+                f"    nd = oshape.shape[0]\n"
+                f"    R = 1\n"
+                f"    for d in range(nd):\n"
+                f"        R *= oshape[d]\n"
+                f"    chunk = (R + nchunks - 1) // nchunks\n"
+                f"    for c in {rng}(nchunks):\n"
+                + "".join(f"        {a}\n" for a in allocs)
+                + f"        for r in range(c * chunk, min(R, (c + 1) * chunk)):\n"
+                + "\n".join(L) + "\n")
+
+    return (g.header() + _REDUCERS + "\n\n" + kernel("rows_par", True) + "\n\n"
+            + kernel("rows_serial", False))
+
+
+def run_rows(prog, arrays):
+    S = tuple(prog.shape)
+    K = S[-1]
+    R = size_of(S[:-1])
+    res = []
+    for j, shp in zip(prog.outputs, prog.output_shapes):
+        res.append(np.empty(R * K if prog.ops[j].level == "elem" else R,
+                            dtype=np.dtype(prog.ops[j].dtype)))
+    if R == 0 or K == 0:
+        return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
+    scs = _scalar_values(prog)
+    bases, outer, inner = [], [], []
+    for a in arrays:
+        b, off, es = flat_base(a)
+        st = broadcast_strides(a.shape, S, es)
+        bases.append((b, off))
+        outer.append(st[:-1])
+        inner.append(st[-1])
+    if len(S) > 1:
+        oshape, osts = coalesce(S[:-1], outer)
+    else:
+        oshape, osts = [1], [[0] for _ in arrays]
+    pattern = "".join("1" if s == 1 else ("0" if s == 0 else "s") for s in inner)
+    mod = _module(prog, "r" + pattern, lambda: _rows_source(prog, pattern))
+    args = [i64(oshape)]
+    for (b, off), st, s in zip(bases, osts, inner):
+        args += [b, off, i64(st), s]
+    args += scs + res + [K]
+    if R * K >= PAR_THRESHOLD and R > 1:
+        nt = nthreads()
+        mod.rows_par(*args, min(R, 4 * nt))
+    else:
+        mod.rows_serial(*args, 1)
+    return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
+
+
+# ------------------------------------------------------------------------------ matmul
+class _Epilogue:
+    """The elementwise part of a matmul program: op 0 (the matmul) becomes input 0."""
+
+    def __init__(self, prog):
+        ops = prog.ops
+        used = []
+        for o in ops[1:]:
+            for r in o.args:
+                if r is not None and r[0] == "in" and r[1] not in used:
+                    used.append(r[1])
+        in_map = {k: q + 1 for q, k in enumerate(used)}
+
+        def remap(r):
+            if r is None or r[0] == "sc":
+                return r
+            if r[0] == "in":
+                return ("in", in_map[r[1]])
+            return ("in", 0) if r[1] == 0 else ("op", r[1] - 1)
+
+        from dataclasses import replace
+        new_ops = tuple(replace(o, args=tuple(remap(r) for r in o.args)) for o in ops[1:])
+        self.used = used
+        self.mm_is_output = 0 in prog.outputs
+        outs = [j - 1 for j in prog.outputs if j != 0]
+        shapes = [s for j, s in zip(prog.outputs, prog.output_shapes) if j != 0]
+        mm = ops[0]
+        mm_in = type(prog.inputs[0])(tuple(prog.shape), mm.dtype)
+        self.prog = replace(prog, kind="elementwise",
+                            inputs=(mm_in,) + tuple(prog.inputs[k] for k in used),
+                            ops=new_ops, outputs=tuple(outs), output_shapes=tuple(shapes))
+        self.inplace = (not self.mm_is_output and outs
+                        and new_ops[outs[0]].dtype == mm.dtype)
+
+
+_EPI: dict = {}
+
+
+def run_matmul(prog, arrays):
+    from jit_kernels.cpu import matmul as _matmul
+    epi = _EPI.get(prog)
+    if epi is None:
+        epi = _EPI[prog] = _Epilogue(prog)
+    a, b = arrays[0], arrays[1]
+    c = _matmul.matmul(a[None], b[None]).reshape(prog.shape)
+    ins = [c] + [arrays[k] for k in epi.used]
+    outs = [c] if epi.inplace else None
+    res = run_elementwise(epi.prog, ins, outs) if epi.prog.outputs else []
+    if epi.mm_is_output:
+        res = [c] + list(res)
+        # keep the program's output order
+        order = list(prog.outputs)
+        k0 = order.index(0)
+        res = res[1:k0 + 1] + [c] + res[k0 + 1:]
+    return res
+
+
+# ------------------------------------------------------------------------------ entry point
+def fused(prog, arrays):
+    """Run fused program ``prog`` on NumPy ``arrays`` (one per ``prog.inputs``); returns one
+    new array per ``prog.outputs`` with its ``output_shapes`` shape."""
+    arrays = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in arrays]
+    if prog.kind == "elementwise":
+        return run_elementwise(prog, arrays)
+    if prog.kind == "rows":
+        return run_rows(prog, arrays)
+    if prog.kind == "matmul":
+        return run_matmul(prog, arrays)
+    raise ValueError(f"unknown fused program kind {prog.kind!r}")
