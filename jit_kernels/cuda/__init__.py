@@ -1,0 +1,152 @@
+"""The ``cuda`` kernel set: numba.cuda kernels on device arrays (see ``jit_kernels.KernelSet``).
+
+Payloads are ``CudaArray`` values (``_array``): a strided view of a numba.cuda device buffer on
+GPU ``index``.  Modules mirror the cpu set: ``elementwise`` (generated unary/binary/where/cast
+kernels, grid-stride loops over strided operands), ``reduce`` (block reductions with warp
+shuffles and a second pass; arg-reductions; softmax), ``matmul`` (shared-memory tiled,
+register-blocked, batched), ``shape`` (views, copy, take/gather with device-side index checks,
+cat, slice_assign), ``memory`` (host transfer, creation), ``random`` (the cpu set's counter-based
+generator), ``scalar_math`` (libdevice).  Every ``numba.cuda`` use of the project lives in this
+package.
+
+Importing this package works without a GPU or driver (nothing touches the driver until a
+kernel runs); ``device_count()`` returns the number of usable GPUs, or raises ``RuntimeError``
+naming the cause, which ``rt.cuda()`` turns into ``DeviceError``.  Under
+``NUMBA_ENABLE_CUDASIM=1`` everything runs on Numba's CUDA simulator (one device).
+
+``custom`` (user ops, ``rt.custom_op``): the forward function receives NumPy arrays (the inputs
+copied to the host) and its result is copied back to the inputs' GPU, so custom ops written for
+the cpu set run unchanged on cuda (at the cost of two host round trips).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jit_kernels.cuda._array import SIM, CudaArray
+
+
+def device_count() -> int:
+    """How many GPUs numba.cuda can use (1 under the simulator); RuntimeError with the cause."""
+    from numba import cuda
+    if SIM:
+        return 1
+    try:
+        n = len(cuda.gpus)
+    except Exception as exc:  # CudaSupportError: driver library missing, no device, ...
+        msg = " ".join(str(exc).split())
+        raise RuntimeError(f"CUDA is not available: {msg or type(exc).__name__}") from None
+    if n == 0:
+        raise RuntimeError("CUDA is not available: the driver reports no GPU")
+    return n
+
+
+class CudaKernels:
+    """Kernel set for device kind ``"cuda"``; payloads are ``CudaArray`` device views."""
+
+    kind = "cuda"
+
+    def __init__(self):
+        from jit_kernels.cuda import (elementwise, matmul, memory, random, reduce, shape)
+        self._ew = elementwise
+        self._mm = matmul
+        self._mem = memory
+        self._rand = random
+        self._red = reduce
+        self._shape = shape
+
+    def device_count(self) -> int:
+        return device_count()
+
+    # -- memory
+    def from_host(self, array, index=0):
+        return self._mem.from_host(array, index)
+
+    def to_host(self, x):
+        return self._mem.to_host(x)
+
+    def empty(self, shape, dtype, index=0):
+        return self._mem.empty(shape, dtype, index)
+
+    def full(self, shape, value, dtype, index=0):
+        return self._mem.full(shape, value, dtype, index)
+
+    def arange(self, start, step, n, dtype, index=0):
+        return self._mem.arange(start, step, n, dtype, index)
+
+    def eye(self, n, m, dtype, index=0):
+        return self._mem.eye(n, m, dtype, index)
+
+    def copy(self, x):
+        return self._shape.copy(x)
+
+    # -- views and data movement
+    def reshape(self, x, shp):
+        return self._shape.reshape(x, shp)
+
+    def permute(self, x, axes):
+        return self._shape.permute(x, axes)
+
+    def expand(self, x, shp):
+        return self._shape.expand(x, shp)
+
+    def index(self, x, key):
+        return self._shape.index(x, key)
+
+    def slice_assign(self, x, key, value):
+        return self._shape.slice_assign(x, key, value)
+
+    def take(self, x, indices, axis):
+        return self._shape.take(x, indices, axis)
+
+    def gather(self, x, indices, axis):
+        return self._shape.gather(x, indices, axis)
+
+    def cat(self, xs, axis):
+        return self._shape.cat(xs, axis)
+
+    # -- elementwise
+    def unary(self, op, x, out_dtype, attrs=None):
+        return self._ew.unary(op, x, out_dtype, attrs or {})
+
+    def binary(self, op, a, b, compute_dtype, out_dtype):
+        return self._ew.binary(op, a, b, compute_dtype, out_dtype)
+
+    def where(self, cond, a, b, out_dtype):
+        return self._ew.where(cond, a, b, out_dtype)
+
+    def cast(self, x, dtype):
+        return self._ew.cast(x, dtype)
+
+    # -- reductions
+    def reduce(self, op, x, axes, keepdims, out_dtype, attrs=None):
+        return self._red.reduce(op, x, tuple(axes), keepdims, out_dtype, attrs or {})
+
+    def arg_reduce(self, op, x, axis, keepdims):
+        return self._red.arg_reduce(op, x, axis, keepdims)
+
+    def softmax(self, x, axis, log):
+        return self._red.softmax(x, axis, log)
+
+    # -- linear algebra
+    def matmul(self, a, b):
+        return self._mm.matmul(a, b)
+
+    # -- random
+    def rand(self, shp, dtype, seed, offset, index=0):
+        return self._rand.rand(shp, dtype, seed, offset, index)
+
+    def randn(self, shp, dtype, seed, offset, index=0):
+        return self._rand.randn(shp, dtype, seed, offset, index)
+
+    # -- user code
+    def custom(self, fn, arrays):
+        """Run ``fn`` on host copies of ``arrays``; its result goes back to their GPU."""
+        index = next((a.index for a in arrays if isinstance(a, CudaArray)), 0)
+        host = [self.to_host(a) if isinstance(a, CudaArray) else a for a in arrays]
+        res = fn(*host)
+        if isinstance(res, CudaArray):
+            return res
+        return self.from_host(np.asarray(res), index)
+
+
+__all__ = ["CudaKernels", "device_count"]

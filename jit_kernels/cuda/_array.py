@@ -1,0 +1,172 @@
+"""The ``cuda`` payload (``CudaArray``), view metadata, device selection and launch sizes.
+
+A ``CudaArray`` is a strided view of a 1-D contiguous numba.cuda device buffer: ``buf`` (the
+allocation), ``offset`` (element position of the first element), ``strides`` (in elements, may
+be 0 or negative), ``shape``, ``dtype`` and the GPU ``index``.  Views (reshape, permute, expand,
+index) only change metadata, so every kernel reads operands as ``(buf, offset, strides)``, the
+same scheme as the cpu kernels, and the same code runs on a GPU and on the simulator (whose
+device arrays do not support every view a ``DeviceNDArray`` does, and vice versa).
+
+View metadata is computed by NumPy itself on a stand-in array (``as_strided`` over a 1-element
+buffer: only strides and pointers are looked at, no element is read), so reshape/index follow
+NumPy's rules exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import config, cuda
+
+SIM = bool(config.ENABLE_CUDASIM)
+#: threads per block of the 1-D kernels (small under the simulator: it pays per thread)
+TPB = 32 if SIM else 256
+
+
+class CudaArray:
+    """A strided view of a device buffer (the cuda kernel set's payload)."""
+
+    __slots__ = ("buf", "shape", "strides", "offset", "dtype", "index")
+
+    def __init__(self, buf, shape, strides, offset, dtype, index):
+        self.buf = buf
+        self.shape = tuple(int(s) for s in shape)
+        self.strides = tuple(int(s) for s in strides)
+        self.offset = int(offset)
+        self.dtype = np.dtype(dtype)
+        self.index = int(index)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def c_contiguous(self) -> bool:
+        return self.strides == c_strides_skip1(self.shape, self.strides)
+
+    def __repr__(self):
+        return (f"CudaArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, "
+                f"offset={self.offset}, device=cuda:{self.index})")
+
+    def __array__(self, dtype=None, copy=None):
+        from jit_kernels.cuda import memory
+        a = memory.to_host(self)
+        return a if dtype is None else a.astype(dtype)
+
+
+def c_strides(shape) -> tuple:
+    st = []
+    acc = 1
+    for n in reversed(shape):
+        st.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(st))
+
+
+def c_strides_skip1(shape, strides) -> tuple:
+    """C strides for ``shape``, but keep ``strides``' value on size-1 dims (they never matter)."""
+    cs = c_strides(shape)
+    return tuple(s if n == 1 else c for n, s, c in zip(shape, strides, cs))
+
+
+# -- device selection --------------------------------------------------------------------------
+
+_current = [None]
+
+
+def use(index: int) -> None:
+    """Make GPU ``index`` current for the next allocation/launch (no-op under the simulator)."""
+    if SIM or _current[0] == index:
+        return
+    cuda.select_device(int(index))
+    _current[0] = index
+
+
+_SM_COUNT: dict = {}
+
+
+def sm_count(index: int) -> int:
+    n = _SM_COUNT.get(index)
+    if n is None:
+        if SIM:
+            n = 1
+        else:
+            use(index)
+            n = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+        _SM_COUNT[index] = n
+    return n
+
+
+def blocks_for(n: int, index: int, tpb: int = TPB) -> int:
+    """Blocks of a grid-stride 1-D launch over ``n`` items."""
+    need = max(1, -(-n // tpb))
+    if SIM:
+        return need
+    return min(need, sm_count(index) * 32)
+
+
+def target_blocks(index: int) -> int:
+    """How many blocks fill the device (reductions split rows to reach it)."""
+    return 2 if SIM else sm_count(index) * 8
+
+
+# -- allocation and views ----------------------------------------------------------------------
+
+def alloc(shape, dtype, index) -> CudaArray:
+    shape = tuple(int(s) for s in shape)
+    dtype = np.dtype(dtype)
+    n = 1
+    for s in shape:
+        n *= s
+    use(index)
+    buf = cuda.device_array(max(n, 1), dtype=dtype)
+    return CudaArray(buf, shape, c_strides(shape), 0, dtype, index)
+
+
+def _stand_in(x: CudaArray) -> np.ndarray:
+    isz = x.dtype.itemsize
+    base = np.zeros(1, dtype=x.dtype)
+    return np.lib.stride_tricks.as_strided(base, x.shape, [s * isz for s in x.strides],
+                                           writeable=False)
+
+
+def _from_stand_in(x: CudaArray, stand, v: np.ndarray) -> CudaArray:
+    isz = x.dtype.itemsize
+    delta = v.__array_interface__["data"][0] - stand.__array_interface__["data"][0]
+    return CudaArray(x.buf, v.shape, [s // isz for s in v.strides], x.offset + delta // isz,
+                     x.dtype, x.index)
+
+
+def view_reshape(x: CudaArray, shape):
+    """A view of ``x`` with ``shape``, or None when the layout does not allow one."""
+    stand = _stand_in(x)
+    try:
+        v = stand.reshape(tuple(shape), copy=False)
+    except (ValueError, TypeError):
+        return None
+    return _from_stand_in(x, stand, v)
+
+
+def view_index(x: CudaArray, key) -> CudaArray:
+    stand = _stand_in(x)
+    return _from_stand_in(x, stand, stand[tuple(key) + (Ellipsis,)])
+
+
+def view_permute(x: CudaArray, axes) -> CudaArray:
+    axes = tuple(axes)
+    return CudaArray(x.buf, [x.shape[a] for a in axes], [x.strides[a] for a in axes], x.offset,
+                     x.dtype, x.index)
+
+
+def view_expand(x: CudaArray, shape) -> CudaArray:
+    shape = tuple(shape)
+    pad = len(shape) - x.ndim
+    st = [0] * pad
+    for n, s, no in zip(x.shape, x.strides, shape[pad:]):
+        st.append(s if n == no and n != 1 else 0)
+    return CudaArray(x.buf, shape, st, x.offset, x.dtype, x.index)

@@ -1,0 +1,203 @@
+"""Elementwise kernels (unary, binary, where, cast, clamp, strided copy) for the cuda set.
+
+The scalar op bodies and conversion rules are the cpu set's (``jit_kernels.cpu.elementwise``:
+``_body``/``conv_expr``), so both sets have the same semantics; only the transcendental calls
+are renamed to this package's ``scalar_math`` (``sm.exp`` -> ``sm.exp_f32``/``sm.exp_f64`` by
+compute width).  For every (op, input dtypes, conversion dtypes, output dtype, which operands
+are scalars, rank) a module with one grid-stride kernel is generated, written to a real file
+with ``jit_kernels.codegen.load_generated_module`` and compiled lazily with ``cache=True``.
+
+Layout: operands and the output are read/written by strides (``(buf, offset, strides)``), after
+coalescing dims that are contiguous in every operand, so the common contiguous case is a rank-1
+kernel whose index arithmetic is one multiply-add and whose accesses are coalesced.  Broadcast
+dims have stride 0; Python scalars are kernel arguments (converted on the host like ``cast``).
+The same kernel writes into a strided output view, which is how copies, ``cat`` and
+``slice_assign`` move data (``copy_into``).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from jit_kernels.codegen import load_generated_module
+from jit_kernels.cpu._layout import broadcast_strides, coalesce, scalar_array
+from jit_kernels.cpu.elementwise import BOOL, _NP_NAME, _body, _kind, _result_dtype, conv_expr
+from jit_kernels.cuda._array import CudaArray, TPB, alloc, blocks_for
+
+_SM_CALL = re.compile(r"sm\.(exp|log|sqrt|sin|cos|tanh|erf|floor|ceil|pow)\(")
+
+
+def cuda_body(op: str, kind: str, c_dt: np.dtype) -> str:
+    """The cpu set's scalar body with transcendentals mapped to cuda scalar_math."""
+    body = _body(op, kind)
+    w = "f32" if (kind == "f" and c_dt == np.float32) else "f64"
+    return _SM_CALL.sub(lambda m: f"sm.{m.group(1)}_{w}(", body)
+
+
+def cuda_conv(expr: str, src: np.dtype, dst: np.dtype) -> str:
+    return conv_expr(expr, src, dst)
+
+
+_TEMPLATE = '''\
+import math
+import numpy as np
+from numba import cuda
+from jit_kernels.cuda import scalar_math as sm
+
+C = {C}
+
+
+@cuda.jit(device=True)
+def f({xs}):
+    {body}
+
+
+@cuda.jit(cache=True)
+def kern(n, {shape_args}{op_args}, out, oo{out_strides}):
+    i = cuda.grid(1)
+    step = cuda.gridsize(1)
+    while i < n:
+{index}
+        out[{out_pos}] = {expr}
+        i += step
+'''
+
+
+def _gen_source(op, in_dts, cv_dts, out_dt, scalars, nd) -> str:
+    n = len(in_dts)
+    res_dt = _result_dtype(op, cv_dts)
+    c_dt = cv_dts[1] if op == "where" else cv_dts[0]
+    kind = _kind(c_dt)
+    reads = []
+    op_args = []
+    for i in range(n):
+        if scalars[i]:
+            op_args.append(f"a{i}")
+            reads.append(f"a{i}")  # already converted on the host
+        else:
+            op_args.append(f"b{i}, o{i}" + "".join(f", s{i}_{d}" for d in range(nd)))
+            pos = f"o{i}" + "".join(f" + k{d} * s{i}_{d}" for d in range(nd))
+            reads.append(cuda_conv(f"b{i}[{pos}]", in_dts[i], cv_dts[i]))
+    call = f"f({', '.join(reads)})"
+    expr = cuda_conv(call, res_dt, out_dt) if (res_dt != out_dt or out_dt.kind != "f") else call
+    if nd == 1:
+        index = "        k0 = i"
+    else:
+        lines = ["        rem = i"]
+        for d in range(nd - 1, 0, -1):
+            lines.append(f"        k{d} = rem % sh{d}")
+            lines.append(f"        rem = rem // sh{d}")
+        lines.append("        k0 = rem")
+        index = "\n".join(lines)
+    return _TEMPLATE.format(
+        C=_NP_NAME[c_dt.name],
+        xs=", ".join(f"x{i}" for i in range(n)),
+        body=cuda_body(op, kind, c_dt),
+        shape_args="".join(f"sh{d}, " for d in range(1, nd)),
+        op_args=", ".join(op_args),
+        out_strides="".join(f", os{d}" for d in range(nd)),
+        index=index,
+        out_pos="oo" + "".join(f" + k{d} * os{d}" for d in range(nd)),
+        expr=expr,
+    )
+
+
+_MODS: dict = {}
+
+
+def module(op, in_dts, cv_dts, out_dt, scalars, nd):
+    key = (op, in_dts, cv_dts, out_dt, scalars, nd)
+    mod = _MODS.get(key)
+    if mod is None:
+        src = _gen_source(op, in_dts, cv_dts, out_dt, scalars, nd)
+        tag = "".join("s" if s else "a" for s in scalars)
+        hint = (f"cuda_ew_{op}_{'_'.join(d.name for d in in_dts)}__"
+                f"{'_'.join(d.name for d in cv_dts)}__{out_dt.name}_{tag}_{nd}")
+        mod = load_generated_module(src, hint)
+        _MODS[key] = mod
+    return mod
+
+
+def run_into(op: str, operands, cv_dts, out: CudaArray) -> CudaArray:
+    """``out[...] = op(*operands)`` with broadcasting; ``out`` may be any strided view."""
+    cv_dts = tuple(np.dtype(d) for d in cv_dts)
+    total = out.size
+    if total == 0:
+        return out
+    out_shape = out.shape
+    scalars = tuple(not isinstance(x, CudaArray) for x in operands)
+    in_dts = []
+    strides = []
+    for x, cv in zip(operands, cv_dts):
+        if isinstance(x, CudaArray):
+            in_dts.append(x.dtype)
+            strides.append(broadcast_strides(x.shape, out_shape, x.strides))
+        else:
+            in_dts.append(cv)
+    strides.append(list(out.strides))
+    shp, sts = coalesce(out_shape, strides)
+    nd = len(shp)
+    mod = module(op, tuple(in_dts), cv_dts, out.dtype, scalars, nd)
+    args = [total] + list(shp[1:])
+    k = 0
+    for x, cv, sc in zip(operands, cv_dts, scalars):
+        if sc:
+            args.append(scalar_array(x, cv)[()])
+        else:
+            args += [x.buf, x.offset] + list(sts[k])
+            k += 1
+    args += [out.buf, out.offset] + list(sts[-1])
+    mod.kern[blocks_for(total, out.index), TPB](*args)
+    return out
+
+
+def run(op: str, operands, cv_dts, out_dt) -> CudaArray:
+    """Apply ``op`` with broadcasting into a new C-contiguous array of ``out_dt``."""
+    shapes = [x.shape for x in operands if isinstance(x, CudaArray)]
+    index = next(x.index for x in operands if isinstance(x, CudaArray))
+    out_shape = shapes[0]
+    if any(s != out_shape for s in shapes[1:]):
+        out_shape = np.broadcast_shapes(*shapes)
+    out = alloc(out_shape, out_dt, index)
+    return run_into(op, operands, cv_dts, out)
+
+
+def copy_into(dst: CudaArray, src) -> None:
+    """``dst[...] = src`` (same dtype; ``src`` broadcastable to ``dst``, or a scalar)."""
+    run_into("ident", [src], (dst.dtype,), dst)
+
+
+# ---------------------------------------------------------------------------------------------
+# entry points used by CudaKernels (same conventions as the cpu set)
+
+def unary(op, x, out_dtype, attrs):
+    out_dtype = np.dtype(out_dtype)
+    if op == "logical_not":
+        return run("logical_not", [x], (BOOL,), BOOL)
+    if op == "clamp":
+        lo = attrs.get("min") if attrs else None
+        hi = attrs.get("max") if attrs else None
+        if lo is None and hi is None:
+            return run("ident", [x], (out_dtype,), out_dtype)
+        if hi is None:
+            return run("clamp_lo", [x, lo], (out_dtype, out_dtype), out_dtype)
+        if lo is None:
+            return run("clamp_hi", [x, hi], (out_dtype, out_dtype), out_dtype)
+        return run("clamp", [x, lo, hi], (out_dtype,) * 3, out_dtype)
+    return run(op, [x], (out_dtype,), out_dtype)
+
+
+def binary(op, a, b, compute_dtype, out_dtype):
+    cd = np.dtype(compute_dtype)
+    return run(op, [a, b], (cd, cd), np.dtype(out_dtype))
+
+
+def where(cond, a, b, out_dtype):
+    od = np.dtype(out_dtype)
+    return run("where", [cond, a, b], (BOOL, od, od), od)
+
+
+def cast(x, dtype):
+    dt = np.dtype(dtype)
+    return run("ident", [x], (dt,), dt)

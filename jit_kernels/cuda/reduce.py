@@ -1,0 +1,599 @@
+"""Reductions, arg-reductions and softmax for the cuda set.
+
+Every reduction reads ``x`` in place by strides (kept dims and reduced dims are each coalesced;
+no transposing copy).  Two generated kernel families per (op, dtypes, ranks):
+
+- ``rows``: one block per (output, chunk) task (grid-stride over tasks).  The block's threads
+  stride through the chunk of the reduced index range (coalesced when the innermost reduced dim
+  is contiguous), accumulate in registers, then combine in a block reduction: warp shuffles
+  (``shfl_down_sync``) within each warp, one value per warp through shared memory, shuffles again
+  in warp 0.  (Under the simulator, which has no warp shuffles, the block reduction is a
+  shared-memory tree.)  When there are too few outputs to fill the GPU (e.g. a full ``sum``) each
+  output is split into chunks whose partial results go to a buffer, and a second pass (``finish``)
+  combines them: two passes, no atomics, so results are deterministic.
+- ``cols``: when the kept dims coalesce into one contiguous dim (``sum(axis=0)`` of a C array),
+  one thread per output column walks the reduced range, so each warp reads consecutive
+  addresses; the reduced range is split over ``blockIdx.y`` when needed, again with a second pass.
+
+Semantics are the cpu set's (``jit_kernels.cpu.reduce``): float inputs accumulate in float64 for
+sum/mean/var/logsumexp (max/min in the input dtype), int/bool sums in int64; ``var`` is two-pass
+(mean, then squared deviations); empty reductions give the cpu set's fill values; max/min and
+logsumexp propagate NaN; argmax/argmin return the first index of the extreme (first NaN wins);
+softmax is max-shifted with float64 sums.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from jit_kernels.codegen import load_generated_module
+from jit_kernels.cpu._layout import coalesce, size_of
+from jit_kernels.cpu.elementwise import _NP_NAME
+from jit_kernels.cuda._array import SIM, TPB, CudaArray, alloc, blocks_for, target_blocks
+from jit_kernels.cuda.elementwise import cuda_conv
+
+F64 = np.dtype(np.float64)
+I64 = np.dtype(np.int64)
+I32 = np.dtype(np.int32)
+
+_NB_NAME = {"float32": "numba.float32", "float64": "numba.float64", "int32": "numba.int32",
+            "int64": "numba.int64"}
+
+# block reduction of one value ``a`` (result valid in thread 0); ``sh`` is shared[TPB]
+if SIM:
+    _BLOCK_REDUCE = '''\
+@cuda.jit(device=True)
+def block_reduce(a, sh):
+    t = cuda.threadIdx.x
+    sh[t] = a
+    cuda.syncthreads()
+    s = TPB // 2
+    while s > 0:
+        if t < s:
+            sh[t] = comb(sh[t], sh[t + s])
+        cuda.syncthreads()
+        s //= 2
+    return sh[0]
+'''
+else:
+    _BLOCK_REDUCE = '''\
+@cuda.jit(device=True)
+def block_reduce(a, sh):
+    t = cuda.threadIdx.x
+    lane = t & 31
+    w = t >> 5
+    for o in (16, 8, 4, 2, 1):
+        a = comb(a, cuda.shfl_down_sync(0xffffffff, a, o))
+    if lane == 0:
+        sh[w] = a
+    cuda.syncthreads()
+    if w == 0:
+        a = sh[lane] if lane < TPB // 32 else init()
+        for o in (16, 8, 4, 2, 1):
+            a = comb(a, cuda.shfl_down_sync(0xffffffff, a, o))
+    return a
+'''
+
+_TEMPLATE = '''\
+import math
+import numpy as np
+import numba
+from numba import cuda
+from jit_kernels.cuda import scalar_math as sm
+
+A = {A}
+AT = {AT}
+TPB = {TPB}
+
+
+@cuda.jit(device=True)
+def init():
+    return {init}
+
+
+@cuda.jit(device=True)
+def step(a, v, c):
+    return {step}
+
+
+@cuda.jit(device=True)
+def comb(a, b):
+    return {comb}
+
+
+@cuda.jit(device=True)
+def fin(a, fa, c):
+    {fin}
+
+
+{block_reduce}
+
+@cuda.jit(cache=True)
+def rows(R, S, K, chunk, {ko_args}{kr_args}x, xo, center, part, out, fa):
+    t = cuda.blockIdx.x
+    tid = cuda.threadIdx.x
+    sh = cuda.shared.array(TPB, AT)
+    while t < R * S:
+        r = t // S
+        s = t - r * S
+{kept_pos}
+        c = {center}
+        lo = s * chunk
+        hi = min(lo + chunk, K)
+        a = init()
+        q = lo + tid
+        while q < hi:
+{red_pos}
+            a = step(a, {read}, c)
+            q += TPB
+        a = block_reduce(a, sh)
+        if tid == 0:
+            if S == 1:
+                out[r] = {store}
+            else:
+                part[t] = a
+        cuda.syncthreads()
+        t += cuda.gridDim.x
+
+
+@cuda.jit(cache=True)
+def cols(R, S, K, chunk, {kr_args}x, xo, center, part, out, fa):
+    j = cuda.blockIdx.x * TPB + cuda.threadIdx.x
+    s = cuda.blockIdx.y
+    if j < R:
+        c = {center_j}
+        lo = s * chunk
+        hi = min(lo + chunk, K)
+        a = init()
+        for q in range(lo, hi):
+{red_pos_c}
+            a = step(a, {read}, c)
+        if S == 1:
+            out[j] = {store}
+        else:
+            part[j * S + s] = a
+
+
+@cuda.jit(cache=True)
+def finish(R, S, part, center, out, fa):
+    r = cuda.grid(1)
+    while r < R:
+        a = init()
+        for s in range(S):
+            a = comb(a, part[r * S + s])
+        c = {center}
+        out[r] = {store}
+        r += cuda.gridsize(1)
+'''
+
+
+def _spec(op, acc_dt):
+    """(init, step, comb, fin) source for op with accumulation dtype ``acc_dt`` (cpu's rules)."""
+    f = acc_dt.kind == "f"
+    w = "f32" if acc_dt == np.float32 else "f64"
+    if op in ("sum", "mean", "sqdev", "sumexp"):
+        step = {"sum": "a + v", "mean": "a + v", "sqdev": "a + (v - c) * (v - c)",
+                "sumexp": f"a + sm.exp_{w}(v - c)"}[op]
+        fin = {"sum": "return a", "mean": "return a / fa", "sqdev": "return a / fa",
+               "sumexp": ("if c != c or c == math.inf or c == -math.inf:\n        return A(c)\n"
+                          f"    return sm.log_{w}(a) + c")}[op]
+        return "A(0)", step, "a + b", fin
+    if op == "prod":
+        return "A(1)", "a * v", "a * b", "return a"
+    if op in ("max", "min"):
+        gt = ">" if op == "max" else "<"
+        if f:
+            init = "A(-math.inf)" if op == "max" else "A(math.inf)"
+            pick = (f"(a if a != a else (v if v != v else (v if v {gt} a else a)))")
+            return init, pick, pick.replace("v", "b"), "return a"
+        info = np.iinfo(acc_dt)
+        init = f"A({info.min if op == 'max' else info.max})"
+        return init, f"v if v {gt} a else a", f"b if b {gt} a else a", "return a"
+    raise ValueError(op)
+
+
+_MODS: dict = {}
+
+
+def _pos_lines(var, base, nd, shp, strd, indent, idx):
+    """Source computing ``var = base + sum_d k_d * strd_d`` for flat index ``idx`` over dims."""
+    pad = " " * indent
+    if nd == 1:
+        return f"{pad}{var} = {base} + {idx} * {strd}0"
+    lines = [f"{pad}rem_ = {idx}", f"{pad}{var} = {base}"]
+    for d in range(nd - 1, 0, -1):
+        lines.append(f"{pad}{var} += (rem_ % {shp}{d}) * {strd}{d}")
+        lines.append(f"{pad}rem_ = rem_ // {shp}{d}")
+    lines.append(f"{pad}{var} += rem_ * {strd}0")
+    return "\n".join(lines)
+
+
+def _module(op, in_dt, acc_dt, out_dt, nko, nkr, has_center):
+    key = (op, in_dt, acc_dt, out_dt, nko, nkr, has_center)
+    mod = _MODS.get(key)
+    if mod is None:
+        init, step, comb, fin = _spec(op, acc_dt)
+        store = cuda_conv("fin(a, fa, c)", acc_dt, out_dt) if (acc_dt != out_dt or out_dt.kind != "f") \
+            else "fin(a, fa, c)"
+        ko_args = "".join(f"ok{d}, " for d in range(1, nko)) + "".join(f"os{d}, " for d in range(nko))
+        kr_args = "".join(f"rk{d}, " for d in range(1, nkr)) + "".join(f"rs{d}, " for d in range(nkr))
+        src = _TEMPLATE.format(
+            A=_NP_NAME[acc_dt.name], AT=_NB_NAME[acc_dt.name], TPB=TPB,
+            init=init, step=step, comb=comb, fin=fin, block_reduce=_BLOCK_REDUCE,
+            ko_args=ko_args, kr_args=kr_args,
+            kept_pos=_pos_lines("prow", "xo", nko, "ok", "os", 8, "r"),
+            red_pos=_pos_lines("p", "prow", nkr, "rk", "rs", 12, "q"),
+            red_pos_c=_pos_lines("p", "xo + j", nkr, "rk", "rs", 12, "q"),
+            center="center[r]" if has_center else "0.0",
+            center_j="center[j]" if has_center else "0.0",
+            read=cuda_conv("x[p]", in_dt, acc_dt), store=store,
+        )
+        mod = load_generated_module(src, f"cuda_red_{op}_{in_dt.name}_{acc_dt.name}_{out_dt.name}"
+                                         f"_{nko}_{nkr}_{int(has_center)}")
+        _MODS[key] = mod
+    return mod
+
+
+def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArray:
+    """Reduce ``x`` over ``axes``; returns a flat C-ordered array of the kept-dims outputs."""
+    nd = x.ndim
+    kept = [d for d in range(nd) if d not in axes]
+    red = [d for d in range(nd) if d in axes]
+    kshape = [x.shape[d] for d in kept]
+    R = size_of(kshape)
+    K = size_of([x.shape[d] for d in red])
+    out = alloc((R,), out_dt, x.index)
+    if R == 0:
+        return out
+    oshape, (ostr,) = coalesce(kshape, [[x.strides[d] for d in kept]])
+    rshape, (rstr,) = coalesce([x.shape[d] for d in red], [[x.strides[d] for d in red]])
+    mod = _module(op, x.dtype, acc_dt, np.dtype(out_dt), len(oshape), len(rshape),
+                  center is not None)
+    cbuf = center.buf if center is not None else out.buf
+    tb = target_blocks(x.index)
+    kr = list(rshape[1:]) + list(rstr)
+    if len(oshape) == 1 and ostr[0] == 1 and R >= 32 and rstr[-1] != 1:
+        nbx = -(-R // TPB)
+        S = max(1, min(-(-tb // nbx), -(-K // 64), 65535))
+        chunk = -(-K // S)
+        S = -(-K // chunk)
+        part = alloc((R * S,), acc_dt, x.index) if S > 1 else out
+        mod.cols[(nbx, S), TPB](R, S, K, chunk, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
+    else:
+        S = 1 if R >= tb else max(1, min(-(-tb // R), -(-K // (TPB * 8))))
+        chunk = -(-K // S)
+        S = -(-K // chunk)
+        part = alloc((R * S,), acc_dt, x.index) if S > 1 else out
+        ko = list(oshape[1:]) + list(ostr)
+        grid = min(R * S, 65535 * 16) if not SIM else R * S
+        mod.rows[grid, TPB](R, S, K, chunk, *ko, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
+    if S > 1:
+        mod.finish[blocks_for(R, x.index), TPB](R, S, part.buf, cbuf, out.buf, fa)
+    return out
+
+
+def _acc_dtype(op, in_dt, out_dt):
+    if op in ("max", "min"):
+        return I32 if in_dt.kind == "b" else in_dt
+    if out_dt.kind == "f":
+        return F64
+    return I64
+
+
+def reduce(op, x, axes, keepdims, out_dtype, attrs):
+    out_dt = np.dtype(out_dtype)
+    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
+    if x.ndim and not axes:
+        axes = tuple(range(x.ndim))
+    kshape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
+        tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    K = size_of([x.shape[d] for d in axes])
+    R = size_of(kshape)
+    from jit_kernels.cuda import memory, shape
+    if K == 0 or R == 0:
+        fill = {"sum": 0, "prod": 1, "mean": math.nan, "var": math.nan, "logsumexp": -math.inf}.get(op, 0)
+        if out_dt.kind != "f" and fill != fill:
+            fill = 0
+        return memory.full(kshape, fill, out_dt, x.index)
+    in_dt = x.dtype
+    if op in ("sum", "prod", "max", "min"):
+        res = _run(op, x, axes, _acc_dtype(op, in_dt, out_dt), out_dt)
+    elif op == "mean":
+        res = _run("mean", x, axes, _acc_dtype(op, in_dt, out_dt), out_dt, fa=float(K))
+    elif op == "var":
+        ddof = (attrs or {}).get("ddof", 0) or 0
+        mean = _run("mean", x, axes, F64, F64, fa=float(K))
+        res = _run("sqdev", x, axes, F64, out_dt, fa=float(max(K - ddof, 0)), center=mean)
+    elif op == "logsumexp":
+        mx = _run("max", x, axes, _acc_dtype("max", in_dt, F64), F64)
+        res = _run("sumexp", x, axes, F64, out_dt, center=mx)
+    else:
+        raise ValueError(f"unknown reduction {op!r}")
+    return shape.reshape(res, kshape)
+
+
+# ---------------------------------------------------------------------------------------------
+# arg-reductions: (value, index) pairs through the same block reduction
+
+_ARG_TEMPLATE = '''\
+import math
+import numpy as np
+import numba
+from numba import cuda
+
+V = {V}
+VT = {VT}
+TPB = {TPB}
+IS_MAX = {IS_MAX}
+
+
+@cuda.jit(device=True)
+def better(v, i, w, j):
+    # True when (w, j) beats (v, i): valid, NaN first, then the extreme, ties to the lower index
+    if j < 0:
+        return False
+    if i < 0:
+        return True
+    vn = v != v
+    wn = w != w
+    if vn or wn:
+        if vn and wn:
+            return j < i
+        return wn
+    if IS_MAX:
+        if w > v:
+            return True
+    else:
+        if w < v:
+            return True
+    return w == v and j < i
+
+
+{reduce2}
+
+@cuda.jit(cache=True)
+def argk(R, K, {ko_args}{kr_args}x, xo, out):
+    t = cuda.blockIdx.x
+    tid = cuda.threadIdx.x
+    shv = cuda.shared.array(TPB, VT)
+    shi = cuda.shared.array(TPB, numba.int64)
+    while t < R:
+        r = t
+{kept_pos}
+        v = V(0)
+        i = np.int64(-1)
+        q = tid
+        while q < K:
+{red_pos}
+            w = {read}
+            if better(v, i, w, np.int64(q)):
+                v = w
+                i = np.int64(q)
+            q += TPB
+        v, i = block_reduce2(v, i, shv, shi)
+        if tid == 0:
+            out[r] = i
+        cuda.syncthreads()
+        t += cuda.gridDim.x
+'''
+
+if SIM:
+    _REDUCE2 = '''\
+@cuda.jit(device=True)
+def block_reduce2(v, i, shv, shi):
+    t = cuda.threadIdx.x
+    shv[t] = v
+    shi[t] = i
+    cuda.syncthreads()
+    s = TPB // 2
+    while s > 0:
+        if t < s and better(shv[t], shi[t], shv[t + s], shi[t + s]):
+            shv[t] = shv[t + s]
+            shi[t] = shi[t + s]
+        cuda.syncthreads()
+        s //= 2
+    return shv[0], shi[0]
+'''
+else:
+    _REDUCE2 = '''\
+@cuda.jit(device=True)
+def warp2(v, i):
+    for o in (16, 8, 4, 2, 1):
+        w = cuda.shfl_down_sync(0xffffffff, v, o)
+        j = cuda.shfl_down_sync(0xffffffff, i, o)
+        if better(v, i, w, j):
+            v = w
+            i = j
+    return v, i
+
+
+@cuda.jit(device=True)
+def block_reduce2(v, i, shv, shi):
+    t = cuda.threadIdx.x
+    lane = t & 31
+    wp = t >> 5
+    v, i = warp2(v, i)
+    if lane == 0:
+        shv[wp] = v
+        shi[wp] = i
+    cuda.syncthreads()
+    if wp == 0:
+        if lane < TPB // 32:
+            v = shv[lane]
+            i = shi[lane]
+        else:
+            v = V(0)
+            i = np.int64(-1)
+        v, i = warp2(v, i)
+    return v, i
+'''
+
+_ARG_MODS: dict = {}
+
+
+def _arg_module(in_dt, is_max, nko, nkr):
+    key = (in_dt, is_max, nko, nkr)
+    mod = _ARG_MODS.get(key)
+    if mod is None:
+        v_dt = I32 if in_dt.kind == "b" else in_dt
+        ko_args = "".join(f"ok{d}, " for d in range(1, nko)) + "".join(f"os{d}, " for d in range(nko))
+        kr_args = "".join(f"rk{d}, " for d in range(1, nkr)) + "".join(f"rs{d}, " for d in range(nkr))
+        src = _ARG_TEMPLATE.format(
+            V=_NP_NAME[v_dt.name], VT=_NB_NAME[v_dt.name], TPB=TPB, IS_MAX=bool(is_max),
+            reduce2=_REDUCE2, ko_args=ko_args, kr_args=kr_args,
+            kept_pos=_pos_lines("prow", "xo", nko, "ok", "os", 8, "r"),
+            red_pos=_pos_lines("p", "prow", nkr, "rk", "rs", 12, "q"),
+            read=cuda_conv("x[p]", in_dt, v_dt),
+        )
+        mod = load_generated_module(src, f"cuda_arg_{in_dt.name}_{int(is_max)}_{nko}_{nkr}")
+        _ARG_MODS[key] = mod
+    return mod
+
+
+def arg_reduce(op, x, axis, keepdims):
+    is_max = op == "argmax"
+    if op not in ("argmax", "argmin"):
+        raise ValueError(f"unknown arg reduction {op!r}")
+    if axis is None:
+        red = list(range(x.ndim))
+        kshape = (1,) * x.ndim if keepdims else ()
+    else:
+        axis %= max(x.ndim, 1)
+        red = [axis]
+        kshape = tuple(1 if d == axis else n for d, n in enumerate(x.shape)) if keepdims else \
+            tuple(n for d, n in enumerate(x.shape) if d != axis)
+    kept = [d for d in range(x.ndim) if d not in red]
+    R = size_of([x.shape[d] for d in kept])
+    K = size_of([x.shape[d] for d in red])
+    out = alloc((R,), I64, x.index)
+    from jit_kernels.cuda import shape
+    if R == 0:
+        return shape.reshape(out, kshape)
+    oshape, (ostr,) = coalesce([x.shape[d] for d in kept], [[x.strides[d] for d in kept]])
+    rshape, (rstr,) = coalesce([x.shape[d] for d in red], [[x.strides[d] for d in red]])
+    mod = _arg_module(x.dtype, is_max, len(oshape), len(rshape))
+    ko = list(oshape[1:]) + list(ostr)
+    kr = list(rshape[1:]) + list(rstr)
+    grid = R if SIM else min(R, 65535 * 16)
+    mod.argk[grid, TPB](R, K, *ko, *kr, x.buf, x.offset, out.buf)
+    return shape.reshape(out, kshape)
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax: one block per row; max, sum of exponentials (float64), write
+
+_SOFTMAX_TEMPLATE = '''\
+import math
+import numpy as np
+import numba
+from numba import cuda
+from jit_kernels.cuda import scalar_math as sm
+
+X = {X}
+TPB = {TPB}
+LOG = {LOG}
+
+
+@cuda.jit(device=True)
+def mx(a, b):
+    return a if a != a else (b if b != b else (b if b > a else a))
+
+
+@cuda.jit(device=True)
+def add(a, b):
+    return a + b
+
+
+{reduces}
+
+@cuda.jit(cache=True)
+def softmax(R, K, {ko_args}sx, x, xo, {oo_args}so, out):
+    t = cuda.blockIdx.x
+    tid = cuda.threadIdx.x
+    shm = cuda.shared.array(TPB, {XT})
+    shs = cuda.shared.array(TPB, numba.float64)
+    while t < R:
+        r = t
+{kept_pos}
+{out_pos}
+        m = X(-math.inf)
+        q = tid
+        while q < K:
+            m = mx(m, x[prow + q * sx])
+            q += TPB
+        m = reduce_max(m, shm)
+        if tid == 0:
+            shm[0] = m
+        cuda.syncthreads()
+        m = shm[0]
+        s = 0.0
+        q = tid
+        while q < K:
+            s += np.float64(sm.exp_{w}(x[prow + q * sx] - m))
+            q += TPB
+        s = reduce_sum(s, shs)
+        if tid == 0:
+            shs[0] = s
+        cuda.syncthreads()
+        s = shs[0]
+        if LOG:
+            ls = np.float64(m) + math.log(s)
+            q = tid
+            while q < K:
+                out[po + q * so] = x[prow + q * sx] - ls
+                q += TPB
+        else:
+            inv = 1.0 / s
+            q = tid
+            while q < K:
+                out[po + q * so] = X(sm.exp_{w}(x[prow + q * sx] - m)) * inv
+                q += TPB
+        cuda.syncthreads()
+        t += cuda.gridDim.x
+'''
+
+
+def _named_reduce(name, combine, init):
+    src = _BLOCK_REDUCE.replace("block_reduce", name).replace("comb(", combine + "(")
+    return src.replace("init()", init)
+
+
+_SM_MODS: dict = {}
+
+
+def softmax(x, axis, log):
+    from jit_kernels.cuda import shape
+    if x.ndim == 0:
+        return shape.reshape(softmax(shape.reshape(x, (1,)), 0, log), ())
+    axis %= x.ndim
+    out = alloc(x.shape, x.dtype, x.index)
+    if x.size == 0:
+        return out
+    kept = [d for d in range(x.ndim) if d != axis]
+    kshape = [x.shape[d] for d in kept]
+    oshape, (xostr, oostr) = coalesce(kshape, [[x.strides[d] for d in kept],
+                                               [out.strides[d] for d in kept]])
+    nko = len(oshape)
+    key = (x.dtype, bool(log), nko)
+    mod = _SM_MODS.get(key)
+    if mod is None:
+        ko_args = "".join(f"ok{d}, " for d in range(1, nko)) + "".join(f"os{d}, " for d in range(nko))
+        oo_args = "".join(f"oos{d}, " for d in range(nko))
+        reduces = _named_reduce("reduce_max", "mx", "X(-math.inf)") + "\n\n" + \
+            _named_reduce("reduce_sum", "add", "0.0")
+        src = _SOFTMAX_TEMPLATE.format(
+            X=_NP_NAME[x.dtype.name], XT=_NB_NAME[x.dtype.name], TPB=TPB, LOG=bool(log),
+            w="f32" if x.dtype == np.float32 else "f64", reduces=reduces,
+            ko_args=ko_args, oo_args=oo_args,
+            kept_pos=_pos_lines("prow", "xo", nko, "ok", "os", 8, "r"),
+            out_pos=_pos_lines("po", "0", nko, "ok", "oos", 8, "r"),
+        )
+        mod = load_generated_module(src, f"cuda_softmax_{x.dtype.name}_{int(bool(log))}_{nko}")
+        _SM_MODS[key] = mod
+    R = size_of(kshape)
+    K = x.shape[axis]
+    grid = R if SIM else min(R, 65535 * 16)
+    mod.softmax[grid, TPB](R, K, *oshape[1:], *xostr, x.strides[axis], x.buf, x.offset, *oostr,
+                           out.strides[axis], out.buf)
+    return out

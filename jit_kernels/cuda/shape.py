@@ -1,0 +1,190 @@
+"""Views and data movement for the cuda set: copy, reshape, permute, expand, index,
+slice_assign, take, gather, cat.
+
+Views only change ``CudaArray`` metadata (see ``_array``); ``reshape`` copies when NumPy would.
+Copies go through the strided elementwise kernel (``elementwise.copy_into``).  ``take``/``gather``
+check every index on the device first: a kernel records the smallest flat position of an index
+outside ``[-n, n)`` with an atomic min in a one-element error array, which is read back; the host
+then raises ``IndexError("index {i} is out of bounds for axis {axis} with size {n}")`` naming the
+first bad index in C order, the same message and choice as the cpu set.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from jit_kernels.cpu._layout import size_of
+from jit_kernels.cuda._array import (CudaArray, TPB, alloc, blocks_for, use, view_expand,
+                                     view_index, view_permute, view_reshape)
+from jit_kernels.cuda.elementwise import copy_into
+
+
+def copy(x: CudaArray) -> CudaArray:
+    out = alloc(x.shape, x.dtype, x.index)
+    copy_into(out, x)
+    return out
+
+
+def contiguous(x: CudaArray) -> CudaArray:
+    return x if x.c_contiguous else copy(x)
+
+
+def reshape(x, shape):
+    v = view_reshape(x, tuple(shape))
+    if v is None:
+        v = view_reshape(copy(x), tuple(shape))
+    return v
+
+
+def permute(x, axes):
+    return view_permute(x, axes)
+
+
+def expand(x, shape):
+    return view_expand(x, shape)
+
+
+def index(x, key):
+    return view_index(x, key)
+
+
+def slice_assign(x, key, value):
+    out = copy(x)
+    dst = view_index(out, key)
+    copy_into(dst, value)
+    return out
+
+
+def cat(xs, axis):
+    xs = list(xs)
+    x0 = xs[0]
+    axis %= max(x0.ndim, 1)
+    total = sum(x.shape[axis] for x in xs)
+    shape = x0.shape[:axis] + (total,) + x0.shape[axis + 1:]
+    out = alloc(shape, x0.dtype, x0.index)
+    o = 0
+    for x in xs:
+        n = x.shape[axis]
+        if n:
+            key = tuple(slice(0, s, 1) for s in shape[:axis]) + (slice(o, o + n, 1),) + \
+                tuple(slice(0, s, 1) for s in shape[axis + 1:])
+            copy_into(view_index(out, key), x)
+        o += n
+    return out
+
+
+# -- take / gather ------------------------------------------------------------------------------
+
+@cuda.jit(cache=True)
+def _check(idx, J, n, err):
+    j = cuda.grid(1)
+    while j < J:
+        k = idx[j]
+        if k < -n or k >= n:
+            cuda.atomic.min(err, 0, np.int64(j))
+        j += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def _take(x, xo, I, n, idx, J, out, total):
+    t = cuda.grid(1)
+    while t < total:
+        i = t % I
+        r = t // I
+        j = r % J
+        o = r // J
+        k = idx[j]
+        if k < 0:
+            k += n
+        out[t] = x[xo + (o * n + k) * I + i]
+        t += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def _gather(x, xo, xstr, ishape, axis, n, idx, out, total):
+    t = cuda.grid(1)
+    nd = len(ishape)
+    while t < total:
+        k = idx[t]
+        if k < 0:
+            k += n
+        rem = t
+        p = xo
+        for d in range(nd - 1, -1, -1):
+            c = rem % ishape[d]
+            rem = rem // ishape[d]
+            if d == axis:
+                p += k * xstr[d]
+            else:
+                p += c * xstr[d]
+        out[t] = x[p]
+        t += cuda.gridsize(1)
+
+
+def _first_bad(idx: CudaArray, n: int):
+    """The first index value outside [-n, n) (C order), or None."""
+    J = idx.size
+    use(idx.index)
+    err = cuda.to_device(np.array([J], dtype=np.int64))
+    _check[blocks_for(J, idx.index), TPB](idx.buf, J, n, err)
+    pos = int(err.copy_to_host()[0])
+    if pos >= J:
+        return None
+    return int(idx.buf[pos:pos + 1].copy_to_host()[0])
+
+
+def _index_error(v, axis, n):
+    return IndexError(f"index {int(v)} is out of bounds for axis {axis} with size {n}")
+
+
+def _flat_indices(indices, index) -> CudaArray:
+    if not isinstance(indices, CudaArray):
+        from jit_kernels.cuda.memory import from_host
+        indices = from_host(np.asarray(indices, dtype=np.int64), index)
+    c = contiguous(indices)
+    if c.offset != 0:
+        c = copy(c)
+    return c
+
+
+def take(x, indices, axis):
+    axis %= max(x.ndim, 1)
+    if x.ndim == 0:
+        x = reshape(x, (1,))
+    idx = _flat_indices(indices, x.index)
+    n = x.shape[axis]
+    out_shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+    out = alloc(out_shape, x.dtype, x.index)
+    J = idx.size
+    if J == 0:
+        return out
+    bad = _first_bad(idx, n)
+    if bad is not None:
+        raise _index_error(bad, axis, n)
+    if out.size == 0:
+        return out
+    xc = contiguous(x)
+    I = size_of(x.shape[axis + 1:])
+    total = out.size
+    _take[blocks_for(total, x.index), TPB](xc.buf, xc.offset, I, n, idx.buf, J, out.buf, total)
+    return out
+
+
+def gather(x, indices, axis):
+    if x.ndim == 0:
+        x = reshape(x, (1,))
+        ishape = indices.shape
+        return reshape(gather(x, reshape(indices, (size_of(ishape),)), 0), ishape)
+    axis %= x.ndim
+    idx = _flat_indices(indices, x.index)
+    n = x.shape[axis]
+    out = alloc(idx.shape, x.dtype, x.index)
+    if out.size == 0:
+        return out
+    bad = _first_bad(idx, n)
+    if bad is not None:
+        raise _index_error(bad, axis, n)
+    total = out.size
+    _gather[blocks_for(total, x.index), TPB](x.buf, x.offset, tuple(x.strides), tuple(idx.shape),
+                                             axis, n, idx.buf, out.buf, total)
+    return out
