@@ -40,6 +40,33 @@ def device_count() -> int:
     return n
 
 
+def synchronize(index: int = 0) -> None:
+    """Wait for every kernel queued on GPU ``index`` (benchmarks; kernels run asynchronously)."""
+    from numba import cuda
+    from jit_kernels.cuda._array import use
+    use(index)
+    cuda.synchronize()
+
+
+def gpu_info(index: int = 0) -> dict:
+    """Name, compute capability, SM count and theoretical peak memory bandwidth (GB/s) of a GPU."""
+    from numba import cuda
+    from jit_kernels.cuda._array import use
+    if SIM:
+        return {"name": "simulator", "cc": (0, 0), "sms": 1, "peak_gbps": None}
+    use(index)
+    d = cuda.get_current_device()
+    name = d.name.decode() if isinstance(d.name, bytes) else str(d.name)
+    try:
+        clock_khz = d.MEMORY_CLOCK_RATE
+        bus_bits = d.GLOBAL_MEMORY_BUS_WIDTH
+        peak = 2.0 * clock_khz * 1e3 * bus_bits / 8 / 1e9
+    except Exception:
+        peak = None
+    return {"name": name, "cc": tuple(d.compute_capability), "sms": d.MULTIPROCESSOR_COUNT,
+            "peak_gbps": peak}
+
+
 class CudaKernels:
     """Kernel set for device kind ``"cuda"``; payloads are ``CudaArray`` device views."""
 
@@ -149,4 +176,4 @@ class CudaKernels:
         return self.from_host(np.asarray(res), index)
 
 
-__all__ = ["CudaKernels", "device_count"]
+__all__ = ["CudaKernels", "device_count", "synchronize", "gpu_info"]

@@ -170,3 +170,34 @@ def view_expand(x: CudaArray, shape) -> CudaArray:
     for n, s, no in zip(x.shape, x.strides, shape[pad:]):
         st.append(s if n == no and n != 1 else 0)
     return CudaArray(x.buf, shape, st, x.offset, x.dtype, x.index)
+
+
+# -- launches ----------------------------------------------------------------------------------
+
+#: when a list, every launch appends (python file, function name, argument descriptors); the
+#: PTX check (``jit_kernels.cuda.ptx``) replays them through ``compile_ptx``.
+RECORD = None
+
+
+def _describe(a):
+    if hasattr(a, "dtype") and hasattr(a, "shape") and not isinstance(a, np.generic):
+        return ("array", np.dtype(a.dtype).str, len(a.shape))
+    if isinstance(a, (bool, np.bool_)):
+        return ("scalar", "|b1")
+    if isinstance(a, np.generic):
+        return ("scalar", a.dtype.str)
+    if isinstance(a, int):
+        return ("scalar", "<i8")
+    if isinstance(a, float):
+        return ("scalar", "<f8")
+    if isinstance(a, tuple):
+        return ("tuple", len(a))
+    raise TypeError(f"cannot describe kernel argument {a!r}")
+
+
+def launch(kern, grid, block, *args):
+    """``kern[grid, block](*args)`` (recorded when ``RECORD`` is a list)."""
+    if RECORD is not None:
+        fn = getattr(kern, "py_func", None) or getattr(kern, "fn")
+        RECORD.append((fn.__code__.co_filename, fn.__name__, tuple(_describe(a) for a in args)))
+    kern[grid, block](*args)

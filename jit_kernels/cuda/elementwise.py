@@ -23,7 +23,7 @@ import numpy as np
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu._layout import broadcast_strides, coalesce, scalar_array
 from jit_kernels.cpu.elementwise import BOOL, _NP_NAME, _body, _kind, _result_dtype, conv_expr
-from jit_kernels.cuda._array import CudaArray, TPB, alloc, blocks_for
+from jit_kernels.cuda._array import launch, CudaArray, TPB, alloc, blocks_for
 
 _SM_CALL = re.compile(r"sm\.(exp|log|sqrt|sin|cos|tanh|erf|floor|ceil|pow)\(")
 
@@ -148,7 +148,7 @@ def run_into(op: str, operands, cv_dts, out: CudaArray) -> CudaArray:
             args += [x.buf, x.offset] + list(sts[k])
             k += 1
     args += [out.buf, out.offset] + list(sts[-1])
-    mod.kern[blocks_for(total, out.index), TPB](*args)
+    launch(mod.kern, blocks_for(total, out.index), TPB, *args)
     return out
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu.elementwise import _NP_NAME
-from jit_kernels.cuda._array import SIM, CudaArray, alloc
+from jit_kernels.cuda._array import launch, SIM, CudaArray, alloc
 
 _NB = {"float32": "numba.float32", "float64": "numba.float64", "int32": "numba.int32",
        "int64": "numba.int64"}
@@ -138,6 +138,6 @@ def matmul(a: CudaArray, b: CudaArray) -> CudaArray:
         sbb = 0
     mod, (BM, BN, _, _, _), nt = _module(a.dtype)
     grid = (-(-N // BN), -(-M // BM), Bo)
-    mod.mm[grid, nt](a.buf, a.offset, sab, sam, sak, b.buf, b.offset, sbb, sbk, sbn, out.buf,
+    launch(mod.mm, grid, nt, a.buf, a.offset, sab, sam, sak, b.buf, b.offset, sbb, sbk, sbn, out.buf,
                      M, N, K)
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from jit_kernels.cuda._array import CudaArray, TPB, alloc, blocks_for, c_strides, use
+from jit_kernels.cuda._array import launch, CudaArray, TPB, alloc, blocks_for, c_strides, use
 
 
 def from_host(array, index=0) -> CudaArray:
@@ -82,11 +82,11 @@ def arange(start, step, n, dtype, index=0) -> CudaArray:
         return out
     grid = (blocks_for(n, index), TPB)
     if dt.kind == "f":
-        _arange_f[grid](out.buf, n, float(start), float(step))
+        launch(_arange_f, *grid, out.buf, n, float(start), float(step))
     elif dt.kind == "b":
-        _arange_b[grid](out.buf, n, np.int64(int(start)), np.int64(int(step)))
+        launch(_arange_b, *grid, out.buf, n, np.int64(int(start)), np.int64(int(step)))
     else:
-        _arange_i[grid](out.buf, n, np.int64(int(start)), np.int64(int(step)))
+        launch(_arange_i, *grid, out.buf, n, np.int64(int(start)), np.int64(int(step)))
     return out
 
 
@@ -104,5 +104,5 @@ def eye(n, m, dtype, index=0) -> CudaArray:
     dt = np.dtype(dtype)
     out = alloc((int(n), int(m)), dt, index)
     if out.size:
-        _eye[blocks_for(out.size, index), TPB](out.buf, int(n), int(m), dt.type(1), dt.type(0))
+        launch(_eye, blocks_for(out.size, index), TPB, out.buf, int(n), int(m), dt.type(1), dt.type(0))
     return out

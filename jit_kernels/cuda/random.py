@@ -15,7 +15,7 @@ import numpy as np
 from numba import cuda
 
 from jit_kernels.cpu.random import _key
-from jit_kernels.cuda._array import TPB, alloc, blocks_for
+from jit_kernels.cuda._array import launch, TPB, alloc, blocks_for
 
 _M = (1 << 64) - 1
 _C2 = np.uint64(0xD1B54A32D192ED03)
@@ -76,9 +76,9 @@ def _gen(shape, dtype, seed, offset, normal, index):
     k = _key(seed)
     off = np.uint64(int(offset) & _M)
     if normal:
-        _randn[grid](out.buf, n, k, off)
+        launch(_randn, *grid, out.buf, n, k, off)
     else:
-        _rand[grid](out.buf, n, k, off, dt == np.float32)
+        launch(_rand, *grid, out.buf, n, k, off, dt == np.float32)
     return out
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu._layout import coalesce, size_of
 from jit_kernels.cpu.elementwise import _NP_NAME
-from jit_kernels.cuda._array import SIM, TPB, CudaArray, alloc, blocks_for, target_blocks
+from jit_kernels.cuda._array import launch, SIM, TPB, CudaArray, alloc, blocks_for, target_blocks
 from jit_kernels.cuda.elementwise import cuda_conv
 
 F64 = np.dtype(np.float64)
@@ -259,7 +259,7 @@ def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArr
         chunk = -(-K // S)
         S = -(-K // chunk)
         part = alloc((R * S,), acc_dt, x.index) if S > 1 else out
-        mod.cols[(nbx, S), TPB](R, S, K, chunk, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
+        launch(mod.cols, (nbx, S), TPB, R, S, K, chunk, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
     else:
         S = 1 if R >= tb else max(1, min(-(-tb // R), -(-K // (TPB * 8))))
         chunk = -(-K // S)
@@ -267,9 +267,9 @@ def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArr
         part = alloc((R * S,), acc_dt, x.index) if S > 1 else out
         ko = list(oshape[1:]) + list(ostr)
         grid = min(R * S, 65535 * 16) if not SIM else R * S
-        mod.rows[grid, TPB](R, S, K, chunk, *ko, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
+        launch(mod.rows, grid, TPB, R, S, K, chunk, *ko, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
     if S > 1:
-        mod.finish[blocks_for(R, x.index), TPB](R, S, part.buf, cbuf, out.buf, fa)
+        launch(mod.finish, blocks_for(R, x.index), TPB, R, S, part.buf, cbuf, out.buf, fa)
     return out
 
 
@@ -476,7 +476,7 @@ def arg_reduce(op, x, axis, keepdims):
     ko = list(oshape[1:]) + list(ostr)
     kr = list(rshape[1:]) + list(rstr)
     grid = R if SIM else min(R, 65535 * 16)
-    mod.argk[grid, TPB](R, K, *ko, *kr, x.buf, x.offset, out.buf)
+    launch(mod.argk, grid, TPB, R, K, *ko, *kr, x.buf, x.offset, out.buf)
     return shape.reshape(out, kshape)
 
 
@@ -594,6 +594,6 @@ def softmax(x, axis, log):
     R = size_of(kshape)
     K = x.shape[axis]
     grid = R if SIM else min(R, 65535 * 16)
-    mod.softmax[grid, TPB](R, K, *oshape[1:], *xostr, x.strides[axis], x.buf, x.offset, *oostr,
+    launch(mod.softmax, grid, TPB, R, K, *oshape[1:], *xostr, x.strides[axis], x.buf, x.offset, *oostr,
                            out.strides[axis], out.buf)
     return out

@@ -14,7 +14,7 @@ import numpy as np
 from numba import cuda
 
 from jit_kernels.cpu._layout import size_of
-from jit_kernels.cuda._array import (CudaArray, TPB, alloc, blocks_for, use, view_expand,
+from jit_kernels.cuda._array import (launch, CudaArray, TPB, alloc, blocks_for, use, view_expand,
                                      view_index, view_permute, view_reshape)
 from jit_kernels.cuda.elementwise import copy_into
 
@@ -126,7 +126,7 @@ def _first_bad(idx: CudaArray, n: int):
     J = idx.size
     use(idx.index)
     err = cuda.to_device(np.array([J], dtype=np.int64))
-    _check[blocks_for(J, idx.index), TPB](idx.buf, J, n, err)
+    launch(_check, blocks_for(J, idx.index), TPB, idx.buf, J, n, err)
     pos = int(err.copy_to_host()[0])
     if pos >= J:
         return None
@@ -166,7 +166,7 @@ def take(x, indices, axis):
     xc = contiguous(x)
     I = size_of(x.shape[axis + 1:])
     total = out.size
-    _take[blocks_for(total, x.index), TPB](xc.buf, xc.offset, I, n, idx.buf, J, out.buf, total)
+    launch(_take, blocks_for(total, x.index), TPB, xc.buf, xc.offset, I, n, idx.buf, J, out.buf, total)
     return out
 
 
@@ -185,6 +185,6 @@ def gather(x, indices, axis):
     if bad is not None:
         raise _index_error(bad, axis, n)
     total = out.size
-    _gather[blocks_for(total, x.index), TPB](x.buf, x.offset, tuple(x.strides), tuple(idx.shape),
+    launch(_gather, blocks_for(total, x.index), TPB, x.buf, x.offset, tuple(x.strides), tuple(idx.shape),
                                              axis, n, idx.buf, out.buf, total)
     return out
