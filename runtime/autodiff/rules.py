@@ -288,15 +288,32 @@ def _matmul(c, g):
     if len(b_shape) == 1:
         g2 = api.unsqueeze(g2, g2.ndim)
     ga = gb = None
+    # When an operand is itself a transposed tensor (``x @ w.T`` in ``linear``), compute its
+    # gradient transposed, so the permute rule hands back a contiguous gradient.
     if c.needs(0):
-        ga = api.matmul(g2, api.transpose(b2, -1, -2))
-        ga = _unbatch(ga, a2.shape)
-        ga = api.reshape(ga, a_shape)
+        if _is_transposed(c, 0):
+            ga = api.transpose(api.matmul(b2, api.transpose(g2, -1, -2)), -1, -2)
+        else:
+            ga = api.matmul(g2, api.transpose(b2, -1, -2))
+        ga = api.reshape(_unbatch(ga, a2.shape), a_shape)
     if c.needs(1):
-        gb = api.matmul(api.transpose(a2, -1, -2), g2)
-        gb = _unbatch(gb, b2.shape)
-        gb = api.reshape(gb, b_shape)
+        if _is_transposed(c, 1):
+            gb = api.transpose(api.matmul(api.transpose(g2, -1, -2), a2), -1, -2)
+        else:
+            gb = api.matmul(api.transpose(a2, -1, -2), g2)
+        gb = api.reshape(_unbatch(gb, b2.shape), b_shape)
     return ga, gb
+
+
+def _is_transposed(c, i) -> bool:
+    """Input ``i`` is a recorded permute that swaps the last two axes (and nothing else)."""
+    from .tape import Node
+    p = c.node.inputs[i]
+    if not isinstance(p, Node) or p.spec is None or p.spec.name != "permute":
+        return False
+    axes = p.attrs["axes"]
+    n = len(axes)
+    return n >= 2 and tuple(axes) == tuple(range(n - 2)) + (n - 1, n - 2)
 
 
 def _unbatch(g, shape):
