@@ -9,6 +9,8 @@ K = 0 gives zeros.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit, prange
 
@@ -17,6 +19,9 @@ from jit_kernels.cpu._layout import flat_base
 MB = 32
 KB = 256
 NB = 512
+
+GEMM_MIN = 1 << 15  # M*N*K below which the blocked kernel (no packing) is used
+GEMM_PAR_MIN = 1 << 20  # total multiply-adds below which the packed gemm runs serially
 
 
 @njit(error_model="numpy", fastmath={"contract"})
@@ -60,6 +65,61 @@ def _mm_par(a, ao, sab, sam, sak, b, bo, sbb, sbk, c, B, M, N, K):
         _mm_task(a, ao, sab, sam, sak, b, bo, sbb, sbk, c, M, N, K, bi, t - bi * nmb)
 
 
+# -- packed float gemm (generated, SLP-compiled) -------------------------------------------
+
+# (MR, NR, MC, KC, NC) per float dtype: an 8 x 32 float32 tile is 16 zmm accumulators (AVX-512).
+_CFG = {
+    np.dtype(np.float32): (8, 32, 64, 256, 1024),
+    np.dtype(np.float64): (8, 16, 64, 256, 1024),
+}
+_GEMM: dict = {}
+_GEMM_LOCK = threading.Lock()
+
+
+def _gemm_module(dtype):
+    """The generated gemm module for ``dtype``, compiled (or loaded from the cache) on first use.
+
+    Only the micro-kernel ``uk`` is compiled with ``numba.config.SLP_VECTORIZE`` on (see
+    ``_matmul_gen``); the drivers are ordinary kernels that inline its vectorised code.
+    """
+    mod = _GEMM.get(dtype)
+    if mod is not None:
+        return mod
+    with _GEMM_LOCK:
+        mod = _GEMM.get(dtype)
+        if mod is not None:
+            return mod
+        import numba
+        from jit_kernels.codegen import load_generated_module
+        from jit_kernels.cpu import _matmul_gen
+
+        mod = load_generated_module(_matmul_gen.source(*_CFG[dtype]), f"cpu_gemm_{dtype.name}")
+        T = numba.from_dtype(dtype)
+        A = T[::1]
+        i = numba.int64
+        sig = (i, A, i, A, i, A, i, i, numba.boolean, T)
+        old = numba.config.SLP_VECTORIZE
+        numba.config.SLP_VECTORIZE = 1
+        try:
+            # A cache hit loads the SLP-compiled machine code (and its optimised IR, which the
+            # drivers inline); a miss compiles it here, with SLP on.
+            mod.uk.compile(sig)
+        finally:
+            numba.config.SLP_VECTORIZE = old
+        mod.uk.disable_compile()  # never a second, scalar specialisation
+        dsig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
+        for f in (mod.gemm_serial, mod.gemm_batch, mod.gemm_rows):
+            f.compile(dsig)
+        _GEMM[dtype] = mod
+        return mod
+
+
+def warmup():
+    """Compile (or load from the disk cache) the float gemm kernels."""
+    for dt in _CFG:
+        _gemm_module(dt)
+
+
 def matmul(a, b):
     B, M, K = a.shape
     N = b.shape[2]
@@ -70,6 +130,9 @@ def matmul(a, b):
     from jit_kernels.cpu import memory, shape
     if K == 0:
         return memory.fill(out, 0)
+    dt = out.dtype
+    if dt in _CFG and M * N * K >= GEMM_MIN:
+        return _gemm(a, b, out, Bo, M, N, K)
     if b.shape[2] > 1 and b.strides[2] != b.itemsize:
         if b.strides[0] == 0:
             b = np.broadcast_to(shape.copy(b[:1]), b.shape)
@@ -86,4 +149,29 @@ def matmul(a, b):
         _mm_par(*args)
     else:
         _mm_serial(*args)
+    return out
+
+
+def _gemm(a, b, out, Bo, M, N, K):
+    dt = out.dtype
+    mod = _gemm_module(dt)
+    ab, ao, (sab, sam, sak) = flat_base(a)
+    bb, bo, (sbb, sbk, sbn) = flat_base(b)
+    if not (ab.flags.aligned and bb.flags.aligned):  # the compiled kernels take aligned arrays
+        if not ab.flags.aligned:
+            ab, ao, (sab, sam, sak) = flat_base(np.ascontiguousarray(a))
+        if not bb.flags.aligned:
+            bb, bo, (sbb, sbk, sbn) = flat_base(np.ascontiguousarray(b))
+    if a.shape[0] == 1:
+        sab = 0
+    if b.shape[0] == 1:
+        sbb = 0
+    args = (ab, ao, sab, sam, sak, bb, bo, sbb, sbk, sbn, out.reshape(-1), Bo, M, N, K, dt.type(0))
+    work = Bo * M * N * K
+    if work < GEMM_PAR_MIN:
+        mod.gemm_serial(*args)
+    elif Bo >= 2 and M <= 2 * _CFG[dt][2]:
+        mod.gemm_batch(*args)
+    else:
+        mod.gemm_rows(*args)
     return out
