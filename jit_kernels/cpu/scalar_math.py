@@ -1,53 +1,700 @@
 """Scalar transcendentals used by every generated cpu kernel.
 
-Every transcendental an elementwise/reduction kernel evaluates goes through this module, so a
-later issue can swap these libm calls for vectorised polynomial versions in one place.  All
-functions are ``@njit(inline="always")``; for a float32 argument they return float32 (libm's
-``expf``/``tanhf``/...), for float64 float64.
+Every transcendental an elementwise/reduction kernel evaluates goes through this module.  The
+public names (``exp``, ``log``, ``tanh``, ``sigmoid``, ``erf``, ``sin``, ``cos``, ``pow``,
+``sqrt``, ``floor``, ``ceil``) are generic over float32/float64 (integer arguments are
+evaluated in float64) and are inlined at the Numba IR level into the calling kernel.  For a
+float32 argument they return float32, for float64 float64.
+
+Why not ``math.exp``: PyPI's llvmlite has no Intel SVML, so ``math.exp``/``np.exp`` inside
+``njit`` are scalar libm calls and block loop vectorisation.  The implementations here are
+straight-line code (range reduction, polynomial, exponent built through an LLVM ``bitcast``,
+special values through selects) that LLVM's loop vectoriser turns into AVX2/AVX-512 code.
+
+Exactness rules:
+- no ``fastmath`` anywhere (no reassociation: the Cody–Waite and round-to-integer "shifter"
+  tricks depend on evaluation order).  Fused multiply-adds are explicit ``llvm.fma`` calls, so
+  the result is the same whatever the caller's fastmath flags and bit-identical for a given
+  input on any FMA machine (serial or parallel, any chunking).
+- special values follow C99/libm: exp(+inf)=inf, exp(-inf)=+0, exp overflows to inf exactly
+  where the true result rounds above the largest finite value and returns denormals/0 on the
+  underflow side; log(±0)=-inf, log(x<0)=nan, log(inf)=inf; tanh(±inf)=±1, tanh(-0)=-0;
+  sigmoid saturates to 1 / underflows to 0 (denormals kept); erf(±inf)=±1, erf(-0)=-0;
+  sin/cos(±inf)=nan; pow as C99 ``pow``.  NaN in gives NaN out (except pow(nan, 0) = pow(1, nan)
+  = 1, as C).
+
+The error bound in each docstring is the maximum error, in units in the last place of the
+result type, measured by ``tests/kernels/test_ulp.py`` against the float64 NumPy result rounded
+to float32 (float32 functions) or against the long-double NumPy result rounded to float64
+(float64 functions; ``math.erf`` for erf) over every float32 exponent, both signs, plus special
+values.  The ulp of a result is taken at the reference value (denormal results: the denormal
+spacing).
 
 Also holds the saturating float→int conversions used by ``cast``: truncation toward zero,
 NaN→0, values ≥ 2**(bits-1) (and +inf) → INT_MAX, values < -2**(bits-1) (and -inf) → INT_MIN
-(the semantics of Rust's ``as``).
+(the semantics of Rust's ``as``), and NaN-propagating max/min (``llvm.maximum``/``minimum``).
 """
 import math
 
 import numpy as np
+from llvmlite import ir as _ir
 from numba import njit
+from numba.core import cgutils as _cgutils, types as _types
+from numba.extending import intrinsic as _intrinsic, overload as _overload
+
+# =============================================================================================
+# LLVM helpers: bit reinterpretation, fma, floor.  All vectorise (bitcast, llvm.fma, llvm.floor).
+
+
+@_intrinsic
+def _f32_bits(typingctx, x):
+    """float32 -> its int32 bit pattern."""
+    if x != _types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], _ir.IntType(32))
+    return _types.int32(x), codegen
+
+
+@_intrinsic
+def _f64_bits(typingctx, x):
+    """float64 -> its int64 bit pattern."""
+    if x != _types.float64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], _ir.IntType(64))
+    return _types.int64(x), codegen
+
+
+@_intrinsic
+def _as_f32(typingctx, i):
+    """Low 32 bits of an integer reinterpreted as float32."""
+    if not isinstance(i, _types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = args[0]
+        w = v.type.width
+        if w > 32:
+            v = builder.trunc(v, _ir.IntType(32))
+        elif w < 32:
+            v = builder.sext(v, _ir.IntType(32))
+        return builder.bitcast(v, _ir.FloatType())
+    return _types.float32(i), codegen
+
+
+@_intrinsic
+def _as_f64(typingctx, i):
+    """An integer (sign-extended to 64 bits) reinterpreted as float64."""
+    if not isinstance(i, _types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = args[0]
+        if v.type.width < 64:
+            v = builder.sext(v, _ir.IntType(64))
+        return builder.bitcast(v, _ir.DoubleType())
+    return _types.float64(i), codegen
+
+
+def _float_unary_intrinsic(name, nargs):
+    def impl(typingctx, *args):
+        a = args[0]
+        if not (isinstance(a, _types.Float) and all(t == a for t in args)):
+            return None
+
+        def codegen(context, builder, signature, cargs):
+            ty = cargs[0].type
+            fn = _cgutils.get_or_insert_function(
+                builder.module, _ir.FunctionType(ty, [ty] * nargs), f"llvm.{name}.f{a.bitwidth}")
+            return builder.call(fn, cargs)
+        return a(*args), codegen
+
+    if nargs == 1:
+        def f1(typingctx, a):
+            return impl(typingctx, a)
+        f1.__name__ = f"_llvm_{name}"
+        return _intrinsic(f1)
+
+    def f3(typingctx, a, b, c):
+        return impl(typingctx, a, b, c)
+    f3.__name__ = f"_llvm_{name}"
+    return _intrinsic(f3)
+
+
+_fma = _float_unary_intrinsic("fma", 3)      # a*b + c, one rounding
+_floor = _float_unary_intrinsic("floor", 1)
+_fabs = _float_unary_intrinsic("fabs", 1)
+
+_f32 = np.float32
+_NAN32 = _f32(np.nan)
+_INF32 = _f32(np.inf)
+_NINF32 = _f32(-np.inf)
+_NAN64 = np.float64(np.nan)
+_INF64 = np.float64(np.inf)
+_NINF64 = np.float64(-np.inf)
+
+# =============================================================================================
+# exp
+#
+# k = round(x / ln2) with the "shifter" trick (x*log2(e) + 1.5*2^p lands k in the low mantissa
+# bits, so k is read from the bit pattern; no float->int conversion), r = x - k*ln2 with a
+# two-part ln2 (Cody–Waite, fma), e^r by a Taylor polynomial (Horner, fma), times 2^k built from
+# exponent bits.  2^k is applied as 2^(k>>1) * 2^(k-(k>>1)) so that results in the denormal range
+# are rounded once and overflow happens exactly where the true result overflows.  The input is
+# clamped (NaN-preserving) to a range whose ends already give inf / 0.
+
+_SHIFT32 = _f32(12582912.0)          # 1.5 * 2^23
+_SHIFT32_BITS = 0x4B400000
+_LOG2E32 = _f32(1.4426950408889634)
+_LN2HI32 = _f32(0.693359375)          # 9 significant bits: k*_LN2HI32 is exact
+_LN2LO32 = _f32(-2.12194440e-4)
+_EXP_HI32 = _f32(89.0)                # exp(89) > FLT_MAX -> inf after scaling
+_EXP_LO32 = _f32(-104.0)              # exp(-104) < FLT_TRUE_MIN / 2 -> 0 after scaling
+_E32 = tuple(_f32(1.0 / math.factorial(i)) for i in range(8))
 
 
 @njit(inline="always", error_model="numpy")
-def exp(x):
-    return math.exp(x)
+def _exp_poly32(r):
+    p = _fma(_E32[7], r, _E32[6])
+    p = _fma(p, r, _E32[5])
+    p = _fma(p, r, _E32[4])
+    p = _fma(p, r, _E32[3])
+    p = _fma(p, r, _E32[2])
+    p = _fma(p, r, _E32[1])
+    return _fma(p, r, _E32[0])
 
 
 @njit(inline="always", error_model="numpy")
-def log(x):
-    return math.log(x)
+def exp_f32(x):
+    """float32 e**x.  Max error 1 ulp (measured 0.90 ulp).
+
+    Vectorisable; exact specials: exp(nan)=nan, exp(inf)=inf, exp(-inf)=0, overflow to inf for
+    x > 88.72284, gradual underflow to denormals, 0 below -103.97208.
+    """
+    xc = _EXP_HI32 if x > _EXP_HI32 else x
+    xc = _EXP_LO32 if xc < _EXP_LO32 else xc
+    z = _fma(xc, _LOG2E32, _SHIFT32)
+    kf = z - _SHIFT32
+    r = _fma(kf, -_LN2HI32, xc)
+    r = _fma(kf, -_LN2LO32, r)
+    p = _exp_poly32(r)
+    k = np.int32(_f32_bits(z) - _SHIFT32_BITS)
+    k1 = k >> 1
+    k2 = k - k1
+    s1 = _as_f32((k1 + 127) << 23)
+    s2 = _as_f32((k2 + 127) << 23)
+    return (p * s1) * s2
+
+
+@njit(inline="always", error_model="numpy")
+def _exp_core32(x):
+    """e**x for -87 <= x <= 88 (no clamping, one scale multiply)."""
+    z = _fma(x, _LOG2E32, _SHIFT32)
+    kf = z - _SHIFT32
+    r = _fma(kf, -_LN2HI32, x)
+    r = _fma(kf, -_LN2LO32, r)
+    p = _exp_poly32(r)
+    k = np.int32(_f32_bits(z) - _SHIFT32_BITS)
+    return p * _as_f32((k + 127) << 23)
+
+
+_SHIFT64 = 6755399441055744.0         # 1.5 * 2^52
+_SHIFT64_BITS = 0x4338000000000000
+_LOG2E64 = 1.4426950408889634
+_LN2HI64 = 6.93147180369123816490e-01  # 32 significant bits
+_LN2LO64 = 1.90821492927058770002e-10
+_EXP_HI64 = 710.0                      # exp(710) > DBL_MAX
+_EXP_LO64 = -746.0                     # exp(-746) < DBL_TRUE_MIN / 2
+_E64 = tuple(1.0 / math.factorial(i) for i in range(14))
+
+
+@njit(inline="always", error_model="numpy")
+def _exp_poly64(r):
+    p = _fma(_E64[13], r, _E64[12])
+    p = _fma(p, r, _E64[11])
+    p = _fma(p, r, _E64[10])
+    p = _fma(p, r, _E64[9])
+    p = _fma(p, r, _E64[8])
+    p = _fma(p, r, _E64[7])
+    p = _fma(p, r, _E64[6])
+    p = _fma(p, r, _E64[5])
+    p = _fma(p, r, _E64[4])
+    p = _fma(p, r, _E64[3])
+    p = _fma(p, r, _E64[2])
+    p = _fma(p, r, _E64[1])
+    return _fma(p, r, _E64[0])
+
+
+@njit(inline="always", error_model="numpy")
+def exp_f64(x):
+    """float64 e**x.  Max error 1 ulp (measured 0.85 ulp); same method and specials as
+    ``exp_f32`` (overflow above 709.78271, underflow to denormals, 0 below -745.13322)."""
+    xc = _EXP_HI64 if x > _EXP_HI64 else x
+    xc = _EXP_LO64 if xc < _EXP_LO64 else xc
+    z = _fma(xc, _LOG2E64, _SHIFT64)
+    kf = z - _SHIFT64
+    r = _fma(kf, -_LN2HI64, xc)
+    r = _fma(kf, -_LN2LO64, r)
+    p = _exp_poly64(r)
+    k = _f64_bits(z) - _SHIFT64_BITS
+    k1 = k >> 1
+    k2 = k - k1
+    s1 = _as_f64((k1 + 1023) << 52)
+    s2 = _as_f64((k2 + 1023) << 52)
+    return (p * s1) * s2
+
+
+@njit(inline="always", error_model="numpy")
+def _exp_core64(x):
+    """e**x for -700 <= x <= 700 (no clamping, one scale multiply)."""
+    z = _fma(x, _LOG2E64, _SHIFT64)
+    kf = z - _SHIFT64
+    r = _fma(kf, -_LN2HI64, x)
+    r = _fma(kf, -_LN2LO64, r)
+    p = _exp_poly64(r)
+    k = _f64_bits(z) - _SHIFT64_BITS
+    return p * _as_f64((k + 1023) << 52)
+
+# =============================================================================================
+# log
+#
+# x = 2^e * m with m in [sqrt(1/2), sqrt(2)) taken from the bits (denormals pre-scaled by
+# 2^23 / 2^54 through a select), f = m - 1, then log(1+f): float32 a degree-9 polynomial
+# (Cephes logf coefficients), float64 fdlibm's s = f/(2+f) rational form; e*ln2 added last with
+# a two-part ln2.  Specials by selects: log(±0) = -inf, log(x<0) = nan, log(inf) = inf.
+
+_SQRTH32_BITS = 0x3F3504F3           # bits of float32(sqrt(0.5))
+_TWO23 = _f32(8388608.0)
+_FLT_MIN = _f32(1.1754943508222875e-38)
+_L32 = tuple(_f32(c) for c in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1,
+                                -1.2420140846E-1, 1.4249322787E-1, -1.6668057665E-1,
+                                2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1))
+_HALF32 = _f32(0.5)
+_ONE32 = _f32(1.0)
+_ZERO32 = _f32(0.0)
+
+
+@njit(inline="always", error_model="numpy")
+def log_f32(x):
+    """float32 natural log.  Max error 1 ulp (measured 0.78 ulp).  Vectorisable."""
+    tiny = x < _FLT_MIN
+    xs = x * _TWO23 if tiny else x
+    ix = _f32_bits(xs) - _SQRTH32_BITS
+    e = (ix >> 23) - (23 if tiny else 0)
+    m = _as_f32((ix & 0x007FFFFF) + _SQRTH32_BITS)
+    f = m - _ONE32
+    ef = _f32(e)
+    z = f * f
+    p = _fma(_L32[0], f, _L32[1])
+    p = _fma(p, f, _L32[2])
+    p = _fma(p, f, _L32[3])
+    p = _fma(p, f, _L32[4])
+    p = _fma(p, f, _L32[5])
+    p = _fma(p, f, _L32[6])
+    p = _fma(p, f, _L32[7])
+    p = _fma(p, f, _L32[8])
+    y = p * f * z
+    y = _fma(ef, _LN2LO32, y)
+    y = _fma(-_HALF32, z, y)
+    r = f + y
+    r = _fma(ef, _LN2HI32, r)
+    r = x if not (x < _INF32) else r          # +inf, nan
+    r = _NAN32 if x < _ZERO32 else r
+    return _NINF32 if x == _ZERO32 else r
+
+
+_SQRTH64_BITS = 0x3FE6A09E667F3BCD   # bits of sqrt(0.5)
+_TWO54 = 18014398509481984.0
+_DBL_MIN = 2.2250738585072014e-308
+_LG1 = 6.666666666666735130e-01
+_LG2 = 3.999999999940941908e-01
+_LG3 = 2.857142874366239149e-01
+_LG4 = 2.222219843214978396e-01
+_LG5 = 1.818357216161805012e-01
+_LG6 = 1.531383769920937332e-01
+_LG7 = 1.479819860511658591e-01
+
+
+@njit(inline="always", error_model="numpy")
+def log_f64(x):
+    """float64 natural log.  Max error 1 ulp (measured 0.79 ulp).  Vectorisable."""
+    tiny = x < _DBL_MIN
+    xs = x * _TWO54 if tiny else x
+    ix = _f64_bits(xs) - _SQRTH64_BITS
+    e = (ix >> 52) - (54 if tiny else 0)
+    m = _as_f64((ix & 0x000FFFFFFFFFFFFF) + _SQRTH64_BITS)
+    f = m - 1.0
+    k = np.float64(e)
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    t1 = w * _fma(w, _fma(w, _LG6, _LG4), _LG2)
+    t2 = z * _fma(w, _fma(w, _fma(w, _LG7, _LG5), _LG3), _LG1)
+    rr = t2 + t1
+    hfsq = 0.5 * f * f
+    r = k * _LN2HI64 - ((hfsq - (s * (hfsq + rr) + k * _LN2LO64)) - f)
+    r = x if not (x < _INF64) else r
+    r = _NAN64 if x < 0.0 else r
+    return _NINF64 if x == 0.0 else r
+
+# =============================================================================================
+# tanh, sigmoid
+#
+# tanh: |x| < 0.625 an odd polynomial/rational (Cephes tanhf / tanh), otherwise
+# 1 - 2/(e^(2|x|) + 1) with the sign copied back; |x| is clamped (10 / 22) where tanh already
+# rounds to ±1, so e^(2|x|) never overflows.  Both halves are computed and selected (no branch).
+# sigmoid: z = e^-|x|, 1/(1+z) for x >= 0 and z/(1+z) for x < 0 (no overflow, one division).
+
+_T32 = tuple(_f32(c) for c in (-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2,
+                                1.33314422036E-1, -3.33332819422E-1))
+_TANH_SMALL32 = _f32(0.625)
+_TANH_CLAMP32 = _f32(10.0)       # tanh(x) rounds to 1 from 9.0109
+_TWO32 = _f32(2.0)
+
+
+@njit(inline="always", error_model="numpy")
+def tanh_f32(x):
+    """float32 tanh.  Max error 1.5 ulp (measured 1.30 ulp, near |x| = 0.63).  tanh(±inf)=±1, tanh(-0)=-0,
+    tanh(nan)=nan.  Vectorisable."""
+    a = _fabs(x)
+    # small: x + x*z*P(z)
+    z = x * x
+    p = _fma(_T32[0], z, _T32[1])
+    p = _fma(p, z, _T32[2])
+    p = _fma(p, z, _T32[3])
+    p = _fma(p, z, _T32[4])
+    small = _fma(p * z, x, x)
+    small = x if x == _ZERO32 else small             # keeps -0
+    # large: 1 - 2/(e^(2a)+1)
+    ac = _TANH_CLAMP32 if a > _TANH_CLAMP32 else a
+    ac = _TANH_SMALL32 if ac < _TANH_SMALL32 else ac     # keeps the unused lane in range
+    e = _exp_core32(_TWO32 * ac)
+    big = _ONE32 - _TWO32 / (e + _ONE32)
+    big = -big if x < _ZERO32 else big
+    return small if a < _TANH_SMALL32 else (big if a == a else x)
+
+
+_TP = (-9.64399179425052238628E-1, -9.92877231001918586564E1, -1.61468768441708447952E3)
+_TQ = (1.12811678491632931402E2, 2.23548839060100448583E3, 4.84406305325125486048E3)
+
+
+@njit(inline="always", error_model="numpy")
+def tanh_f64(x):
+    """float64 tanh.  Max error 1.5 ulp (measured 1.22 ulp); same method and specials as
+    ``tanh_f32``."""
+    a = _fabs(x)
+    z = x * x
+    p = _fma(_fma(_TP[0], z, _TP[1]), z, _TP[2])
+    q = _fma(_fma(z + _TQ[0], z, _TQ[1]), z, _TQ[2])
+    small = _fma(x * z, p / q, x)
+    small = x if x == 0.0 else small                 # keeps -0
+    ac = 22.0 if a > 22.0 else a
+    ac = 0.625 if ac < 0.625 else ac
+    e = _exp_core64(2.0 * ac)
+    big = 1.0 - 2.0 / (e + 1.0)
+    big = -big if x < 0.0 else big
+    return small if a < 0.625 else (big if a == a else x)
+
+
+@njit(inline="always", error_model="numpy")
+def sigmoid_f32(x):
+    """float32 logistic 1/(1+e^-x).  Max error 2.5 ulp (measured 2.19 ulp, x < 0).  sigmoid(inf)=1,
+    sigmoid(-inf)=0, denormal results kept, nan -> nan.  Vectorisable."""
+    z = exp_f32(-_fabs(x))
+    num = _ONE32 if x >= _ZERO32 else z
+    return num / (_ONE32 + z)
+
+
+@njit(inline="always", error_model="numpy")
+def sigmoid_f64(x):
+    """float64 logistic.  Max error 2 ulp (measured 1.88 ulp); as ``sigmoid_f32``."""
+    z = exp_f64(-_fabs(x))
+    num = 1.0 if x >= 0.0 else z
+    return num / (1.0 + z)
+
+# =============================================================================================
+# erf
+#
+# float64: the four fdlibm ranges (|x| < 0.84375: x + x*P/Q; < 1.25: erx + P/Q around 1;
+# < 6: 1 - exp(-x^2 - 0.5625 + R/S)/x with the (1.25, 1/0.35) / (1/0.35, 6) coefficient sets
+# chosen by selects; >= 6: ±1), every range evaluated and the right one selected, so the loop
+# still vectorises.  -x^2 is kept exact by splitting x into a 21-bit head (fdlibm's trick).
+# float32: the float64 function, rounded.
+
+_ERX = 8.45062911510467529297e-01
+_PP = (1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
+       -5.77027029648944159157e-03, -2.37630166566501626084e-05)
+_QQ = (3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+       1.32494738004321644526e-04, -3.96022827877536812320e-06)
+_PA = (-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
+       3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
+       -2.16637559486879084300e-03)
+_QA = (1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02,
+       1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02)
+_RA = (-9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01,
+       -6.23753324503260060396e+01, -1.62396669462573470355e+02, -1.84605092906711035994e+02,
+       -8.12874355063065934246e+01, -9.81432934416914548592e+00)
+_SA = (1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02,
+       6.45387271733267880336e+02, 4.29008140027567833386e+02, 1.08635005541779435134e+02,
+       6.57024977031928170135e+00, -6.04244152148580987438e-02)
+_RB = (-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01,
+       -1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03,
+       -4.83519191608651397019e+02, 0.0)
+_SB = (3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03,
+       3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02,
+       -2.24409524465858183362e+01, 0.0)
+_ERF_MID = 2.857142857142857  # 1/0.35
+
+
+@njit(inline="always", error_model="numpy")
+def erf_f64(x):
+    """float64 error function.  Max error 1 ulp vs libm erf (measured 1.00 ulp).
+    erf(±inf)=±1, erf(-0)=-0, erf(nan)=nan.  Vectorisable."""
+    a = _fabs(x)
+    # |x| < 0.84375
+    z = x * x
+    r = _fma(_fma(_fma(_fma(_PP[4], z, _PP[3]), z, _PP[2]), z, _PP[1]), z, _PP[0])
+    s = _fma(_fma(_fma(_fma(_fma(_QQ[4], z, _QQ[3]), z, _QQ[2]), z, _QQ[1]), z, _QQ[0]), z, 1.0)
+    v1 = _fma(x, r / s, x)
+    # 0.84375 <= |x| < 1.25
+    t = a - 1.0
+    pa = _fma(_fma(_fma(_fma(_fma(_fma(_PA[6], t, _PA[5]), t, _PA[4]), t, _PA[3]), t, _PA[2]),
+                   t, _PA[1]), t, _PA[0])
+    qa = _fma(_fma(_fma(_fma(_fma(_fma(_QA[5], t, _QA[4]), t, _QA[3]), t, _QA[2]), t, _QA[1]),
+                   t, _QA[0]), t, 1.0)
+    v2 = _ERX + pa / qa
+    # 1.25 <= |x| < 6
+    ac = 1.25 if a < 1.25 else (6.0 if not (a < 6.0) else a)
+    lo = ac < _ERF_MID
+    u = 1.0 / (ac * ac)
+    rr = _RA[7] if lo else _RB[7]
+    rr = _fma(rr, u, _RA[6] if lo else _RB[6])
+    rr = _fma(rr, u, _RA[5] if lo else _RB[5])
+    rr = _fma(rr, u, _RA[4] if lo else _RB[4])
+    rr = _fma(rr, u, _RA[3] if lo else _RB[3])
+    rr = _fma(rr, u, _RA[2] if lo else _RB[2])
+    rr = _fma(rr, u, _RA[1] if lo else _RB[1])
+    rr = _fma(rr, u, _RA[0] if lo else _RB[0])
+    ss = _SA[7] if lo else _SB[7]
+    ss = _fma(ss, u, _SA[6] if lo else _SB[6])
+    ss = _fma(ss, u, _SA[5] if lo else _SB[5])
+    ss = _fma(ss, u, _SA[4] if lo else _SB[4])
+    ss = _fma(ss, u, _SA[3] if lo else _SB[3])
+    ss = _fma(ss, u, _SA[2] if lo else _SB[2])
+    ss = _fma(ss, u, _SA[1] if lo else _SB[1])
+    ss = _fma(ss, u, _SA[0] if lo else _SB[0])
+    ss = _fma(ss, u, 1.0)
+    hd = _as_f64(_f64_bits(ac) & np.int64(-4294967296))    # low 32 bits cleared
+    e = _exp_core64(-hd * hd - 0.5625) * _exp_core64((hd - ac) * (hd + ac) + rr / ss)
+    v3 = 1.0 - e / ac
+    v = v2 if a < 1.25 else (v3 if a < 6.0 else 1.0)
+    v = -v if x < 0.0 else v
+    v = v1 if a < 0.84375 else v
+    return v if a == a else x
+
+
+@njit(inline="always", error_model="numpy")
+def erf_f32(x):
+    """float32 error function: ``erf_f64`` rounded.  Max error 1 ulp (measured 0.50 ulp)."""
+    return _f32(erf_f64(np.float64(x)))
+
+# =============================================================================================
+# sin, cos
+#
+# Reduction in float64 for both dtypes: k = round(x*2/pi) (shifter trick; the quadrant is the low
+# bits of the shifted value), r = x - k*pi/2 with a three-part pi/2 (Cody–Waite, fma; the first
+# step is exact).  Then sin/cos of r in [-pi/4, pi/4]: float64 fdlibm's kernel polynomials,
+# float32 Taylor polynomials evaluated in float64 and rounded.  Beyond |x| > 2^28 (float32) /
+# 2^20 (float64) the reduction would lose bits, so those inputs take libm in a branch (finite
+# huge inputs only; inf/nan go through the fast path and give nan).
+
+_TWO_OVER_PI = 0.6366197723675814
+_PIO2_1 = 1.5707963267948966
+_PIO2_2 = 6.123233995736766e-17
+_PIO2_3 = -1.4973849048591698e-33
+_S64 = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
+        2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
+_C64 = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+        -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
+_TRIG_BIG32 = 268435456.0        # 2^28
+_TRIG_BIG64 = 1048576.0          # 2^20
+# Taylor coefficients for the float32 path (|r| <= pi/4: truncation < 1e-11 relative)
+_ST = tuple((-1.0) ** i / math.factorial(2 * i + 1) for i in range(1, 6))    # x^3 .. x^11
+_CT = tuple((-1.0) ** i / math.factorial(2 * i) for i in range(1, 7))        # x^2 .. x^12
+
+
+@njit(inline="always", error_model="numpy")
+def _reduce_pio2(x):
+    z = _fma(x, _TWO_OVER_PI, _SHIFT64)
+    k = z - _SHIFT64
+    r = _fma(k, -_PIO2_1, x)
+    r = _fma(k, -_PIO2_2, r)
+    r = _fma(k, -_PIO2_3, r)
+    return r, _f64_bits(z)
+
+
+@njit(inline="always", error_model="numpy")
+def _sin_k64(r, z):
+    p = _fma(_fma(_fma(_fma(_S64[5], z, _S64[4]), z, _S64[3]), z, _S64[2]), z, _S64[1])
+    return _fma(r * z, _fma(z, p, _S64[0]), r)
+
+
+@njit(inline="always", error_model="numpy")
+def _cos_k64(z):
+    p = _fma(_fma(_fma(_fma(_fma(_C64[5], z, _C64[4]), z, _C64[3]), z, _C64[2]), z, _C64[1]),
+             z, _C64[0])
+    hz = 0.5 * z
+    w = 1.0 - hz
+    return w + (((1.0 - w) - hz) + z * (z * p))
+
+
+@njit(inline="always", error_model="numpy")
+def _sincos64(x, shift):
+    r, q = _reduce_pio2(x)
+    q = q + shift
+    z = r * r
+    v = _cos_k64(z) if q & 1 else _sin_k64(r, z)
+    return -v if q & 2 else v
+
+
+@njit(inline="always", error_model="numpy")
+def _sin_t(r, z):
+    p = _fma(_fma(_fma(_fma(_ST[4], z, _ST[3]), z, _ST[2]), z, _ST[1]), z, _ST[0])
+    return _fma(r * z, p, r)
+
+
+@njit(inline="always", error_model="numpy")
+def _cos_t(z):
+    p = _fma(_fma(_fma(_fma(_fma(_CT[5], z, _CT[4]), z, _CT[3]), z, _CT[2]), z, _CT[1]), z, _CT[0])
+    return _fma(z, p, 1.0)
+
+
+@njit(inline="always", error_model="numpy")
+def _sincos32(x, shift):
+    r, q = _reduce_pio2(np.float64(x))
+    q = q + shift
+    z = r * r
+    v = _cos_t(z) if q & 1 else _sin_t(r, z)
+    return _f32(-v if q & 2 else v)
+
+
+@njit(inline="always", error_model="numpy")
+def sin_f32(x):
+    """float32 sine.  Max error 1 ulp (measured 0.50 ulp); |x| > 2^28 uses libm."""
+    if _fabs(x) > _TRIG_BIG32 and x == x + _ZERO32 * x:   # finite and huge
+        return _f32(math.sin(np.float64(x)))
+    v = _sincos32(x, 0)
+    return x if x == _ZERO32 else v                  # keeps -0
+
+
+@njit(inline="always", error_model="numpy")
+def cos_f32(x):
+    """float32 cosine.  Max error 1 ulp (measured 0.50 ulp); |x| > 2^28 uses libm."""
+    if _fabs(x) > _TRIG_BIG32 and x == x + _ZERO32 * x:
+        return _f32(math.cos(np.float64(x)))
+    return _sincos32(x, 1)
+
+
+@njit(inline="always", error_model="numpy")
+def sin_f64(x):
+    """float64 sine.  Max error 1.5 ulp (measured 1.46 ulp); |x| > 2^20 uses libm."""
+    if _fabs(x) > _TRIG_BIG64 and x == x + 0.0 * x:
+        return math.sin(x)
+    v = _sincos64(x, 0)
+    return x if x == 0.0 else v                      # keeps -0
+
+
+@njit(inline="always", error_model="numpy")
+def cos_f64(x):
+    """float64 cosine.  Max error 1.5 ulp (measured 1.44 ulp); |x| > 2^20 uses libm."""
+    if _fabs(x) > _TRIG_BIG64 and x == x + 0.0 * x:
+        return math.cos(x)
+    return _sincos64(x, 1)
+
+# =============================================================================================
+# pow
+#
+# float32: exp(y*log|x|) evaluated with the float64 log/exp above and rounded (the float64
+# intermediate makes the error in y*log|x| irrelevant at float32 precision), C99 special cases by
+# selects.  float64: libm ``pow`` (exp(y*log x) in float64 would need a double-double log to stay
+# within a few ulp for large |y*log x|; not done).
+
+
+@njit(inline="always", error_model="numpy")
+def pow_f32(x, y):
+    """float32 x**y (C99 ``powf`` semantics).  Max error 1 ulp (see module docstring).
+    Vectorisable."""
+    xd = np.float64(x)
+    yd = np.float64(y)
+    ax = _fabs(xd)
+    r = exp_f64(yd * log_f64(ax))
+    yint = _floor(yd) == yd                      # ±inf count as even integers
+    hy = 0.5 * yd
+    yodd = yint and _floor(hy) != hy
+    r = -r if (yodd and _f64_bits(xd) < 0) else r      # negative base (incl. -0, -inf), odd y
+    r = _NAN64 if (xd < 0.0 and ax < _INF64 and not yint) else r
+    r = 1.0 if (yd == 0.0 or xd == 1.0 or (xd == -1.0 and _fabs(yd) == _INF64)) else r
+    return _f32(r)
+
+
+@njit(inline="always", error_model="numpy")
+def pow_f64(x, y):
+    """float64 x**y: libm ``pow`` (correctly handled specials, < 1 ulp; not vectorised)."""
+    return x ** y
+
+# =============================================================================================
+# Generic entry points used by the generated kernels: ``sm.exp(x)`` picks the float32 or float64
+# implementation from the argument type at compile time (integers/bools: float64) and is inlined.
+
+
+def _generic(f32impl, f64impl):
+    def stub(x):
+        raise NotImplementedError("scalar_math functions are for njit code")
+
+    def ov(x):
+        if x == _types.float32:
+            return lambda x: f32impl(x)
+        if x == _types.float64:
+            return lambda x: f64impl(x)
+        if isinstance(x, (_types.Integer, _types.Boolean)):
+            return lambda x: f64impl(np.float64(x))
+        return None
+
+    _overload(stub, inline="always")(ov)
+    return stub
+
+
+exp = _generic(exp_f32, exp_f64)
+log = _generic(log_f32, log_f64)
+tanh = _generic(tanh_f32, tanh_f64)
+sigmoid = _generic(sigmoid_f32, sigmoid_f64)
+erf = _generic(erf_f32, erf_f64)
+sin = _generic(sin_f32, sin_f64)
+cos = _generic(cos_f32, cos_f64)
+for _f, _n in ((exp, "exp"), (log, "log"), (tanh, "tanh"), (sigmoid, "sigmoid"), (erf, "erf"),
+               (sin, "sin"), (cos, "cos")):
+    _f.__name__ = _f.__qualname__ = _n
+
+
+def pow(x, y):
+    raise NotImplementedError("scalar_math functions are for njit code")
+
+
+@_overload(pow, inline="always")
+def _ov_pow(x, y):
+    if x == _types.float32 and y == _types.float32:
+        return lambda x, y: pow_f32(x, y)
+    if isinstance(x, _types.Float) and isinstance(y, _types.Float):
+        return lambda x, y: pow_f64(np.float64(x), np.float64(y))
+    return None
 
 
 @njit(inline="always", error_model="numpy")
 def sqrt(x):
     return math.sqrt(x)
-
-
-@njit(inline="always", error_model="numpy")
-def sin(x):
-    return math.sin(x)
-
-
-@njit(inline="always", error_model="numpy")
-def cos(x):
-    return math.cos(x)
-
-
-@njit(inline="always", error_model="numpy")
-def tanh(x):
-    return math.tanh(x)
-
-
-@njit(inline="always", error_model="numpy")
-def erf(x):
-    return math.erf(x)
 
 
 @njit(inline="always", error_model="numpy")
@@ -60,10 +707,8 @@ def ceil(x):
     return np.ceil(x)
 
 
-@njit(inline="always", error_model="numpy")
-def pow(x, y):
-    return x ** y
-
+# =============================================================================================
+# saturating float -> int, NaN-propagating max/min
 
 _I32_MAX = np.int32(2147483647)
 _I32_MIN = np.int32(-2147483648)
@@ -93,10 +738,7 @@ def f2i64(x):
     return np.int64(x)
 
 
-# -- NaN-propagating max/min that vectorise: LLVM's llvm.maximum/llvm.minimum intrinsics ----------
-from llvmlite import ir as _ir  # noqa: E402
-from numba.core import cgutils as _cgutils, types as _types  # noqa: E402
-from numba.extending import intrinsic as _intrinsic  # noqa: E402
+# NaN-propagating max/min that vectorise: LLVM's llvm.maximum/llvm.minimum intrinsics
 
 
 def _minmax_intrinsic(which):
