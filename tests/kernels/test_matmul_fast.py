@@ -1,0 +1,199 @@
+"""Tests for the cpu matmul kernel (``jit_kernels.cpu.matmul.matmul``): packed float gemm and the
+blocked path (ints, small products).
+
+Protocol: ``matmul(a, b)`` with a ``(B, M, K)``, b ``(B, K, N)`` (either batch dim may be 1 or a
+stride-0 broadcast), any strides; result ``(B, M, N)`` C-contiguous.  Float results are checked
+against a float64 reference, with an error bound tied to NumPy's own float32/float64 error on the
+same product; integer results must equal NumPy's exactly (wrapping).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from jit_kernels.cpu import matmul as mm
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HSET = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+DTYPES = [np.float32, np.float64, np.int32, np.int64]
+LAYOUTS = ["c", "t", "step", "neg"]
+
+
+def _operand(rng, batch, rows, cols, dtype, layout, bcast):
+    """A (batch, rows, cols) operand in the given memory layout (always a view, never a copy)."""
+    nb = 1 if bcast else batch
+    if np.issubdtype(dtype, np.integer):
+        full = rng.integers(-5, 6, size=(nb, rows, cols))
+    else:
+        full = rng.uniform(-1, 1, size=(nb, rows, cols))
+    full = full.astype(dtype)
+    if layout == "c":
+        x = full
+    elif layout == "t":
+        x = np.ascontiguousarray(full.transpose(0, 2, 1)).transpose(0, 2, 1)
+    elif layout == "step":
+        big = np.zeros((nb, 2 * rows, 3 * cols), dtype)
+        big[:, ::2, ::3] = full
+        x = big[:, ::2, ::3]
+    else:  # negative strides on both matrix dims
+        big = np.ascontiguousarray(full[:, ::-1, ::-1])
+        x = big[:, ::-1, ::-1]
+    assert np.array_equal(x, full)
+    if bcast and batch > 1:
+        x = np.broadcast_to(x, (batch, rows, cols))
+        assert x.strides[0] == 0
+    return x
+
+
+def _check(a, b, dtype):
+    got = mm.matmul(a, b)
+    Bo = max(a.shape[0], b.shape[0])
+    M, N = a.shape[1], b.shape[2]
+    assert got.shape == (Bo, M, N) and got.dtype == np.dtype(dtype)
+    assert got.flags.c_contiguous
+    if np.issubdtype(dtype, np.integer):
+        np.testing.assert_array_equal(got, np.matmul(a, b))
+        return
+    ref = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    if dtype == np.float64:
+        ref = np.matmul(a.astype(np.longdouble), b.astype(np.longdouble))
+    np_res = np.matmul(a, b)
+    err = np.abs(got - ref).max() if got.size else 0.0
+    np_err = np.abs(np_res - ref).max() if got.size else 0.0
+    scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64)).max() if got.size else 0
+    eps = np.finfo(dtype).eps
+    # No worse than NumPy's own error (x2 for the luck of the draw), plus one ulp of the scale
+    # for products NumPy happens to get exactly.
+    assert err <= 2.0 * np_err + eps * scale, (err, np_err, scale)
+
+
+@HSET
+@given(M=st.integers(1, 300), N=st.integers(1, 300), K=st.integers(1, 300),
+       dtype=st.sampled_from(DTYPES), la=st.sampled_from(LAYOUTS), lb=st.sampled_from(LAYOUTS),
+       batch=st.sampled_from([1, 1, 2, 3]), bc=st.sampled_from(["none", "a", "b", "a1", "b1"]),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_matmul_hypothesis(M, N, K, dtype, la, lb, batch, bc, seed):
+    rng = np.random.default_rng(seed)
+    # "a"/"b": that operand's batch dim is a stride-0 broadcast; "a1"/"b1": it has batch 1.
+    a = _operand(rng, batch, M, K, dtype, la, bc == "a")
+    b = _operand(rng, batch, K, N, dtype, lb, bc == "b")
+    if bc == "a1":
+        a = a[:1]
+    if bc == "b1":
+        b = b[:1]
+    _check(a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (8, 8, 8), (7, 33, 5), (8, 32, 256), (64, 1024, 257),
+                                   (65, 97, 513), (300, 1, 300), (1, 300, 300), (129, 70, 1100)])
+def test_matmul_shapes(dtype, M, N, K):
+    rng = np.random.default_rng(M * 1000 + N + K)
+    _check(_operand(rng, 1, M, K, dtype, "c", False), _operand(rng, 1, K, N, dtype, "c", False),
+           dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch,M,N,K", [(4, 40, 50, 60), (3, 200, 130, 90), (2, 300, 64, 64)])
+@pytest.mark.parametrize("bc", ["a", "b"])
+def test_matmul_batched_paths(dtype, batch, M, N, K, bc):
+    """Batch-parallel and row-panel-parallel drivers, with a stride-0 operand on either side."""
+    rng = np.random.default_rng(batch + M)
+    _check(_operand(rng, batch, M, K, dtype, "t", bc == "a"),
+           _operand(rng, batch, K, N, dtype, "step", bc == "b"), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 3, 0, 4), (2, 5, 0, 1), (1, 200, 0, 300)])
+def test_matmul_k0(dtype, shape):
+    B, M, K, N = shape
+    got = mm.matmul(np.ones((B, M, K), dtype), np.ones((B, K, N), dtype))
+    assert got.shape == (B, M, N) and got.dtype == np.dtype(dtype)
+    assert np.all(got == 0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_empty(dtype):
+    assert mm.matmul(np.ones((2, 0, 3), dtype), np.ones((2, 3, 4), dtype)).shape == (2, 0, 4)
+    assert mm.matmul(np.ones((1, 5, 3), dtype), np.ones((1, 3, 0), dtype)).shape == (1, 5, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_accuracy_long_k(dtype):
+    """Long K: the error (K-ordered FMA sums per KC block) stays within NumPy's own."""
+    rng = np.random.default_rng(7)
+    a = rng.uniform(0, 1, (1, 48, 20000)).astype(dtype)
+    b = rng.uniform(0, 1, (1, 20000, 40)).astype(dtype)
+    ref = np.matmul(a.astype(np.longdouble if dtype == np.float64 else np.float64),
+                    b.astype(np.longdouble if dtype == np.float64 else np.float64))
+    err = float(np.abs(mm.matmul(a, b) - ref).max())
+    np_err = float(np.abs(np.matmul(a, b) - ref).max())
+    assert err <= 1.5 * np_err + np.finfo(dtype).eps * float(np.abs(ref).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_nonfinite(dtype):
+    a = np.ones((1, 70, 40), dtype)
+    b = np.ones((1, 40, 90), dtype)
+    a[0, 3, 5] = np.nan
+    b[0, 7, 11] = np.inf
+    got = mm.matmul(a, b)
+    want = np.matmul(a, b)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+
+
+def test_int_wraps():
+    a = np.full((1, 40, 40), 2 ** 20, np.int32)
+    np.testing.assert_array_equal(mm.matmul(a, a), np.matmul(a, a))
+
+
+def test_unaligned_input():
+    buf = np.zeros(4 * 100 * 100 + 1, np.uint8)
+    a = np.frombuffer(buf.data, dtype=np.float32, count=100 * 100, offset=1).reshape(1, 100, 100)
+    assert not a.flags.aligned
+    b = np.random.default_rng(0).uniform(-1, 1, (1, 100, 100)).astype(np.float32)
+    np.testing.assert_allclose(mm.matmul(a, b), np.zeros((1, 100, 100), np.float32))
+
+
+def test_gemm_kernels_vectorised_in_fresh_process():
+    """A fresh process loads (or compiles) the micro-kernel with SLP-vectorised multiplies (and
+    every driver that inlines it keeps them); the micro-kernel has exactly one specialisation.
+    Cached code cannot be disassembled, so this reads the optimised IR Numba keeps next to it
+    (the module the machine code was emitted from).  Without SLP it has no vector fmul."""
+    code = textwrap.dedent("""
+        import re, numpy as np
+        from jit_kernels.cpu import matmul as mm
+        for dt, ty in ((np.float32, "float"), (np.float64, "double")):
+            m = mm._gemm_module(np.dtype(dt))
+            assert len(m.uk.signatures) == 1, m.uk.signatures
+            for f in (m.uk, m.gemm_serial, m.gemm_batch, m.gemm_rows):
+                lib = f.overloads[f.signatures[0]].library
+                ir = str(lib._get_module_for_linking())
+                n = len(re.findall(r"fmul[^\\n]*<(?:8|16) x " + ty + ">", ir))
+                assert n >= 8, (f.__name__, ty, n)
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_import_compiles_nothing():
+    code = textwrap.dedent("""
+        import jit_kernels.cpu.matmul as mm
+        assert not mm._GEMM
+        for f in (mm._mm_serial, mm._mm_par):
+            assert not f.signatures
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
