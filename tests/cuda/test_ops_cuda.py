@@ -1,0 +1,308 @@
+"""Core ops parametrised over devices (cpu always; cuda on the simulator or a GPU): every result
+is compared with NumPy in float64 and the cuda result with the cpu result.  Shapes are tiny in
+the simulator (a few hundred elements, matmul tiles <= 16x16) and realistic on a GPU."""
+import numpy as np
+import pytest
+
+import runtime as rt
+
+DEVICES = ["cpu", "cuda"]
+F32, F64, I32, I64, B = rt.float32, rt.float64, rt.int32, rt.int64, rt.bool_
+NP = {F32: np.float32, F64: np.float64, I32: np.int32, I64: np.int64, B: np.bool_}
+
+
+@pytest.fixture(params=DEVICES)
+def dev(request):
+    if request.param == "cpu":
+        return rt.cpu()
+    return request.getfixturevalue("cuda_dev")
+
+
+@pytest.fixture
+def n(big):
+    """A 'row' length: small in the simulator, large on a GPU."""
+    return 4099 if big else 7
+
+
+def data(shape, dtype, seed=0, low=-3.0, high=3.0):
+    rng = np.random.default_rng(seed)
+    if dtype is B:
+        return rng.random(shape) < 0.5
+    if dtype in (I32, I64):
+        return rng.integers(int(low) - 2, int(high) + 3, size=shape).astype(NP[dtype])
+    return rng.uniform(low, high, size=shape).astype(NP[dtype])
+
+
+def close(got, want, rtol=None):
+    g = got.numpy() if isinstance(got, rt.Tensor) else np.asarray(got)
+    w = np.asarray(want)
+    assert g.shape == w.shape, (g.shape, w.shape)
+    if g.dtype.kind == "f":
+        tol = rtol or (2e-5 if g.dtype == np.float32 else 1e-11)
+        np.testing.assert_allclose(g, w.astype(g.dtype), rtol=tol, atol=tol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(g, w.astype(g.dtype))
+
+
+# ------------------------------------------------------------------------------- elementwise
+UNARY_NP = {
+    "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
+    "reciprocal": lambda x: 1 / x, "sign": np.sign, "floor": np.floor, "ceil": np.ceil,
+}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY_NP))
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_unary(dev, op, dtype, n):
+    x = data((3, n), dtype, low=0.1 if op in ("log", "sqrt", "rsqrt") else -3)
+    t = rt.tensor(x, device=dev)
+    got = getattr(rt, op)(t)
+    assert got.device == dev
+    close(got, UNARY_NP[op](x.astype(np.float64)), rtol=1e-5 if dtype is F32 else 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+def test_unary_int(dev, dtype, n):
+    x = data((2, n), dtype)
+    t = rt.tensor(x, device=dev)
+    for op in ("neg", "abs", "sign", "relu"):
+        close(getattr(rt, op)(t), UNARY_NP[op](x))
+    close(rt.exp(t), np.exp(x.astype(np.float64)))  # int -> float32
+
+
+def test_gelu_erf_clamp_logical_not(dev, n):
+    import math
+    x = data((2, n), F32)
+    t = rt.tensor(x, device=dev)
+    erf = np.vectorize(math.erf)(x.astype(np.float64))
+    close(rt.erf(t), erf, rtol=1e-5)
+    close(rt.gelu(t), 0.5 * x * (1 + np.vectorize(math.erf)(x / np.sqrt(2))), rtol=1e-5)
+    xd = x.astype(np.float64)
+    close(rt.gelu(t, approximate="tanh"),
+          0.5 * xd * (1 + np.tanh(np.sqrt(2 / np.pi) * (xd + 0.044715 * xd ** 3))), rtol=1e-5)
+    close(rt.clamp(t, -1.0, 0.5), np.clip(x, -1, 0.5))
+    close(rt.clamp(t, min=0.0), np.maximum(x, 0))
+    close(rt.clamp(t, max=0.0), np.minimum(x, 0))
+    close(rt.logical_not(rt.tensor(x > 0, device=dev)), ~(x > 0))
+
+
+BINARY_NP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+             "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal,
+             "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+
+
+@pytest.mark.parametrize("op", sorted(BINARY_NP))
+@pytest.mark.parametrize("dtype", [F32, I64])
+def test_binary_broadcast_scalar(dev, op, dtype, n):
+    a = data((3, n), dtype, seed=1)
+    b = data((n,), dtype, seed=2)
+    if op == "div":
+        b = np.where(b == 0, 1, b).astype(b.dtype)
+    ta, tb = rt.tensor(a, device=dev), rt.tensor(b, device=dev)
+    f = getattr(rt, op)
+    want = BINARY_NP[op](a.astype(np.float64), b.astype(np.float64))
+    close(f(ta, tb), want)
+    close(f(tb, ta), BINARY_NP[op](b.astype(np.float64), a.astype(np.float64)))
+    close(f(ta, 2), BINARY_NP[op](a.astype(np.float64), 2.0))
+    # strided (transposed) operand
+    close(f(rt.permute(ta, 1, 0), rt.reshape(tb, n, 1)), BINARY_NP[op](a.T.astype(np.float64),
+                                                                         b.reshape(n, 1)))
+
+
+def test_pow_logical_nan(dev, n):
+    a = np.abs(data((2, n), F32)) + 0.5
+    ta = rt.tensor(a, device=dev)
+    close(rt.pow(ta, 1.5), a.astype(np.float64) ** 1.5, rtol=1e-5)
+    ia = rt.tensor(np.array([2, -1, 0, 3, 1], np.int64), device=dev)
+    close(rt.pow(ia, rt.tensor(np.array([3, -3, 0, -1, -2], np.int64), device=dev)),
+          np.array([8, -1, 1, 0, 1]))
+    x = rt.tensor(np.array([np.nan, 1.0, -np.inf], np.float32), device=dev)
+    y = rt.tensor(np.array([0.0, np.nan, 2.0], np.float32), device=dev)
+    close(rt.maximum(x, y), np.array([np.nan, np.nan, 2.0]))
+    close(rt.minimum(x, y), np.array([np.nan, np.nan, -np.inf]))
+    bx, by = rt.tensor(np.array([True, False, True]), device=dev), rt.tensor(np.array([1, 0, 0]), device=dev)
+    close(rt.logical_and(bx, by), np.array([True, False, False]))
+    close(rt.logical_or(bx, by), np.array([True, False, True]))
+
+
+def test_where_cast(dev, n):
+    a = data((2, n), F32, seed=3)
+    c = a > 0
+    t = rt.tensor(a, device=dev)
+    close(rt.where(rt.tensor(c, device=dev), t, 0.0), np.where(c, a, 0))
+    f = np.array([1.5, -2.7, np.nan, np.inf, -np.inf, 3e9, -3e9, 0.0], np.float32)
+    tf = rt.tensor(f, device=dev)
+    close(tf.astype(rt.int32), np.array([1, -2, 0, 2 ** 31 - 1, -2 ** 31, 2 ** 31 - 1, -2 ** 31, 0]))
+    close(tf.astype(rt.bool_), f != 0)
+    close(rt.tensor(np.array([2 ** 40 + 5, -1]), device=dev).astype(rt.int32), np.array([5, -1]))
+    close(t.astype(rt.float64), a.astype(np.float64))
+
+
+# ------------------------------------------------------------------------------- reductions
+@pytest.mark.parametrize("op", ["sum", "mean", "prod", "max", "min", "var", "logsumexp"])
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 2), -1])
+def test_reduce(dev, op, axis, big):
+    shape = (9, 130, 7) if big else (3, 5, 4)
+    x = data(shape, F32, seed=4, low=-1, high=1.2 if op == "prod" else 1)
+    t = rt.tensor(x, device=dev)
+    xd = x.astype(np.float64)
+    f = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
+         "var": np.var, "logsumexp": lambda v, axis, keepdims: np.log(np.sum(np.exp(v), axis=axis,
+                                                                            keepdims=keepdims))}[op]
+    for keepdims in (False, True):
+        got = getattr(rt, op)(t, axis=axis, keepdims=keepdims)
+        close(got, f(xd, axis=axis, keepdims=keepdims), rtol=1e-5)
+    # non-contiguous input (transposed view), reduced without a copy
+    close(getattr(rt, op)(rt.permute(t, 2, 0, 1), axis=0),
+          f(np.transpose(xd, (2, 0, 1)), axis=0, keepdims=False), rtol=1e-5)
+
+
+def test_reduce_long_and_columns(dev, big):
+    n = 1 << 20 if big else 300           # two-pass path (partials + finish)
+    x = data((n,), F32, seed=5)
+    t = rt.tensor(x, device=dev)
+    close(rt.sum(t), x.astype(np.float64).sum(), rtol=1e-5)
+    close(rt.max(t), x.max())
+    m = data((257 if big else 70, 40), F32, seed=6)   # column path (sum over axis 0)
+    tm = rt.tensor(m, device=dev)
+    close(rt.sum(tm, axis=0), m.astype(np.float64).sum(0), rtol=1e-5)
+    close(rt.min(tm, axis=0), m.min(0))
+    close(rt.var(tm, axis=0, ddof=1), m.astype(np.float64).var(0, ddof=1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64, B])
+def test_reduce_int_bool(dev, dtype, n):
+    x = data((3, n), dtype, seed=7)
+    t = rt.tensor(x, device=dev)
+    close(rt.sum(t), x.astype(np.int64).sum())
+    close(rt.sum(t, axis=1), x.astype(np.int64).sum(1))
+    close(rt.max(t, axis=0), x.max(0))
+    close(rt.min(t), x.min())
+
+
+def test_reduce_nan_and_empty(dev):
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -np.inf]], np.float32)
+    t = rt.tensor(x, device=dev)
+    close(rt.max(t, axis=1), np.array([np.nan, 5.0]))
+    close(rt.min(t, axis=1), np.array([np.nan, -np.inf]))
+    close(rt.logsumexp(t, axis=1), np.array([np.nan, np.log(np.exp(4.0) + np.exp(5.0))]), rtol=1e-5)
+    e = rt.tensor(np.zeros((0, 3), np.float32), device=dev)
+    close(rt.sum(e, axis=0), np.zeros(3))
+    close(rt.prod(e, axis=0), np.ones(3))
+    assert np.isnan(rt.mean(e, axis=0).numpy()).all()
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, B])
+def test_arg_reduce(dev, dtype, n):
+    x = data((4, n, 3), dtype, seed=8)
+    t = rt.tensor(x, device=dev)
+    for f, nf in ((rt.argmax, np.argmax), (rt.argmin, np.argmin)):
+        close(f(t), nf(x))
+        for axis in (0, 1, 2):
+            close(f(t, axis=axis), nf(x, axis=axis))
+            close(f(t, axis=axis, keepdims=True), np.expand_dims(nf(x, axis=axis), axis))
+    y = np.array([[1.0, np.nan, 5.0, np.nan], [2.0, 2.0, 1.0, 2.0]], np.float32)
+    ty = rt.tensor(y, device=dev)
+    close(rt.argmax(ty, axis=1), np.array([1, 0]))
+    close(rt.argmin(ty, axis=1), np.array([1, 2]))
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_softmax(dev, dtype, n):
+    x = data((3, n, 4), dtype, seed=9) * 10
+    t = rt.tensor(x, device=dev)
+    xd = x.astype(np.float64)
+    for axis in (-1, 1, 0):
+        e = np.exp(xd - xd.max(axis=axis, keepdims=True))
+        close(rt.softmax(t, axis=axis), e / e.sum(axis=axis, keepdims=True), rtol=1e-5)
+        lse = np.log(np.exp(xd - xd.max(axis, keepdims=True)).sum(axis, keepdims=True)) + \
+            xd.max(axis, keepdims=True)
+        close(rt.log_softmax(t, axis=axis), xd - lse, rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------- matmul
+@pytest.mark.parametrize("dtype", [F32, F64, I32, I64])
+def test_matmul(dev, dtype, big):
+    m, k, nn = (300, 257, 130) if big else (13, 9, 11)
+    a = data((m, k), dtype, seed=10)
+    b = data((k, nn), dtype, seed=11)
+    ta, tb = rt.tensor(a, device=dev), rt.tensor(b, device=dev)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    close(ta @ tb, want, rtol=1e-4)
+    close(rt.permute(tb, 1, 0) @ rt.permute(ta, 1, 0), want.T, rtol=1e-4)   # strided operands
+    close(ta[0] @ tb, want[0], rtol=1e-4)                                    # 1-D @ 2-D
+    close(ta @ tb[:, 0], want[:, 0], rtol=1e-4)                              # 2-D @ 1-D
+    ab = data((2, 1, m, k), dtype, seed=12)
+    bb = data((3, k, nn), dtype, seed=13)
+    close(rt.tensor(ab, device=dev) @ rt.tensor(bb, device=dev),
+          ab.astype(np.float64) @ bb.astype(np.float64), rtol=1e-4)          # broadcast batch
+
+
+# ------------------------------------------------------------------------------- shape / index
+def test_views_and_copies(dev, n):
+    x = data((2, 3, n), F32, seed=14)
+    t = rt.tensor(x, device=dev)
+    close(rt.permute(t, 2, 0, 1), np.transpose(x, (2, 0, 1)))
+    close(rt.reshape(rt.permute(t, 2, 0, 1), -1), np.transpose(x, (2, 0, 1)).reshape(-1))
+    close(t.T, x.T)
+    close(rt.expand(rt.tensor(x[:, :1], device=dev), 2, 3, n), np.broadcast_to(x[:, :1], (2, 3, n)))
+    close(rt.squeeze(rt.unsqueeze(t, 1), 1), x)
+    close(rt.flatten(t), x.reshape(-1))
+    close(t[1], x[1])
+    close(t[:, ::2, 1:], x[:, ::2, 1:])
+    close(t[..., None], x[..., None])
+    close(t[:, ::-1], x[:, ::-1])
+    close(rt.cat([t, t[:, :1]], axis=1), np.concatenate([x, x[:, :1]], 1))
+    close(rt.stack([t, t], axis=2), np.stack([x, x], 2))
+    parts = rt.split(t, 1, axis=1)
+    for p, q in zip(parts, np.split(x, 3, axis=1)):
+        close(p, q)
+    y = x.copy()
+    y[:, 1:3, ::2] = 7.0
+    close(rt.slice_assign(t, (slice(None), slice(1, 3), slice(None, None, 2)), 7.0), y)
+    v = data((2, 3), F32, seed=15)
+    y = x.copy()
+    y[:, :, 0] = v
+    close(rt.slice_assign(t, (slice(None), slice(None), 0), rt.tensor(v, device=dev)), y)
+
+
+def test_take_gather(dev, n):
+    x = data((3, n), F32, seed=16)
+    t = rt.tensor(x, device=dev)
+    idx = np.array([[0, -1], [2, 1]])
+    close(rt.take(t, rt.tensor(idx, device=dev), axis=0), np.take(x, idx, axis=0))
+    close(rt.take(t, rt.tensor(np.array([n - 1, 0], np.int32), device=dev), axis=1),
+          np.take(x, [n - 1, 0], axis=1))
+    close(rt.take(t, rt.tensor(np.array([5, -2]), device=dev)), np.take(x, [5, -2]))
+    gi = np.random.default_rng(0).integers(-3, 3, size=(2, n))
+    close(rt.gather(t, 0, rt.tensor(gi, device=dev)), np.take_along_axis(x, gi % 3, 0))
+    with pytest.raises(IndexError, match=r"index 7 is out of bounds for axis 0 with size 3"):
+        rt.take(t, rt.tensor(np.array([0, 7, 9]), device=dev), axis=0)
+    with pytest.raises(IndexError, match=r"index -4 is out of bounds for axis 0 with size 3"):
+        rt.gather(t, 0, rt.tensor(np.full((1, n), -4), device=dev))
+
+
+# ------------------------------------------------------------------------------- creation
+def test_creation(dev, n):
+    close(rt.zeros(2, n, device=dev), np.zeros((2, n)))
+    close(rt.full((2, 3), 2.5, device=dev), np.full((2, 3), 2.5))
+    close(rt.full((2, 3), 7, dtype=rt.int32, device=dev), np.full((2, 3), 7))
+    close(rt.arange(n, device=dev), np.arange(n))
+    close(rt.arange(0.5, 3.0, 0.25, device=dev), np.arange(0.5, 3.0, 0.25))
+    close(rt.eye(3, 4, device=dev), np.eye(3, 4))
+    assert rt.empty(0, 3, device=dev).numpy().shape == (0, 3)
+
+
+def test_random_matches_cpu(cuda_dev, big):
+    shape = (64, 1000) if big else (5, 7)
+    for dtype in (rt.float32, rt.float64):
+        rt.manual_seed(123, device=rt.cpu())
+        rt.manual_seed(123, device=cuda_dev)
+        c = rt.rand(*shape, dtype=dtype, device=rt.cpu()).numpy()
+        g = rt.rand(*shape, dtype=dtype, device=cuda_dev).numpy()
+        np.testing.assert_array_equal(g, c)          # bit-for-bit
+        cn = rt.randn(*shape, dtype=dtype, device=rt.cpu()).numpy()
+        gn = rt.randn(*shape, dtype=dtype, device=cuda_dev).numpy()
+        np.testing.assert_allclose(gn, cn, rtol=1e-13 if dtype is rt.float64 else 1e-6, atol=1e-13)
