@@ -28,6 +28,22 @@ __all__ = ["CompiledGraph"]
 _NO_FOLD = ("create", "custom")
 
 
+def _drop_dead(graph: CapturedGraph) -> CapturedGraph:
+    """The graph without ops whose values nothing reads (creation and custom ops are kept:
+    they may draw random numbers or have effects)."""
+    live = set(graph.outputs)
+    keep = []
+    for op in reversed(graph.operations):
+        fam = CATALOGUE[op.op].family if op.op in CATALOGUE else "custom"
+        if op.op == "init" or fam in _NO_FOLD or any(t.id in live for t in op.outputs):
+            keep.append(op)
+            live.update(t.id for t in op.inputs)
+    if len(keep) == len(graph.operations):
+        return graph
+    keep.reverse()
+    return CapturedGraph(keep, graph.inputs, graph.outputs, graph.values, graph._tensors)
+
+
 class CompiledGraph:
     """An executable: ``exe(*inputs)`` returns what ``graph.run(*inputs, device=...)`` returns;
     ``explain()`` lists the generated kernels and the ops each covers."""
@@ -58,6 +74,7 @@ class CompiledGraph:
                 tid = op.outputs[0].id
                 if tid not in graph.inputs and tid not in self.params:
                     self.params[tid] = dispatch.create("init", dev, {"value": work.values[tid]})
+        work = _drop_dead(work)
         self._work = work
         self.steps = plan_fusion(work)
         self._build_plan()

@@ -164,8 +164,37 @@ def plan_fusion(graph, min_ops: int = 2):
     groups: dict = {}
     row_out_nokeep: set = set()         # op indices of keepdims=False reductions (output only)
 
+    alias: dict = {}                    # merged gid -> gid it was merged into
+
+    def resolve(gid):
+        while gid in alias:
+            gid = alias[gid]
+        return gid
+
     def tdeps(tid):
-        return deps.get(tid, frozenset())
+        return {resolve(x) for x in deps.get(tid, ())}
+
+    def ext_inputs(g):
+        for m in g.members:
+            for t in ops[m].inputs:
+                pk = producer.get(t.id)
+                if pk is None or group_of.get(pk) is not g:
+                    yield t.id
+
+    def try_merge(a, b):
+        """Merge elementwise group b into a (same shape) when neither reads the other
+        through an outside op."""
+        if any(a.gid in tdeps(t) for t in ext_inputs(b) if group_of.get(producer.get(t)) is not a):
+            return False
+        if any(b.gid in tdeps(t) for t in ext_inputs(a) if group_of.get(producer.get(t)) is not b):
+            return False
+        for m in b.members:
+            group_of[m] = a
+            a.level[m] = b.level[m]
+        a.members = sorted(a.members + b.members)
+        alias[b.gid] = a.gid
+        del groups[b.gid]
+        return True
 
     def can_join(g, k, op):
         # every operand not produced in g must not depend on g (no cycle through outside ops)
@@ -209,6 +238,13 @@ def plan_fusion(graph, min_ops: int = 2):
                 pk = producer.get(t.id)
                 if pk is not None and pk in group_of and group_of[pk] not in cands:
                     cands.append(group_of[pk])
+            if ew and len(cands) > 1:
+                # independent elementwise chains meeting here: merge them into one group
+                main = max(cands, key=lambda g: (g.kind != "elementwise", g.members[-1]))
+                for g in list(cands):
+                    if g is not main and g.kind == "elementwise" and g.shape == main.shape \
+                            and tuple(op.outputs[0].shape) == main.shape and try_merge(main, g):
+                        cands.remove(g)
             for g in sorted(cands, key=lambda g: -g.members[-1]):
                 if red and g.kind == "matmul":
                     continue
@@ -261,8 +297,11 @@ def plan_fusion(graph, min_ops: int = 2):
     # build programs; a group whose cost is not worth a kernel runs unfused
     programs: dict = {}
     for g in groups.values():
-        if len(g.members) < min_ops:
-            continue
+        if not any(ops[k].outputs[0].id in graph_outputs or ops[k].outputs[0].id in needed_outside
+                   for k in g.members):
+            continue  # dead group (its values are never read)
+        if len(g.members) < min_ops and g.kind != "rows":
+            continue  # a lone row reduction/softmax still gains (one pass, fast exp)
         if g.kind == "matmul" and len(g.members) == 1:
             continue
         programs[g.gid] = _build_program(g, ops, producer, group_of, graph_outputs,
