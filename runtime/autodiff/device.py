@@ -12,6 +12,8 @@ from .checkpoint import STRATEGIES
 from .gradients import Gradients
 from .grad_mode import _mode
 
+from ..dispatch import dispatch as _dispatch  # noqa: E402
+
 __all__ = ["AutodiffDevice", "AutodiffValue", "autodiff", "from_inner"]
 
 
@@ -83,7 +85,10 @@ class AutodiffDevice(Device):
         record = tracked and _mode.disabled == 0 and spec.differentiable
         if record and spec.backward is None:
             raise AutodiffNotMarkedError()
-        out = self.inner.execute(spec, tuple(inner_args), attrs, shape, dtype)
+        if attrs:
+            out = self.inner.execute(spec, tuple(inner_args), attrs, shape, dtype)
+        else:   # attr-less ops go back through dispatch, which has a fast path for plain devices
+            out = _dispatch(spec.name, tuple(inner_args), None)
         node = None
         if record and dtype.is_float:
             node = tape.record(spec.backward, spec, attrs, tuple(inputs), out, self.checkpointing)
