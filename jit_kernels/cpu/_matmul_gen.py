@@ -123,11 +123,11 @@ def pack_a(a, aoff, sam, sak, mc, kc, Ap, dst0):
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
-def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T):
-    """C[coff: mc x nc, row stride ldc] (+)= packed A block @ packed B block."""
+def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T, jr0, jr1):
+    """C[coff: mc x nc, row stride ldc] (+)= packed A block @ packed B block, for the NR-wide
+    column slivers jr0 <= jr < jr1."""
     nir = (mc + MR - 1) // MR
-    njr = (nc + NR - 1) // NR
-    for jr in range(njr):
+    for jr in range(jr0, jr1):
         nv = min(NR, nc - jr * NR)
         for ir in range(nir):
             mv = min(MR, mc - ir * MR)
@@ -170,7 +170,7 @@ def gemm_one(a, ao, sam, sak, b, bo, sbk, sbn, c, co, M, N, K, zero, Ap, Bp, T):
             for ic in range(0, M, MC):
                 mc = min(MC, M - ic)
                 pack_a(a, ao + ic * sam + pc * sak, sam, sak, mc, kc, Ap, 0)
-                macro(Ap, 0, Bp, mc, nc, kc, c, co + ic * N + jc, N, pc == 0, zero, T)
+                macro(Ap, 0, Bp, mc, nc, kc, c, co + ic * N + jc, N, pc == 0, zero, T, 0, njr)
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
@@ -196,13 +196,18 @@ def gemm_batch(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero):
 
 
 @njit(cache=True, error_model='numpy', nogil=True, parallel=True)
-def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero):
+def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, ngroups):
+    """Per batch element, per (NC, KC) block: B packed by prange over NR slivers, then a prange
+    over tasks (row panel of MC rows) x (``ngroups`` groups of column slivers); each task packs
+    its own A panel (a panel is packed ``ngroups`` times: use ngroups > 1 only when M has too
+    few panels to keep the threads busy)."""
     nic = (M + MC - 1) // MC
     kmax = min(K, KC)
     ncmax = min(N, NC)
-    Ap = np.empty(nic * MC * kmax, c.dtype)
+    ntask = nic * ngroups
+    Ap = np.empty(ntask * MC * kmax, c.dtype)
     Bp = np.empty(((ncmax + NR - 1) // NR) * NR * kmax, c.dtype)
-    T = np.empty(nic * MR * NR, c.dtype)
+    T = np.empty(ntask * MR * NR, c.dtype)
     for bi in range(B):
         abase = ao + bi * sab
         bbase = bo + bi * sbb
@@ -214,12 +219,18 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero):
                 kc = min(KC, K - pc)
                 for jr in prange(njr):
                     pack_b(b, bbase + pc * sbk + jc * sbn, sbk, sbn, kc, nc, Bp, jr)
-                for ic in prange(nic):
+                for t in prange(ntask):
+                    ic = t // ngroups
+                    g = t - ic * ngroups
                     i0 = ic * MC
                     mc = min(MC, M - i0)
-                    pack_a(a, abase + i0 * sam + pc * sak, sam, sak, mc, kc, Ap, ic * MC * kmax)
-                    macro(Ap, ic * MC * kmax, Bp, mc, nc, kc, c, cbase + i0 * N + jc, N,
-                          pc == 0, zero, T[ic * MR * NR:(ic + 1) * MR * NR])
+                    jr0 = (njr * g) // ngroups
+                    jr1 = (njr * (g + 1)) // ngroups
+                    if jr1 > jr0:
+                        pack_a(a, abase + i0 * sam + pc * sak, sam, sak, mc, kc, Ap,
+                               t * MC * kmax)
+                        macro(Ap, t * MC * kmax, Bp, mc, nc, kc, c, cbase + i0 * N + jc, N,
+                              pc == 0, zero, T[t * MR * NR:(t + 1) * MR * NR], jr0, jr1)
 '''
 
 

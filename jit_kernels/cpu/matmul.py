@@ -14,13 +14,13 @@ import threading
 import numpy as np
 from numba import njit, prange
 
-from jit_kernels.cpu._layout import flat_base
+from jit_kernels.cpu._layout import flat_base, nthreads
 
 MB = 32
 KB = 256
 NB = 512
 
-GEMM_MIN = 1 << 15  # M*N*K below which the blocked kernel (no packing) is used
+GEMM_MIN = 1 << 12  # M*N*K below which the blocked kernel (no packing) is used
 GEMM_PAR_MIN = 1 << 20  # total multiply-adds below which the packed gemm runs serially
 
 
@@ -108,8 +108,9 @@ def _gemm_module(dtype):
             numba.config.SLP_VECTORIZE = old
         mod.uk.disable_compile()  # never a second, scalar specialisation
         dsig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
-        for f in (mod.gemm_serial, mod.gemm_batch, mod.gemm_rows):
+        for f in (mod.gemm_serial, mod.gemm_batch):
             f.compile(dsig)
+        mod.gemm_rows.compile(dsig + (i,))
         _GEMM[dtype] = mod
         return mod
 
@@ -170,8 +171,16 @@ def _gemm(a, b, out, Bo, M, N, K):
     work = Bo * M * N * K
     if work < GEMM_PAR_MIN:
         mod.gemm_serial(*args)
-    elif Bo >= 2 and M <= 2 * _CFG[dt][2]:
+        return out
+    MR, NR, MC = _CFG[dt][:3]
+    nic = (M + MC - 1) // MC
+    nt = nthreads()
+    if Bo >= nt and nic < 2 * nt:
         mod.gemm_batch(*args)
-    else:
-        mod.gemm_rows(*args)
+        return out
+    ngroups = 1
+    if nic < 2 * nt:  # too few row panels: split the column slivers of each too
+        njr = (min(N, _CFG[dt][4]) + NR - 1) // NR
+        ngroups = max(1, min(njr // 4, (2 * nt + nic - 1) // nic))
+    mod.gemm_rows(*args, ngroups)
     return out
