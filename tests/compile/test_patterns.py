@@ -1,0 +1,198 @@
+"""Softmax, layer-norm and MLP inference graphs compile and match ``run``; explain(); errors;
+unfusable ops through dispatch; recycled output buffers never clobber live results."""
+import numpy as np
+import pytest
+
+import runtime as rt
+import runtime.nn.functional as F
+
+RNG = np.random.default_rng(11)
+
+
+def _close(got, want, rtol=2e-6, atol=1e-7):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype is w.dtype
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=rtol, atol=atol)
+
+
+def _kinds(exe):
+    return [p.kind for p in exe.programs]
+
+
+@pytest.mark.parametrize("shape", [(7, 33), (2, 3, 300), (64, 1000)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax(shape, log):
+    x = RNG.standard_normal(shape).astype(np.float32) * 4
+    f = rt.log_softmax if log else rt.softmax
+    g = rt.capture(lambda t: f(t * 0.5 + 1.0, axis=-1), x)
+    exe = g.compile()
+    assert _kinds(exe) == ["rows"] and len(exe.programs[0].ops) == 3
+    _close(exe(x), g.run(x))
+
+
+def test_softmax_float64_and_special_values():
+    x = RNG.standard_normal((5, 40))
+    x[1, 3] = np.inf
+    x[2, :] = -np.inf
+    x[3, 7] = np.nan
+    g = rt.capture(lambda t: rt.softmax(t, axis=-1), x)
+    _close(g.compile()(x), g.run(x), rtol=1e-12)
+    x32 = x.astype(np.float32)
+    g = rt.capture(lambda t: rt.softmax(t, axis=-1), x32)
+    got, want = g.compile()(x32)[0].numpy(), g.run(x32)[0].numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7, equal_nan=True)
+
+
+def layer_norm(x, w, b, eps=1e-5):
+    m = rt.mean(x, axis=-1, keepdims=True)
+    d = x - m
+    v = rt.mean(d * d, axis=-1, keepdims=True)
+    return d * rt.rsqrt(v + eps) * w + b
+
+
+def test_layer_norm_one_kernel():
+    x = RNG.standard_normal((3, 50, 96)).astype(np.float32)
+    w = RNG.standard_normal(96).astype(np.float32)
+    b = RNG.standard_normal(96).astype(np.float32)
+    g = rt.capture(lambda t: layer_norm(t, rt.tensor(w, device=t.device),
+                                        rt.tensor(b, device=t.device)), x)
+    exe = g.compile()
+    assert _kinds(exe) == ["rows"]
+    assert len(exe.programs[0].ops) == 9
+    _close(exe(x), g.run(x), rtol=1e-5, atol=1e-6)
+    mu = x.mean(-1, keepdims=True)
+    ref = (x - mu) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w + b
+    np.testing.assert_allclose(exe(x)[0].numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_reduction_prologue_epilogue_and_intermediate_outputs():
+    x = RNG.standard_normal((40, 64)).astype(np.float32)
+
+    def fn(t):
+        y = rt.exp(t * 0.1)
+        s = rt.sum(y, axis=-1, keepdims=True)
+        mx = rt.max(t, axis=-1)              # keepdims=False: an output only
+        mn = rt.min(t, axis=1, keepdims=True)
+        return y / s, s, mx, t - mn, y
+
+    g = rt.capture(fn, x)
+    exe = g.compile()
+    assert set(_kinds(exe)) == {"rows"}
+    # exp, sum and the division share one kernel; max/min of the raw input get their own
+    assert [len(p.ops) for p in exe.programs][0] == 4
+    _close(exe(x), g.run(x))
+
+
+def mlp(t, params):
+    h = t
+    for i, (w, b) in enumerate(params):
+        h = F.linear(h, rt.tensor(w, device=t.device), rt.tensor(b, device=t.device))
+        if i < len(params) - 1:
+            h = rt.gelu(h, approximate="tanh") if i == 0 else rt.relu(h)
+    return rt.softmax(h, axis=-1)
+
+
+def test_mlp_inference():
+    sizes = (20, 32, 16, 5)
+    params = [((RNG.standard_normal((o, i)) / np.sqrt(i)).astype(np.float32),
+               RNG.standard_normal(o).astype(np.float32)) for i, o in zip(sizes[:-1], sizes[1:])]
+    x = RNG.standard_normal((256, 20)).astype(np.float32)
+    g = rt.capture(lambda t: mlp(t, params), x)
+    exe = g.compile()
+    assert _kinds(exe) == ["matmul", "matmul", "matmul", "rows"]
+    assert len(exe.folded) == 3   # the weight transposes, folded into constants
+    _close(exe(x), g.run(x), rtol=1e-5, atol=1e-6)
+    text = exe.explain()
+    assert text.count("kernel ") == 4 and "gelu_tanh" in text and "folded: " in text
+
+
+def test_unfusable_ops_run_through_dispatch():
+    x = RNG.standard_normal((6, 8)).astype(np.float32)
+    idx = np.array([0, 3, 5])
+
+    def fn(t):
+        y = rt.relu(t * 2.0 - 1.0)
+        z = y.reshape(8, 6).T                # shape ops: dispatch
+        w = rt.take(z, rt.tensor(idx, device=t.device), axis=0)
+        return rt.tanh(w) + 1.0, rt.var(y, axis=0), rt.argmax(y, axis=1)
+
+    g = rt.capture(fn, x)
+    exe = g.compile()
+    text = exe.explain()
+    assert "dispatch: " in text and "take" in text and "kernel 0: elementwise" in text
+    got, want = exe(x), g.run(x)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+
+
+def test_explain_lists_kernels_and_covered_ops():
+    x = RNG.standard_normal((4, 5)).astype(np.float32)
+    g = rt.capture(lambda t: rt.sigmoid(t * 3.0 + 1.0), x)
+    exe = g.compile()
+    lines = exe.explain().splitlines()
+    assert lines[0].startswith("CompiledGraph on cpu: 1 fused kernel(s)")
+    assert lines[1].startswith("kernel 0: elementwise shape=[4, 5]")
+    assert [ln.split("=")[1].split("(")[0].strip() for ln in lines[2:5]] == ["mul", "add", "sigmoid"]
+
+
+def test_recycled_outputs_do_not_clobber_live_results():
+    x = RNG.standard_normal(600_000).astype(np.float32)   # > pooled size
+    g = rt.capture(lambda t: rt.relu(t * 2.0 + 1.0), x)
+    exe = g.compile()
+    first = exe(x)[0]
+    kept = first.numpy().copy()
+    arr_view = np.asarray(first)
+    second = exe(x * 0)[0]                   # must not reuse first's buffer
+    np.testing.assert_array_equal(first.numpy(), kept)
+    np.testing.assert_array_equal(arr_view, kept)
+    np.testing.assert_array_equal(second.numpy(), np.ones_like(x))
+    del first, arr_view
+    third = exe(x)[0]
+    np.testing.assert_array_equal(third.numpy(), kept)
+    np.testing.assert_array_equal(second.numpy(), np.ones_like(x))
+
+
+def test_inputs_checked_like_run():
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    g = rt.capture(lambda t: rt.exp(t) + 1.0, x)
+    exe = g.compile()
+    with pytest.raises(rt.ShapeError):
+        exe(np.zeros((4, 3), np.float32))
+    with pytest.raises(rt.DTypeError):
+        exe(np.zeros((3, 4), np.float64))
+    with pytest.raises(TypeError):
+        exe()
+    np.testing.assert_array_equal(exe(rt.tensor(x))[0].numpy(), g.run(x)[0].numpy())
+
+
+def test_compile_on_autodiff_raises():
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    g = rt.capture(lambda t: rt.exp(t) + 1.0, x)
+    with pytest.raises(rt.CaptureError, match="inference") as exc:
+        g.compile(rt.autodiff(rt.cpu()))
+    assert exc.value.kind == "CompileOnAutodiff"
+
+
+def test_compile_on_capture_device_raises():
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    g = rt.capture(lambda t: rt.exp(t) + 1.0, x)
+    with pytest.raises(rt.CaptureError):
+        g.compile(rt.CaptureDevice())
+
+
+def test_compile_on_unusable_cuda_names_the_device():
+    import runtime.dispatch as dispatch
+    from runtime.capture.compiled import CompiledGraph
+    from runtime.device import PlainDevice
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    g = rt.capture(lambda t: rt.exp(t) + 1.0, x)
+    dev = PlainDevice("cuda", 0)
+    try:
+        ks = dispatch.kernels_for(dev)
+    except rt.DeviceError:
+        ks = None
+    if ks is not None and callable(getattr(ks, "fused", None)):
+        pytest.skip("the cuda kernel set has fused kernels")
+    with pytest.raises(rt.DeviceError, match="cuda"):
+        CompiledGraph(g, dev)
