@@ -504,12 +504,15 @@ def erf_f32(x):
 # =============================================================================================
 # sin, cos
 #
-# Reduction in float64 for both dtypes: k = round(x*2/pi) (shifter trick; the quadrant is the low
-# bits of the shifted value), r = x - k*pi/2 with a three-part pi/2 (Cody–Waite, fma; the first
-# step is exact).  Then sin/cos of r in [-pi/4, pi/4]: float64 fdlibm's kernel polynomials,
-# float32 Taylor polynomials evaluated in float64 and rounded.  Beyond |x| > 2^28 (float32) /
-# 2^20 (float64) the reduction would lose bits, so those inputs take libm in a branch (finite
-# huge inputs only; inf/nan go through the fast path and give nan).
+# Reduction in float64: k = round(x*2/pi) (shifter trick; the quadrant is the low bits of the
+# shifted value), r = x - k*pi/2 with a three-part pi/2 (Cody–Waite, fma; the first step is
+# exact), then sin/cos of r in [-pi/4, pi/4] by polynomials.
+# float32, whole range without a branch: |x| = M * 2^E (M the 24-bit integer significand) is
+# first replaced by M * c(E) with c(E) = 2^E mod 2*pi from a 256-entry double-double table
+# (c = 2^E itself for E <= 2, so ordinary inputs are unchanged); M * c < 2^27 is formed exactly
+# (fma two-product) and reduced as above.  Polynomials: Taylor in float64, rounded once.
+# float64: the same reduction directly on x for |x| <= 2^20; larger finite inputs call libm
+# through a call LLVM may not speculate, so that branch makes the float64 loop scalar.
 
 _TWO_OVER_PI = 0.6366197723675814
 _PIO2_1 = 1.5707963267948966
@@ -519,11 +522,32 @@ _S64 = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.984126982985
         2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
 _C64 = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
         -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
-_TRIG_BIG32 = 268435456.0        # 2^28
 _TRIG_BIG64 = 1048576.0          # 2^20
 # Taylor coefficients for the float32 path (|r| <= pi/4: truncation < 1e-11 relative)
 _ST = tuple((-1.0) ** i / math.factorial(2 * i + 1) for i in range(1, 6))    # x^3 .. x^11
 _CT = tuple((-1.0) ** i / math.factorial(2 * i) for i in range(1, 7))        # x^2 .. x^12
+
+
+def _two_pi_table():
+    """c(E) = 2^E mod 2pi as (hi, lo) doubles for every float32 biased exponent (E = b - 150;
+    b = 0 denormals use E = -149; b = 255 inf/nan -> nan)."""
+    from fractions import Fraction
+    pi = Fraction("3.14159265358979323846264338327950288419716939937510582097494459230781640628"
+                  "62089986280348253421170679821480865132823066470938446095505822317253594081")
+    hi = np.empty(256)
+    lo = np.empty(256)
+    for b in range(256):
+        e = -149 if b == 0 else b - 150
+        c = Fraction(2) ** e
+        if e >= 3:
+            c = c - 2 * pi * int(c / (2 * pi))
+        h = float(c)
+        hi[b], lo[b] = h, float(c - Fraction(h))
+    hi[255] = lo[255] = np.nan
+    return hi, lo
+
+
+_C2PI_HI, _C2PI_LO = _two_pi_table()
 
 
 @njit(inline="always", error_model="numpy")
@@ -533,6 +557,26 @@ def _reduce_pio2(x):
     r = _fma(k, -_PIO2_1, x)
     r = _fma(k, -_PIO2_2, r)
     r = _fma(k, -_PIO2_3, r)
+    return r, _f64_bits(z)
+
+
+@njit(inline="always", error_model="numpy")
+def _reduce_pio2_f32(ax):
+    """(r, quadrant bits) for a float32 |x| of any size (see above)."""
+    b = _f32_bits(ax)
+    e = b >> 23
+    mant = b & 0x007FFFFF
+    m = np.float64(mant | (0x00800000 if e > 0 else 0))
+    ch = _C2PI_HI[e]
+    cl = _C2PI_LO[e]
+    p = m * ch
+    perr = _fma(m, ch, -p)                      # m*ch = p + perr exactly
+    z = _fma(p, _TWO_OVER_PI, _SHIFT64)
+    k = z - _SHIFT64
+    r = _fma(k, -_PIO2_1, p)
+    r = _fma(k, -_PIO2_2, r)
+    r = _fma(k, -_PIO2_3, r)
+    r = r + _fma(m, cl, perr)
     return r, _f64_bits(z)
 
 
@@ -573,36 +617,49 @@ def _cos_t(z):
 
 
 @njit(inline="always", error_model="numpy")
-def _sincos32(x, shift):
-    r, q = _reduce_pio2(np.float64(x))
+def _sincos32(ax, shift):
+    r, q = _reduce_pio2_f32(ax)
     q = q + shift
     z = r * r
     v = _cos_t(z) if q & 1 else _sin_t(r, z)
-    return _f32(-v if q & 2 else v)
+    return -v if q & 2 else v
+
+
+@_intrinsic
+def _libm_call(typingctx, x, which):
+    """Plain C call to libm ``sin``/``cos`` (double).  Not the ``llvm.sin`` intrinsic on
+    purpose: that one is speculatable, so LLVM hoists it out of the rare branch and evaluates
+    libm for every element (35 ns/element)."""
+    if x != _types.float64 or not isinstance(which, _types.StringLiteral):
+        return None
+    name = which.literal_value
+
+    def codegen(context, builder, sig, args):
+        d = _ir.DoubleType()
+        fn = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(d, [d]), name)
+        return builder.call(fn, [args[0]])
+    return _types.float64(x, which), codegen
 
 
 @njit(inline="always", error_model="numpy")
 def sin_f32(x):
-    """float32 sine.  Max error 1 ulp (measured 0.50 ulp); |x| > 2^28 uses libm."""
-    if _fabs(x) > _TRIG_BIG32 and x == x + _ZERO32 * x:   # finite and huge
-        return _f32(math.sin(np.float64(x)))
-    v = _sincos32(x, 0)
+    """float32 sine, whole range, no branch.  Max error 1 ulp (measured 0.50 ulp)."""
+    v = _f32(_sincos32(_fabs(x), 0))
+    v = -v if x < _ZERO32 else v
     return x if x == _ZERO32 else v                  # keeps -0
 
 
 @njit(inline="always", error_model="numpy")
 def cos_f32(x):
-    """float32 cosine.  Max error 1 ulp (measured 0.50 ulp); |x| > 2^28 uses libm."""
-    if _fabs(x) > _TRIG_BIG32 and x == x + _ZERO32 * x:
-        return _f32(math.cos(np.float64(x)))
-    return _sincos32(x, 1)
+    """float32 cosine, whole range, no branch.  Max error 1 ulp (measured 0.50 ulp)."""
+    return _f32(_sincos32(_fabs(x), 1))
 
 
 @njit(inline="always", error_model="numpy")
 def sin_f64(x):
     """float64 sine.  Max error 1.5 ulp (measured 1.46 ulp); |x| > 2^20 uses libm."""
-    if _fabs(x) > _TRIG_BIG64 and x == x + 0.0 * x:
-        return math.sin(x)
+    if _fabs(x) > _TRIG_BIG64 and _fabs(x) < _INF64:
+        return _libm_call(x, "sin")
     v = _sincos64(x, 0)
     return x if x == 0.0 else v                      # keeps -0
 
@@ -610,9 +667,10 @@ def sin_f64(x):
 @njit(inline="always", error_model="numpy")
 def cos_f64(x):
     """float64 cosine.  Max error 1.5 ulp (measured 1.44 ulp); |x| > 2^20 uses libm."""
-    if _fabs(x) > _TRIG_BIG64 and x == x + 0.0 * x:
-        return math.cos(x)
+    if _fabs(x) > _TRIG_BIG64 and _fabs(x) < _INF64:
+        return _libm_call(x, "cos")
     return _sincos64(x, 1)
+
 
 # =============================================================================================
 # pow
