@@ -20,7 +20,7 @@ MB = 32
 KB = 256
 NB = 512
 
-GEMM_MIN = 1 << 12  # M*N*K below which the blocked kernel (no packing) is used
+GEMM_MIN = 1 << 15  # M*N*K below which ``_mm_small`` (no packing, no blocking) is used
 GEMM_PAR_MIN = 1 << 20  # total multiply-adds below which the packed gemm runs serially
 
 
@@ -69,8 +69,8 @@ def _mm_par(a, ao, sab, sam, sak, b, bo, sbb, sbk, c, B, M, N, K):
 
 # (MR, NR, MC, KC, NC) per float dtype: an 8 x 32 float32 tile is 16 zmm accumulators (AVX-512).
 _CFG = {
-    np.dtype(np.float32): (8, 32, 64, 256, 1024),
-    np.dtype(np.float64): (8, 16, 64, 256, 1024),
+    np.dtype(np.float32): (8, 32, 64, 512, 2048),
+    np.dtype(np.float64): (8, 16, 64, 512, 2048),
 }
 _GEMM: dict = {}
 _GEMM_LOCK = threading.Lock()
@@ -121,18 +121,38 @@ def warmup():
         _gemm_module(dt)
 
 
+@njit(cache=True, error_model="numpy", fastmath={"contract"})
+def _mm_small(a, b, out):
+    """Tiny products (M*N*K < GEMM_MIN): the 3-D views as they are, no packing, no blocking
+    (one specialisation per dtype and layout kind; the call is the cost here)."""
+    Bo, M, N = out.shape
+    K = a.shape[2]
+    for bi in range(Bo):
+        ai = bi if a.shape[0] > 1 else 0
+        bj = bi if b.shape[0] > 1 else 0
+        for i in range(M):
+            for j in range(N):
+                out[bi, i, j] = 0
+            for k in range(K):
+                aik = a[ai, i, k]
+                for j in range(N):
+                    out[bi, i, j] += aik * b[bj, k, j]
+
+
 def matmul(a, b):
     B, M, K = a.shape
     N = b.shape[2]
     Bo = max(B, b.shape[0])
     out = np.empty((Bo, M, N), dtype=a.dtype)
-    if out.size == 0:
+    if M * N * K < GEMM_MIN:
+        if out.size:
+            _mm_small(a, b, out)
         return out
     from jit_kernels.cpu import memory, shape
     if K == 0:
         return memory.fill(out, 0)
     dt = out.dtype
-    if dt in _CFG and M * N * K >= GEMM_MIN:
+    if dt in _CFG and M >= 4:
         return _gemm(a, b, out, Bo, M, N, K)
     if b.shape[2] > 1 and b.strides[2] != b.itemsize:
         if b.strides[0] == 0:
