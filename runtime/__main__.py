@@ -15,10 +15,13 @@ def main(argv=None) -> int:
     if cmd == "demo":
         from .demo import main as demo
         return demo(argv[1:])
+    if cmd == "warmup":
+        from .warmup import main as warmup
+        return warmup(argv[1:])
     if cmd == "bench":
         from bench.__main__ import main as bench
         return bench(argv[1:])
-    print("usage: python -m runtime {devices|demo|bench}")
+    print("usage: python -m runtime {devices|demo|warmup|bench}")
     return 0 if cmd in ("help", "-h", "--help") else 2
 
 

@@ -62,13 +62,105 @@ def _mix(name: str, d1: Device, d2: Device) -> Device:
                               f"(in {name})")
 
 
+# Per-op decisions for the small-op fast path: (op, plain device kind, shape/dtype or scalar type
+# per operand) -> (spec, shape, dtype, fn), where fn(payloads...) is the kernel set's prepared kernel
+# for those dtypes.  Filled by ``_dispatch`` after a successful infer for attr-less unary/binary
+# ops on plain devices; an entry is used only while the catalogue still holds the same spec.
+_FAST: dict = {}
+_FAST_MAX = 8192
+_SCALAR_TYPES = (int, float, bool)
+_wrap = Tensor._wrap
+
+
 def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
     """Run catalogue op ``name`` on ``args`` (tensors and Python scalars)."""
+    if attrs is None:
+        n = len(args)
+        if n == 2:
+            a, b = args
+            if type(a) is Tensor:
+                dev = a.device
+                if type(b) is Tensor:
+                    if b.device is dev:
+                        ent = _FAST.get((name, dev.kind, a.shape, a.dtype, b.shape, b.dtype))
+                        if ent is not None and CATALOGUE[name] is ent[0]:
+                            return _wrap(ent[3](a._payload, b._payload), ent[1], ent[2], dev)
+                else:
+                    ent = _FAST.get((name, dev.kind, a.shape, a.dtype, type(b), None))
+                    if ent is not None and CATALOGUE[name] is ent[0]:
+                        return _wrap(ent[3](a._payload, b), ent[1], ent[2], dev)
+            elif type(b) is Tensor:
+                dev = b.device
+                ent = _FAST.get((name, dev.kind, type(a), None, b.shape, b.dtype))
+                if ent is not None and CATALOGUE[name] is ent[0]:
+                    return _wrap(ent[3](a, b._payload), ent[1], ent[2], dev)
+        elif n == 1:
+            a = args[0]
+            if type(a) is Tensor:
+                dev = a.device
+                ent = _FAST.get((name, dev.kind, a.shape, a.dtype))
+                if ent is not None and CATALOGUE[name] is ent[0]:
+                    return _wrap(ent[3](a._payload), ent[1], ent[2], dev)
+    return _dispatch(name, args, attrs)
+
+
+def _dispatch(name, args, attrs):
     spec = CATALOGUE[name]
     attrs = {} if attrs is None else attrs
     device = common_device(name, args)
     shape, dtype = spec.infer(args, attrs)
+    if not attrs and type(device) is PlainDevice and PlainDevice.execute is execute_plain:
+        _remember(name, spec, device, args, shape, dtype)
     return device.execute(spec, args, attrs, shape, dtype)
+
+
+def _remember(name, spec, device, args, shape, dtype) -> None:
+    """Record the fast-path entry for this attr-less unary/binary call when the kernel set
+    offers prepared kernels (``unary_fn``/``binary_fn``)."""
+    if spec.family not in ("unary", "binary") or len(_FAST) >= _FAST_MAX:
+        return
+    from .ops.catalogue import binary_dtypes
+    ks = kernels_for_kind(device.kind)
+    if spec.family == "binary" and len(args) == 2:
+        prep = getattr(ks, "binary_fn", None)
+        if prep is None or spec.kernel.__qualname__ != "_make_binary.<locals>.kernel":
+            return
+        a, b = args
+        ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+        if (ta and type(a) is not Tensor) or (tb and type(b) is not Tensor):
+            return
+        if (not ta and type(a) not in _SCALAR_TYPES) or (not tb and type(b) not in _SCALAR_TYPES):
+            return
+        compute, out = binary_dtypes(name, a, b)
+        fn = prep(name, a.dtype.np if ta else None, b.dtype.np if tb else None, compute.np, out.np)
+        key = (name, device.kind, a.shape if ta else type(a), a.dtype if ta else None,
+               b.shape if tb else type(b), b.dtype if tb else None)
+    elif spec.family == "unary" and len(args) == 1 and type(args[0]) is Tensor:
+        prep = getattr(ks, "unary_fn", None)
+        if prep is None or spec.kernel.__qualname__ != "_make_unary.<locals>.kernel":
+            return
+        a = args[0]
+        fn = prep(name, a.dtype.np, dtype.np)
+        key = (name, device.kind, a.shape, a.dtype)
+    else:
+        return
+    if fn is not None:
+        _FAST[key] = (spec, shape, dtype, fn)
+
+
+def clear_dispatch_cache() -> None:
+    """Forget the cached per-op decisions of the small-op fast path."""
+    _FAST.clear()
+
+
+def empty_cache() -> None:
+    """Release every cached device buffer (each loaded kernel set's ``empty_cache``) and the
+    cached per-op decisions."""
+    _FAST.clear()
+    for ks in list(_KERNELS.values()):
+        fn = getattr(ks, "empty_cache", None)
+        if fn is not None:
+            fn()
 
 
 def create(name: str, device: Device, attrs: dict) -> Tensor:

@@ -16,7 +16,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 import numpy as np  # noqa: E402
 
-from jit_kernels.cpu import elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape  # noqa: E402
+from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape  # noqa: E402
 
 
 class CpuKernels:
@@ -78,6 +78,14 @@ class CpuKernels:
     def binary(self, op, a, b, compute_dtype, out_dtype):
         return elementwise.binary(op, a, b, compute_dtype, out_dtype)
 
+    def binary_fn(self, op, a_dtype, b_dtype, compute_dtype, out_dtype):
+        """Prepared ``binary`` for fixed dtypes (the runtime's small-op fast path caches it)."""
+        return elementwise.binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype)
+
+    def unary_fn(self, op, x_dtype, out_dtype):
+        """Prepared attr-less ``unary`` for a fixed input dtype."""
+        return elementwise.unary_fn(op, x_dtype, out_dtype)
+
     def where(self, cond, a, b, out_dtype):
         return elementwise.where(cond, a, b, out_dtype)
 
@@ -104,6 +112,15 @@ class CpuKernels:
 
     def randn(self, shp, dtype, seed, offset, index=0):
         return _random.randn(shp, dtype, seed, offset, index)
+
+    # -- allocation
+    def empty_cache(self):
+        """Free the caching allocator's pooled blocks; returns the bytes released."""
+        return _pool.empty_cache()
+
+    def memory_stats(self):
+        """The caching allocator's counters (pooled bytes, hits, misses, ...)."""
+        return _pool.stats()
 
     # -- user code
     def custom(self, fn, arrays):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from jit_kernels.codegen import load_generated_module
+from jit_kernels.cpu import _pool
 from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
                                      nthreads, scalar_array, size_of)
 
@@ -211,25 +212,40 @@ def strided_par(shape, {op_args}, out, nchunks):
             _range(lo, hi, shape, {op_args}, out)
 
 
+{flat_fns}
+'''
+
+
+_FLAT_TEMPLATE = '''\
 @njit(cache=True, error_model="numpy")
-def flat_serial({as_}, out):
+def flat_serial{sfx}({args}, out):
     for i in range(out.shape[0]):
-        out[i] = {flat_expr}
+        out[i] = {ser}
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def flat_par({as_}, out, nchunks):
+def flat_par{sfx}({args}, out, nchunks):
     total = out.shape[0]
     chunk = (total + nchunks - 1) // nchunks
     for k in prange(nchunks):
         lo = k * chunk
         hi = min(lo + chunk, total)
         if lo < hi:
-{flat_slices}
+{slices}
             o = out[lo:hi]
             for i in range(hi - lo):
-                o[i] = {flat_expr_v}
+                o[i] = {vec}
 '''
+
+
+def _masks(n):
+    """Operand kinds of the flat kernels: "a" a contiguous array, "s" a scalar (at least one "a")."""
+    out = []
+    for bits in range(1 << n):
+        m = "".join("s" if bits >> i & 1 else "a" for i in range(n))
+        if "a" in m:
+            out.append(m)
+    return out
 
 
 def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
@@ -263,7 +279,17 @@ def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
     lines.append("        for i in range(n):")
     lines.append(f"            o[i] = {call([f'b{i}[p{i} + i * s{i}]' for i in range(n)])}")
 
+    flat_fns = []
+    for mask in _masks(n):
+        sfx = "" if "s" not in mask else "_" + mask
+        args = ", ".join(f"a{i}" for i in range(n))
+        ser = call([f"a{i}[i]" if m == "a" else f"a{i}" for i, m in enumerate(mask)])
+        vec = call([f"v{i}[i]" if m == "a" else f"a{i}" for i, m in enumerate(mask)])
+        slices = "\n".join(f"            v{i} = a{i}[lo:hi]" for i, m in enumerate(mask) if m == "a")
+        flat_fns.append(_FLAT_TEMPLATE.format(sfx=sfx, args=args, ser=ser, vec=vec, slices=slices))
+
     return _TEMPLATE.format(
+        flat_fns="\n\n".join(flat_fns),
         C=_NP_NAME[(cv_dts[1] if op == "where" else cv_dts[0]).name],
         xs=", ".join(f"x{i}" for i in range(n)),
         body=_body(op, kind),
@@ -273,10 +299,6 @@ def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
         pos_init="\n".join(f"        p{i} = o{i} + c * s{i}[nd - 1]" for i in range(n)),
         pos_step="\n".join(f"            p{i} += k * s{i}[d]" for i in range(n)),
         seg_call=", ".join(f"b{i}, p{i}, s{i}[nd - 1]" for i in range(n)),
-        as_=", ".join(f"a{i}" for i in range(n)),
-        flat_expr=call([f"a{i}[i]" for i in range(n)]),
-        flat_slices="\n".join(f"            v{i} = a{i}[lo:hi]" for i in range(n)),
-        flat_expr_v=call([f"v{i}[i]" for i in range(n)]),
     )
 
 
@@ -294,47 +316,172 @@ def _module(op, in_dts, cv_dts, out_dt):
     return mod
 
 
+_ndarray = np.ndarray
+_np_empty = np.empty
+_POOL_MIN = _pool.POOL_MIN_BYTES
+_pool_empty = _pool.empty
+_FLAT: dict = {}     # (op, in dtypes, cv dtypes, out dtype, mask) -> (serial, parallel, out dtype)
+_LAYOUT: dict = {}   # (out shape, ((shape, strides) per operand)) -> (shape i64, [strides i64])
+
+
+def _flat_fns(op, in_dts, cv_dts, out_dt, mask):
+    key = (op, in_dts, cv_dts, out_dt, mask)
+    fns = _FLAT.get(key)
+    if fns is None:
+        in_n = tuple(np.dtype(d) for d in in_dts)
+        cv_n = tuple(np.dtype(d) for d in cv_dts)
+        out_n = np.dtype(out_dt)
+        mod = _module(op, in_n, cv_n, out_n)
+        sfx = "" if "s" not in mask else "_" + mask
+        fns = (getattr(mod, "flat_serial" + sfx), getattr(mod, "flat_par" + sfx), out_n)
+        _FLAT[key] = fns
+    return fns
+
+
+def _new(shape, n, dt):
+    """Output array: malloc for small, the caching allocator for large."""
+    if n * dt.itemsize < _POOL_MIN:
+        return _np_empty(shape, dt)
+    return _pool_empty(shape, dt)
+
+
+def _scalar(v, dt):
+    """Python/NumPy scalar ``v`` as a NumPy scalar of dtype ``dt`` (``cast`` semantics)."""
+    t = type(v)
+    k = dt.kind
+    if k == "f":
+        if t is float or t is int or t is bool:
+            return dt.type(v)
+    elif k == "b":
+        if t is bool:
+            return dt.type(v)
+    elif t is int or t is bool:
+        if -2147483648 <= v <= 2147483647 or (dt.itemsize == 8 and -(1 << 63) <= v < (1 << 63)):
+            return dt.type(v)
+    return scalar_array(v, dt)[()]
+
+
+def _flat1(fns, shape, a, n):
+    out = _new(shape, n, fns[2])
+    if n == 0:
+        return out
+    if len(shape) == 1:
+        o = out
+    else:
+        a = a.reshape(-1)
+        o = out.reshape(-1)
+    if n < PAR_THRESHOLD:
+        fns[0](a, o)
+    else:
+        fns[1](a, o, nthreads())
+    return out
+
+
+def _flat2(fns, shape, a, b, n):
+    out = _new(shape, n, fns[2])
+    if n == 0:
+        return out
+    if len(shape) == 1:
+        o = out
+    else:
+        o = out.reshape(-1)
+        if type(a) is _ndarray:
+            a = a.reshape(-1)
+        if type(b) is _ndarray:
+            b = b.reshape(-1)
+    if n < PAR_THRESHOLD:
+        fns[0](a, b, o)
+    else:
+        fns[1](a, b, o, nthreads())
+    return out
+
+
+def _layout(out_shape, arrs):
+    key = (out_shape, tuple((a.shape, a.strides, a.itemsize) for a in arrs))
+    lay = _LAYOUT.get(key)
+    if lay is None:
+        strides = []
+        for a in arrs:
+            isz = a.itemsize
+            if any(s % isz for s in a.strides):
+                raise ValueError("array strides are not a multiple of its itemsize")
+            strides.append(broadcast_strides(a.shape, out_shape, [s // isz for s in a.strides]))
+        shp, sts = coalesce(out_shape, strides)
+        lay = (i64(shp), [i64(st) for st in sts])
+        if len(_LAYOUT) > 4096:
+            _LAYOUT.clear()
+        _LAYOUT[key] = lay
+    return lay
+
+
 def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
     """Apply ``op`` elementwise with broadcasting; ``operands`` are arrays or scalars.
 
-    Scalars are converted to 0-d arrays of their conversion dtype.  Returns a new C-contiguous
-    array of ``out_dt`` with the broadcast shape.
+    Scalars are converted to their conversion dtype.  Returns a new C-contiguous array of
+    ``out_dt`` with the broadcast shape.  Same-shape C-contiguous arrays (with any scalars) go
+    to the flat kernels; everything else to the strided kernels (scalars as 0-d arrays).
     """
     out_dt = np.dtype(out_dt)
     cv_dts = tuple(np.dtype(d) for d in cv_dts)
-    arrs = [x if isinstance(x, np.ndarray) else scalar_array(x, cv) for x, cv in zip(operands, cv_dts)]
+    arrs = []
+    mask = ""
+    out_shape = None
+    same = True
+    for x, cv in zip(operands, cv_dts):
+        if isinstance(x, _ndarray):
+            if out_shape is None:
+                out_shape = x.shape
+            elif x.shape != out_shape:
+                same = False
+            if not x.flags.c_contiguous:
+                same = False
+            mask += "a"
+            arrs.append(x)
+        else:
+            mask += "s"
+            arrs.append(x)
+    if out_shape is None:  # all scalars: one 0-d array
+        arrs[0] = scalar_array(arrs[0], cv_dts[0])
+        mask = "a" + mask[1:]
+        out_shape = ()
+    if same:
+        vals = [a if m == "a" else _scalar(a, cv) for a, m, cv in zip(arrs, mask, cv_dts)]
+        in_dts = tuple(v.dtype if m == "a" else cv for v, m, cv in zip(vals, mask, cv_dts))
+        fns = _flat_fns(op, in_dts, cv_dts, out_dt, mask)
+        n = size_of(out_shape)
+        out = _new(out_shape, n, out_dt)
+        if n == 0:
+            return out
+        o = out.reshape(-1)
+        vals = [v.reshape(-1) if m == "a" else v for v, m in zip(vals, mask)]
+        if n < PAR_THRESHOLD:
+            fns[0](*vals, o)
+        else:
+            fns[1](*vals, o, nthreads())
+        return out
+    arrs = [a if m == "a" else scalar_array(a, cv) for a, m, cv in zip(arrs, mask, cv_dts)]
     shapes = [a.shape for a in arrs]
     out_shape = shapes[0]
     for s in shapes[1:]:
         if s != out_shape:
             out_shape = np.broadcast_shapes(*shapes)
             break
-    out = np.empty(out_shape, dtype=out_dt)
-    total = out.size
+    total = size_of(out_shape)
+    out = _new(out_shape, total, out_dt)
     if total == 0:
         return out
     in_dts = tuple(a.dtype for a in arrs)
     mod = _module(op, in_dts, cv_dts, out_dt)
-    out1 = out.reshape(-1)
-    par = total >= PAR_THRESHOLD
-    if all(a.shape == out_shape and a.flags.c_contiguous for a in arrs):
-        flats = [a.reshape(-1) for a in arrs]
-        if par:
-            mod.flat_par(*flats, out1, nthreads())
+    shp, sts = _layout(out_shape, arrs)
+    args = [shp]
+    for a, st in zip(arrs, sts):
+        if a.flags.c_contiguous and a.flags.writeable:
+            args += [a.reshape(-1), 0, st]
         else:
-            mod.flat_serial(*flats, out1)
-        return out
-    bases = []
-    strides = []
-    for a in arrs:
-        b, off, es = flat_base(a)
-        bases.append((b, off))
-        strides.append(broadcast_strides(a.shape, out_shape, es))
-    shp, sts = coalesce(out_shape, strides)
-    args = [i64(shp)]
-    for (b, off), st in zip(bases, sts):
-        args += [b, off, i64(st)]
-    if par:
+            b, off, _ = flat_base(a)
+            args += [b, off, st]
+    out1 = out.reshape(-1)
+    if total >= PAR_THRESHOLD:
         mod.strided_par(*args, out1, nthreads())
     else:
         mod.strided_serial(*args, out1)
@@ -345,6 +492,11 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
 # public entry points used by CpuKernels
 
 def unary(op, x, out_dtype, attrs):
+    if type(x) is _ndarray and op != "clamp" and op != "logical_not" and x.flags.c_contiguous:
+        key = (op, (x.dtype,), (out_dtype,), out_dtype, "a")
+        fns = _FLAT.get(key) or _flat_fns(*key)
+        shape = x.shape
+        return _flat1(fns, shape, x, x.size)
     out_dtype = np.dtype(out_dtype)
     if op == "logical_not":
         return run("logical_not", [x], (BOOL,), BOOL)
@@ -362,8 +514,99 @@ def unary(op, x, out_dtype, attrs):
 
 
 def binary(op, a, b, compute_dtype, out_dtype):
+    ta = type(a) is _ndarray
+    tb = type(b) is _ndarray
+    if ta and tb:
+        shape = a.shape
+        if shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous:
+            key = (op, (a.dtype, b.dtype), (compute_dtype, compute_dtype), out_dtype, "aa")
+            fns = _FLAT.get(key) or _flat_fns(*key)
+            return _flat2(fns, shape, a, b, a.size)
+    elif ta:
+        if a.flags.c_contiguous:
+            key = (op, (a.dtype, compute_dtype), (compute_dtype, compute_dtype), out_dtype, "as")
+            fns = _FLAT.get(key) or _flat_fns(*key)
+            return _flat2(fns, a.shape, a, _scalar(b, np.dtype(compute_dtype)), a.size)
+    elif tb:
+        if b.flags.c_contiguous:
+            key = (op, (compute_dtype, b.dtype), (compute_dtype, compute_dtype), out_dtype, "sa")
+            fns = _FLAT.get(key) or _flat_fns(*key)
+            return _flat2(fns, b.shape, _scalar(a, np.dtype(compute_dtype)), b, b.size)
     cd = np.dtype(compute_dtype)
     return run(op, [a, b], (cd, cd), np.dtype(out_dtype))
+
+
+def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype):
+    """A prepared ``binary`` for fixed operand dtypes (None: that operand is a Python scalar).
+
+    The runtime's small-op fast path caches it per (op, shapes, dtypes): same-shape
+    C-contiguous arrays go straight to the flat kernel, anything else to ``binary``."""
+    cd = np.dtype(compute_dtype)
+    od = np.dtype(out_dtype)
+    if a_dtype is None and b_dtype is None:
+        return None
+    if a_dtype is not None and b_dtype is not None:
+        ser, par, _ = _flat_fns(op, (np.dtype(a_dtype), np.dtype(b_dtype)), (cd, cd), od, "aa")
+        small = _POOL_MIN // od.itemsize
+
+        def f(a, b):
+            shape = a.shape
+            if shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous:
+                n = a.size
+                if n < small:
+                    out = _np_empty(shape, od)
+                    if len(shape) == 1:
+                        ser(a, b, out)
+                        return out
+                    if n:
+                        ser(a.reshape(-1), b.reshape(-1), out.reshape(-1))
+                    return out
+                out = _pool_empty(shape, od)
+                o = out.reshape(-1)
+                if n < PAR_THRESHOLD:
+                    ser(a.reshape(-1), b.reshape(-1), o)
+                else:
+                    par(a.reshape(-1), b.reshape(-1), o, nthreads())
+                return out
+            return binary(op, a, b, cd, od)
+        return f
+    if b_dtype is None:
+        fns = _flat_fns(op, (np.dtype(a_dtype), cd), (cd, cd), od, "as")
+
+        def f(a, b):
+            if a.flags.c_contiguous:
+                return _flat2(fns, a.shape, a, _scalar(b, cd), a.size)
+            return binary(op, a, b, cd, od)
+        return f
+    fns = _flat_fns(op, (cd, np.dtype(b_dtype)), (cd, cd), od, "sa")
+
+    def f(a, b):
+        if b.flags.c_contiguous:
+            return _flat2(fns, b.shape, _scalar(a, cd), b, b.size)
+        return binary(op, a, b, cd, od)
+    return f
+
+
+def unary_fn(op, x_dtype, out_dtype):
+    """A prepared ``unary`` (no attrs) for a fixed input dtype; see ``binary_fn``."""
+    if op in ("clamp", "logical_not"):
+        return None
+    od = np.dtype(out_dtype)
+    fns = _flat_fns(op, (np.dtype(x_dtype),), (od,), od, "a")
+    ser = fns[0]
+    small = _POOL_MIN // od.itemsize
+
+    def f(x):
+        if x.flags.c_contiguous:
+            n = x.size
+            shape = x.shape
+            if n < small and len(shape) == 1:
+                out = _np_empty(shape, od)
+                ser(x, out)
+                return out
+            return _flat1(fns, shape, x, n)
+        return unary(op, x, od, None)
+    return f
 
 
 def where(cond, a, b, out_dtype):

@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import overload
 
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import scalar_math as sm
@@ -155,22 +156,51 @@ def rows_par(base, off, oshape, ostr, rshape, rstr, center, out, K, fa, nsplit):
 
 
 @njit(error_model="numpy", fastmath=FM)
+def _cols_rows(base, p, rs, n, w, cc, a):
+    q = 0
+    while q + 4 <= n:  # four rows per sweep of the accumulator
+        p0 = p + q * rs
+        v = base[p0:p0 + w]
+        v1 = base[p0 + rs:p0 + rs + w]
+        v2 = base[p0 + 2 * rs:p0 + 2 * rs + w]
+        v3 = base[p0 + 3 * rs:p0 + 3 * rs + w]
+        for j in range(w):
+            c = cc[j]
+            a[j] = step(step(step(step(a[j], {conv_vj}, c), {conv_v1}, c), {conv_v2}, c), {conv_v3}, c)
+        q += 4
+    while q < n:
+        v = base[p + q * rs:p + q * rs + w]
+        for j in range(w):
+            a[j] = step(a[j], {conv_vj}, cc[j])
+        q += 1
+
+
+@njit(error_model="numpy", fastmath=FM)
 def _cols_block(base, off, N, rshape, rstr, center, acc, lo, hi, j0, j1):
+    # a local contiguous accumulator (vectorises; the output rows may be strided views);
+    # the rows of one task are walked as runs along the innermost reduced dim
     nr = rshape.shape[0]
     w = j1 - j0
     cc = center[j0:j1]
+    a = np.empty(w, A)
     for j in range(w):
-        acc[j] = init()
-    for q in range(lo, hi):
+        a[j] = init()
+    inner = rshape[nr - 1]
+    q = lo
+    while q < hi:
         p = off + j0
-        rem = q
-        for d in range(nr - 1, -1, -1):
+        rem = q // inner
+        c = q - rem * inner
+        p += c * rstr[nr - 1]
+        for d in range(nr - 2, -1, -1):
             k = rem % rshape[d]
             rem = rem // rshape[d]
             p += k * rstr[d]
-        v = base[p:p + w]
-        for j in range(w):
-            acc[j] = step(acc[j], {conv_vj}, cc[j])
+        n = min(inner - c, hi - q)
+        _cols_rows(base, p, rstr[nr - 1], n, w, cc, a)
+        q += n
+    for j in range(w):
+        acc[j] = a[j]
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -250,7 +280,8 @@ def _module(op, in_dt, acc_dt, out_dt):
         src = _TEMPLATE.format(
             A=_NP_NAME[acc_dt.name], init=init, step=step, comb=comb, fin=fin,
             conv_w=conv_expr("w[i]", in_dt, acc_dt), conv_s=conv_expr("base[p + i * s]", in_dt, acc_dt),
-            conv_vj=conv_expr("v[j]", in_dt, acc_dt),
+            conv_vj=conv_expr("v[j]", in_dt, acc_dt), conv_v1=conv_expr("v1[j]", in_dt, acc_dt),
+            conv_v2=conv_expr("v2[j]", in_dt, acc_dt), conv_v3=conv_expr("v3[j]", in_dt, acc_dt),
             store=store_expr("fin(_range(base, _row_pos(off, oshape, ostr, r), rshape, rstr, 0, K, c), fa, c)"),
             store_a=store_expr("fin(a, fa, c)"), store_acc=store_expr("fin(acc[j], fa, c)"),
         )
@@ -388,16 +419,107 @@ def _row_pos(off, oshape, ostr, r):
     return p
 
 
+def _vmax(a, b):
+    pass
+
+
+def _vmin(a, b):
+    pass
+
+
+@overload(_vmax, inline="always")
+def _ov_vmax(a, b):
+    if isinstance(a, types.Float):
+        return lambda a, b: sm.fmax_nan(a, b)
+    return lambda a, b: a if a >= b else b
+
+
+@overload(_vmin, inline="always")
+def _ov_vmin(a, b):
+    if isinstance(a, types.Float):
+        return lambda a, b: sm.fmin_nan(a, b)
+    return lambda a, b: a if a <= b else b
+
+
+_ARG_BLOCK = 2048
+
+
+@njit(error_model="numpy")
+def _first_eq(w, m):
+    """Lowest index of ``w`` holding ``m`` (NaN matches NaN); vectorised."""
+    n = np.int32(w.shape[0])  # blocks are small: int32 lanes vectorise twice as wide
+    j = n
+    if m != m:
+        for i in range(n):
+            j = min(j, np.int32(i) if w[i] != w[i] else n)
+    else:
+        for i in range(n):
+            j = min(j, np.int32(i) if w[i] == m else n)
+    return np.int64(j)
+
+
+@njit(error_model="numpy")
+def _arg_contig(v, is_max):
+    """First index of the max (min) of contiguous ``v`` (non-empty); the first NaN wins.
+
+    One vectorised pass over cache-sized blocks of ``_ARG_BLOCK`` elements keeps the best block
+    max (min) and the first block reaching it (a block holding a NaN stops the pass); then
+    that one block is searched for its first match."""
+    K = v.shape[0]
+    best = v[0]
+    bb = 0
+    for b0 in range(0, K, _ARG_BLOCK):
+        w = v[b0:min(b0 + _ARG_BLOCK, K)]
+        n = w.shape[0]
+        m = w[0]
+        if is_max:
+            for i in range(n):
+                m = _vmax(m, w[i])
+            better = m > best
+        else:
+            for i in range(n):
+                m = _vmin(m, w[i])
+            better = m < best
+        if m != m:
+            return b0 + _first_eq(w, m)
+        if better:
+            best = m
+            bb = b0
+    return bb + _first_eq(v[bb:min(bb + _ARG_BLOCK, K)], best)
+
+
+@njit(error_model="numpy")
+def _arg_one(base, p, rshape, rstr, is_max):
+    if rshape.shape[0] == 1 and rstr[0] == 1:
+        return _arg_contig(base[p:p + rshape[0]], is_max)
+    return _arg_row(base, p, rshape, rstr, is_max)
+
+
 @njit(cache=True, error_model="numpy")
 def _arg_serial(base, off, oshape, ostr, rshape, rstr, out, is_max):
     for r in range(out.shape[0]):
-        out[r] = _arg_row(base, _row_pos(off, oshape, ostr, np.int64(r)), rshape, rstr, is_max)
+        out[r] = _arg_one(base, _row_pos(off, oshape, ostr, np.int64(r)), rshape, rstr, is_max)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _arg_par(base, off, oshape, ostr, rshape, rstr, out, is_max):
     for r in prange(out.shape[0]):
-        out[r] = _arg_row(base, _row_pos(off, oshape, ostr, np.int64(r)), rshape, rstr, is_max)
+        out[r] = _arg_one(base, _row_pos(off, oshape, ostr, np.int64(r)), rshape, rstr, is_max)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _arg_split(v, is_max, nsplit, res):
+    """One contiguous row split across threads: ``res[k]`` is the first index of the extreme of
+    chunk k (absolute); the caller combines (first NaN, then the extreme, then the lowest index)."""
+    K = v.shape[0]
+    chunk = (K + nsplit - 1) // nsplit
+    for k in prange(nsplit):
+        lo = k * chunk
+        hi = min(lo + chunk, K)
+        if lo < hi:
+            res[k] = lo + _arg_contig(v[lo:hi], is_max)
+        else:
+            res[k] = -1
 
 
 def arg_reduce(op, x, axis, keepdims):
@@ -420,6 +542,23 @@ def arg_reduce(op, x, axis, keepdims):
     base, off, es = flat_base(x)
     oshape, (ostr,) = coalesce([x.shape[d] for d in kept], [[es[d] for d in kept]])
     rshape, (rstr,) = coalesce([x.shape[d] for d in red], [[es[d] for d in red]])
+    if R == 1 and len(rshape) == 1 and rstr[0] == 1 and x.size >= 4 * PAR_THRESHOLD:
+        nsplit = 4 * nthreads()
+        res = np.empty(nsplit, np.int64)
+        v = base[off:off + rshape[0]]
+        _arg_split(v, is_max, nsplit, res)
+        bi = -1
+        for k in res:
+            if k < 0:
+                continue
+            val = v[k]
+            if val != val:
+                bi = int(k)
+                break
+            if bi < 0 or (val > v[bi] if is_max else val < v[bi]):
+                bi = int(k)
+        out[0] = bi
+        return out.reshape(kshape)
     args = (base, off, i64(oshape), i64(ostr), i64(rshape), i64(rstr), out, is_max)
     if R > 1 and x.size >= PAR_THRESHOLD:
         _arg_par(*args)
@@ -432,7 +571,47 @@ def arg_reduce(op, x, axis, keepdims):
 # softmax
 
 @njit(error_model="numpy")
+def _vmax_row(v):
+    m = v[0]
+    for i in range(v.shape[0]):
+        m = sm.fmax_nan(m, v[i])
+    return m
+
+
+@njit(error_model="numpy")
+def _exp_shift(xv, m, ov):
+    for i in range(xv.shape[0]):
+        ov[i] = sm.exp(xv[i] - m)
+
+
+@njit(error_model="numpy", fastmath={"reassoc", "contract"})
+def _sum64(v):
+    s = 0.0
+    for i in range(v.shape[0]):
+        s += np.float64(v[i])
+    return s
+
+
+@njit(error_model="numpy")
 def _softmax_row(xb, px, sx, ob, po, so, K, log):
+    s = 0.0
+    if sx == 1 and so == 1:
+        # contiguous row (cache-resident): vectorised max; exp into the output; float64 sum
+        # of the output (reassociated, vectorised); scale (or shift for log-softmax)
+        xv = xb[px:px + K]
+        ov = ob[po:po + K]
+        m = _vmax_row(xv)
+        _exp_shift(xv, m, ov)
+        s = _sum64(ov)
+        if log:
+            ls = np.float64(m) + math.log(s)
+            for i in range(K):
+                ov[i] = xv[i] - ls
+        else:
+            inv = 1.0 / s
+            for i in range(K):
+                ov[i] = ov[i] * inv
+        return
     m = xb[px]
     for i in range(1, K):
         v = xb[px + i * sx]
@@ -440,39 +619,20 @@ def _softmax_row(xb, px, sx, ob, po, so, K, log):
             m = v
             if v != v:
                 break
-    s = 0.0
-    if sx == 1 and so == 1:
-        xv = xb[px:px + K]
-        ov = ob[po:po + K]
-        if log:
-            for i in range(K):
-                s += np.float64(sm.exp(xv[i] - m))
-            ls = np.float64(m) + math.log(s)
-            for i in range(K):
-                ov[i] = xv[i] - ls
-        else:
-            for i in range(K):
-                e = sm.exp(xv[i] - m)
-                ov[i] = e
-                s += np.float64(e)
-            inv = 1.0 / s
-            for i in range(K):
-                ov[i] = ov[i] * inv
+    if log:
+        for i in range(K):
+            s += np.float64(sm.exp(xb[px + i * sx] - m))
+        ls = np.float64(m) + math.log(s)
+        for i in range(K):
+            ob[po + i * so] = xb[px + i * sx] - ls
     else:
-        if log:
-            for i in range(K):
-                s += np.float64(sm.exp(xb[px + i * sx] - m))
-            ls = np.float64(m) + math.log(s)
-            for i in range(K):
-                ob[po + i * so] = xb[px + i * sx] - ls
-        else:
-            for i in range(K):
-                e = sm.exp(xb[px + i * sx] - m)
-                ob[po + i * so] = e
-                s += np.float64(e)
-            inv = 1.0 / s
-            for i in range(K):
-                ob[po + i * so] = ob[po + i * so] * inv
+        for i in range(K):
+            e = sm.exp(xb[px + i * sx] - m)
+            ob[po + i * so] = e
+            s += np.float64(e)
+        inv = 1.0 / s
+        for i in range(K):
+            ob[po + i * so] = ob[po + i * so] * inv
 
 
 @njit(cache=True, error_model="numpy")

@@ -192,6 +192,8 @@ def manual_seed(seed: int, device=None) -> None:
 # ============================================================================ elementwise
 def _binary(name):
     def fn(a, b):
+        if type(a) is Tensor and type(b) is Tensor:  # the common case, straight to dispatch
+            return (_dispatch or _d())(name, (a, b))
         a = _operand(name, a)
         b = _operand(name, b)
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
@@ -223,6 +225,8 @@ subtract, multiply = sub, mul
 
 def _unary(name):
     def fn(x):
+        if type(x) is Tensor:
+            return (_dispatch or _d())(name, (x,))
         return _run(name, (_tensor_arg(name, x),))
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}``."
