@@ -282,8 +282,8 @@ def log_f32(x):
     """float32 natural log.  Max error 1 ulp (measured 0.78 ulp).  Vectorisable."""
     tiny = x < _FLT_MIN
     xs = x * _TWO23 if tiny else x
-    ix = _f32_bits(xs) - _SQRTH32_BITS
-    e = (ix >> 23) - (23 if tiny else 0)
+    ix = np.int32(_f32_bits(xs) - _SQRTH32_BITS)   # np.int32: keep the vector lanes 32-bit
+    e = np.int32((ix >> 23) - (23 if tiny else 0))
     m = _as_f32((ix & 0x007FFFFF) + _SQRTH32_BITS)
     f = m - _ONE32
     ef = _f32(e)
