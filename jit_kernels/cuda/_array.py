@@ -18,7 +18,9 @@ from numba import config, cuda
 
 SIM = bool(config.ENABLE_CUDASIM)
 #: threads per block of the 1-D kernels (small under the simulator: it pays per thread)
-TPB = 32 if SIM else 256
+TPB = 16 if SIM else 256
+#: threads per block of the reduction kernels (one block per output row)
+RTPB = 4 if SIM else 256
 
 
 class CudaArray:
@@ -153,8 +155,12 @@ def view_reshape(x: CudaArray, shape):
 
 
 def view_index(x: CudaArray, key) -> CudaArray:
+    """Basic indexing with a normalised key (``slice.indices`` form: a stop of -1 with a
+    negative step means "past index 0", which NumPy would read as the last element)."""
     stand = _stand_in(x)
-    return _from_stand_in(x, stand, stand[tuple(key) + (Ellipsis,)])
+    key = tuple(slice(k.start, None, k.step) if isinstance(k, slice) and k.stop is not None
+                and k.stop < 0 else k for k in key)
+    return _from_stand_in(x, stand, stand[key + (Ellipsis,)])
 
 
 def view_permute(x: CudaArray, axes) -> CudaArray:

@@ -9,7 +9,7 @@ layout; batch stride 0 for broadcast batches); tiles are zero-padded at the edge
 M, N, K works.  Float32 accumulates in float32 (as the cpu set), ints wrap.
 
 Configurations: float32 128x128x8 tiles, 8x8 per thread (256 threads); 8-byte dtypes 64x64x8,
-4x4 per thread; under the simulator 16x16x8 tiles, 2x2 per thread (64 threads).
+4x4 per thread; under the simulator 8x8x4 tiles, 2x2 per thread (16 threads).
 """
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def _gen(dt, BM, BN, BK, TM, TN):
 
 def config(dt: np.dtype):
     if SIM:
-        return 16, 16, 8, 2, 2
+        return 8, 8, 4, 2, 2
     if dt.itemsize == 8:
         return 64, 64, 8, 4, 4
     return 128, 128, 8, 8, 8

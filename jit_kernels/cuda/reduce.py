@@ -30,7 +30,7 @@ import numpy as np
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu._layout import coalesce, size_of
 from jit_kernels.cpu.elementwise import _NP_NAME
-from jit_kernels.cuda._array import launch, SIM, TPB, CudaArray, alloc, blocks_for, target_blocks
+from jit_kernels.cuda._array import launch, RTPB, SIM, TPB, CudaArray, alloc, blocks_for, target_blocks
 from jit_kernels.cuda.elementwise import cuda_conv
 
 F64 = np.dtype(np.float64)
@@ -219,7 +219,7 @@ def _module(op, in_dt, acc_dt, out_dt, nko, nkr, has_center):
         ko_args = "".join(f"ok{d}, " for d in range(1, nko)) + "".join(f"os{d}, " for d in range(nko))
         kr_args = "".join(f"rk{d}, " for d in range(1, nkr)) + "".join(f"rs{d}, " for d in range(nkr))
         src = _TEMPLATE.format(
-            A=_NP_NAME[acc_dt.name], AT=_NB_NAME[acc_dt.name], TPB=TPB,
+            A=_NP_NAME[acc_dt.name], AT=_NB_NAME[acc_dt.name], TPB=RTPB,
             init=init, step=step, comb=comb, fin=fin, block_reduce=_BLOCK_REDUCE,
             ko_args=ko_args, kr_args=kr_args,
             kept_pos=_pos_lines("prow", "xo", nko, "ok", "os", 8, "r"),
@@ -254,20 +254,20 @@ def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArr
     tb = target_blocks(x.index)
     kr = list(rshape[1:]) + list(rstr)
     if len(oshape) == 1 and ostr[0] == 1 and R >= 32 and rstr[-1] != 1:
-        nbx = -(-R // TPB)
+        nbx = -(-R // RTPB)
         S = max(1, min(-(-tb // nbx), -(-K // 64), 65535))
         chunk = -(-K // S)
         S = -(-K // chunk)
         part = alloc((R * S,), acc_dt, x.index) if S > 1 else out
-        launch(mod.cols, (nbx, S), TPB, R, S, K, chunk, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
+        launch(mod.cols, (nbx, S), RTPB, R, S, K, chunk, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
     else:
-        S = 1 if R >= tb else max(1, min(-(-tb // R), -(-K // (TPB * 8))))
+        S = 1 if R >= tb else max(1, min(-(-tb // R), -(-K // (RTPB * 8))))
         chunk = -(-K // S)
         S = -(-K // chunk)
         part = alloc((R * S,), acc_dt, x.index) if S > 1 else out
         ko = list(oshape[1:]) + list(ostr)
         grid = min(R * S, 65535 * 16) if not SIM else R * S
-        launch(mod.rows, grid, TPB, R, S, K, chunk, *ko, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
+        launch(mod.rows, grid, RTPB, R, S, K, chunk, *ko, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
     if S > 1:
         launch(mod.finish, blocks_for(R, x.index), TPB, R, S, part.buf, cbuf, out.buf, fa)
     return out
@@ -440,7 +440,7 @@ def _arg_module(in_dt, is_max, nko, nkr):
         ko_args = "".join(f"ok{d}, " for d in range(1, nko)) + "".join(f"os{d}, " for d in range(nko))
         kr_args = "".join(f"rk{d}, " for d in range(1, nkr)) + "".join(f"rs{d}, " for d in range(nkr))
         src = _ARG_TEMPLATE.format(
-            V=_NP_NAME[v_dt.name], VT=_NB_NAME[v_dt.name], TPB=TPB, IS_MAX=bool(is_max),
+            V=_NP_NAME[v_dt.name], VT=_NB_NAME[v_dt.name], TPB=RTPB, IS_MAX=bool(is_max),
             reduce2=_REDUCE2, ko_args=ko_args, kr_args=kr_args,
             kept_pos=_pos_lines("prow", "xo", nko, "ok", "os", 8, "r"),
             red_pos=_pos_lines("p", "prow", nkr, "rk", "rs", 12, "q"),
@@ -476,7 +476,7 @@ def arg_reduce(op, x, axis, keepdims):
     ko = list(oshape[1:]) + list(ostr)
     kr = list(rshape[1:]) + list(rstr)
     grid = R if SIM else min(R, 65535 * 16)
-    launch(mod.argk, grid, TPB, R, K, *ko, *kr, x.buf, x.offset, out.buf)
+    launch(mod.argk, grid, RTPB, R, K, *ko, *kr, x.buf, x.offset, out.buf)
     return shape.reshape(out, kshape)
 
 
@@ -583,7 +583,7 @@ def softmax(x, axis, log):
         reduces = _named_reduce("reduce_max", "mx", "X(-math.inf)") + "\n\n" + \
             _named_reduce("reduce_sum", "add", "0.0")
         src = _SOFTMAX_TEMPLATE.format(
-            X=_NP_NAME[x.dtype.name], XT=_NB_NAME[x.dtype.name], TPB=TPB, LOG=bool(log),
+            X=_NP_NAME[x.dtype.name], XT=_NB_NAME[x.dtype.name], TPB=RTPB, LOG=bool(log),
             w="f32" if x.dtype == np.float32 else "f64", reduces=reduces,
             ko_args=ko_args, oo_args=oo_args,
             kept_pos=_pos_lines("prow", "xo", nko, "ok", "os", 8, "r"),
@@ -594,6 +594,6 @@ def softmax(x, axis, log):
     R = size_of(kshape)
     K = x.shape[axis]
     grid = R if SIM else min(R, 65535 * 16)
-    launch(mod.softmax, grid, TPB, R, K, *oshape[1:], *xostr, x.strides[axis], x.buf, x.offset, *oostr,
+    launch(mod.softmax, grid, RTPB, R, K, *oshape[1:], *xostr, x.strides[axis], x.buf, x.offset, *oostr,
                            out.strides[axis], out.buf)
     return out
