@@ -160,6 +160,7 @@ def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T, jr0, jr1):
 @njit(cache=True, error_model='numpy', nogil=True)
 def gemm_one(a, ao, sam, sak, b, bo, sbk, sbn, c, co, M, N, K, zero, Ap, Bp, T):
     """One (M, K) @ (K, N) product into c[co:] (row stride N), serially."""
+    z = M - M  # a non-literal 0: literal arguments would compile extra specialisations
     for jc in range(0, N, NC):
         nc = min(NC, N - jc)
         njr = (nc + NR - 1) // NR
@@ -169,8 +170,8 @@ def gemm_one(a, ao, sam, sak, b, bo, sbk, sbn, c, co, M, N, K, zero, Ap, Bp, T):
                 pack_b(b, bo + pc * sbk + jc * sbn, sbk, sbn, kc, nc, Bp, jr)
             for ic in range(0, M, MC):
                 mc = min(MC, M - ic)
-                pack_a(a, ao + ic * sam + pc * sak, sam, sak, mc, kc, Ap, 0)
-                macro(Ap, 0, Bp, mc, nc, kc, c, co + ic * N + jc, N, pc == 0, zero, T, 0, njr)
+                pack_a(a, ao + ic * sam + pc * sak, sam, sak, mc, kc, Ap, z)
+                macro(Ap, z, Bp, mc, nc, kc, c, co + ic * N + jc, N, pc == 0, zero, T, z, njr)
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
