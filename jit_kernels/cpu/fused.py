@@ -17,7 +17,8 @@ Kinds:
   log_softmax), row-parallel: per row, one pass per reduction over its (recomputed) prologue
   values into a scratch buffer, then one pass computing and storing the elementwise outputs.
   Float sums accumulate in float64 (reassociated, as ``reduce`` does), max/min propagate NaN, and
-  softmax follows ``reduce.softmax`` (max-shifted, float64 sum) — equal to eager within rounding.
+  softmax follows ``reduce.softmax`` (max-shifted, ``scalar_math.exp`` (vectorisable), float64
+  sum) — equal to eager within rounding.
 - ``matmul``: the cpu matmul kernel, then the elementwise epilogue in place on its output.
 """
 from __future__ import annotations
@@ -481,10 +482,7 @@ def _rows_source(prog, pattern) -> str:
                 + f"        for r in range(c * chunk, min(R, (c + 1) * chunk)):\n"
                 + "\n".join(L) + "\n")
 
-    sm_dts = {g.dtype_of(ops[j].args[0]) for j in reds if ops[j].op in ("softmax", "log_softmax")}
-    exp = "fx.exp32" if sm_dts == {np.dtype(np.float32)} else "sm.exp"
-    return (g.header() + f"\nfrom jit_kernels.cpu import fused as fx\nEXP = {exp}\n"
-            + _REDUCERS + "\n\n" + kernel("rows_par", True) + "\n\n"
+    return (g.header() + "\nEXP = sm.exp\n" + _REDUCERS + "\n\n" + kernel("rows_par", True) + "\n\n"
             + kernel("rows_serial", False))
 
 
@@ -521,57 +519,6 @@ def run_rows(prog, arrays):
     else:
         mod.rows_serial(*args, 1)
     return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
-
-
-# ------------------------------------------------------------------------------ fast exp
-# A vectorisable float32 exp for softmax rows (libm's expf is a scalar call: 4-5x slower):
-# k = round(x / ln 2), Cody-Waite reduction r = x - k ln 2 (two-part ln 2), a degree-6
-# polynomial for e^r and 2^k built from exponent bits.  Max error ~2 ulp; x < -87.33 gives 0,
-# NaN stays NaN, +inf is clamped to FLT_MAX-range (softmax never passes x > 0).
-from llvmlite import ir as _ir  # noqa: E402
-from numba import njit as _njit, types as _types  # noqa: E402
-from numba.extending import intrinsic as _intrinsic  # noqa: E402
-
-
-@_intrinsic
-def _f32_from_bits(typingctx, i):
-    if not isinstance(i, _types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        v = args[0]
-        if i.bitwidth > 32:
-            v = builder.trunc(v, _ir.IntType(32))
-        elif i.bitwidth < 32:
-            v = builder.sext(v, _ir.IntType(32))
-        return builder.bitcast(v, _ir.FloatType())
-
-    return _types.float32(i), codegen
-
-
-@_njit(error_model="numpy", fastmath={"contract"}, inline="never")
-def exp32(x):
-    """e**x for float32 ``x`` (vectorisable; ~2 ulp)."""
-    xc = min(max(x, np.float32(-87.33654)), np.float32(88.72283))
-    k = np.floor(xc * np.float32(1.4426950408889634) + np.float32(0.5))
-    r = xc - k * np.float32(0.693359375)
-    r = r - k * np.float32(-2.12194440e-4)
-    p = np.float32(1.0 / 720.0)
-    p = p * r + np.float32(1.0 / 120.0)
-    p = p * r + np.float32(1.0 / 24.0)
-    p = p * r + np.float32(1.0 / 6.0)
-    p = p * r + np.float32(0.5)
-    p = p * r + np.float32(1.0)
-    p = p * r + np.float32(1.0)
-    ki = np.int32(k)
-    # 2**k as two factors so k = 128 (x near 88.7) does not overflow the exponent field
-    h = ki >> 1
-    y = p * _f32_from_bits((h + np.int32(127)) << 23) * _f32_from_bits((ki - h + np.int32(127)) << 23)
-    if x < np.float32(-87.33654):
-        y = np.float32(0.0)
-    if x != x:
-        y = x
-    return y
 
 
 # ------------------------------------------------------------------------------ matmul
