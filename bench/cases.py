@@ -1,4 +1,5 @@
-"""Core workloads for the ratio table: elementwise, transcendental, reduction, matmul, small ops.
+"""Core workloads for the ratio table: elementwise, transcendental, reduction, matmul, small ops,
+allocation and start-up (issue 3's targets; start-up compares fresh interpreters).
 
 Each case is (group, name, runtime_fn, numpy_fn, torch_fn_or_None); all are zero-arg callables
 over data prepared once.  Ratios are competitor time / runtime time (> 1: the runtime is faster).
@@ -79,7 +80,31 @@ def core_cases(device=None, quick: bool = False):
     m8t = torch.from_numpy(m8) if torch else None
     out.append(("small op", "relu(a@a.T) 8×8", lambda: rt.relu(tm8 @ tm8.T),
                 lambda: np.maximum(m8 @ m8.T, 0), (lambda: torch.relu(m8t @ m8t.T)) if torch else None))
+    # allocation: a fresh 40 MB output (the caching allocator reuses freed blocks)
+    out.append(("allocation", f"a+b fresh out 1e{len(str(n)) - 1} f32", lambda: ta + tb,
+                lambda: a + b, (lambda: tt[0] + tt[1]) if torch else None))
+    if not quick:
+        out.append(("start-up", "import + first op (fresh proc)", _startup("runtime"),
+                    _startup("numpy"), _startup("torch") if torch else None))
     return out
+
+
+_STARTUP_SRC = {
+    "runtime": "import numpy as np, runtime as rt; a = rt.tensor(np.ones(10, np.float32)); (a + a).numpy()",
+    "numpy": "import numpy as np; a = np.ones(10, np.float32); a + a",
+    "torch": "import torch; a = torch.ones(10); a + a",
+}
+
+
+def _startup(which):
+    """A fresh interpreter importing ``which`` and running its first op (warm disk cache)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-c", _STARTUP_SRC[which]]
+    return lambda: subprocess.run(cmd, env=env, check=True)
 
 
 def _np_softmax(x):
