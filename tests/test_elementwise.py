@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import runtime as rt
-from conftest import ALL_DTYPES, FLOAT_DTYPES, NP, NUMERIC_DTYPES, assert_close, sample
+from oracle import ALL_DTYPES, FLOAT_DTYPES, NP, NUMERIC_DTYPES, assert_close, sample
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 

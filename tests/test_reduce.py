@@ -5,7 +5,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import runtime as rt
-from conftest import ALL_DTYPES, FLOAT_DTYPES, NP, assert_close, sample
+from oracle import ALL_DTYPES, FLOAT_DTYPES, NP, assert_close, sample
 
 
 def _ref_dtype(name, dt):

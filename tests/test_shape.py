@@ -5,7 +5,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import runtime as rt
-from conftest import ALL_DTYPES, assert_close, sample
+from oracle import ALL_DTYPES, assert_close, sample
 
 
 def _shares(t, u):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import runtime as rt
-from conftest import assert_close
+from oracle import assert_close
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
