@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from .device import Device, PlainDevice
 from .errors import DeviceError, DeviceMismatchError, IndexOutOfRangeError
-from .ops.catalogue import CATALOGUE, OpSpec
+from .ops.catalogue import CATALOGUE, OpSpec, _Meta, _kernel_matmul
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "execute_plain", "kernels_for", "kernels_for_kind",
-           "common_device", "run_fused"]
+           "common_device", "run_fused", "plain_step"]
 
 _KERNELS: dict = {}
 
@@ -70,6 +70,7 @@ _FAST: dict = {}
 _FAST_MAX = 8192
 _SCALAR_TYPES = (int, float, bool)
 _wrap = Tensor._wrap
+_OPERAND_TYPES = (Tensor, _Meta)
 
 
 def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
@@ -114,38 +115,106 @@ def _dispatch(name, args, attrs):
     return device.execute(spec, args, attrs, shape, dtype)
 
 
+def _prepared_fn(name, spec, ks, args, dtype):
+    """The kernel set's prepared kernel for attr-less unary/binary op ``spec`` on operands
+    ``args`` (tensors or (shape, dtype) stand-ins, and int/float/bool scalars), or None."""
+    if spec.family == "binary" and len(args) == 2:
+        prep = getattr(ks, "binary_fn", None)
+        if prep is None or spec.kernel.__qualname__ != "_make_binary.<locals>.kernel":
+            return None
+        from .ops.catalogue import binary_dtypes
+        a, b = args
+        ta, tb = isinstance(a, _OPERAND_TYPES), isinstance(b, _OPERAND_TYPES)
+        if (not ta and type(a) not in _SCALAR_TYPES) or (not tb and type(b) not in _SCALAR_TYPES):
+            return None
+        compute, out = binary_dtypes(name, a, b)
+        return prep(name, a.dtype.np if ta else None, b.dtype.np if tb else None, compute.np, out.np)
+    if spec.family == "unary" and len(args) == 1 and isinstance(args[0], _OPERAND_TYPES):
+        prep = getattr(ks, "unary_fn", None)
+        if prep is None or spec.kernel.__qualname__ != "_make_unary.<locals>.kernel":
+            return None
+        return prep(name, args[0].dtype.np, dtype.np)
+    return None
+
+
 def _remember(name, spec, device, args, shape, dtype) -> None:
     """Record the fast-path entry for this attr-less unary/binary call when the kernel set
     offers prepared kernels (``unary_fn``/``binary_fn``)."""
     if spec.family not in ("unary", "binary") or len(_FAST) >= _FAST_MAX:
         return
-    from .ops.catalogue import binary_dtypes
-    ks = kernels_for_kind(device.kind)
-    if spec.family == "binary" and len(args) == 2:
-        prep = getattr(ks, "binary_fn", None)
-        if prep is None or spec.kernel.__qualname__ != "_make_binary.<locals>.kernel":
+    for a in args:
+        if isinstance(a, Tensor) and type(a) is not Tensor:
             return
+    if len(args) == 2:
         a, b = args
-        ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
-        if (ta and type(a) is not Tensor) or (tb and type(b) is not Tensor):
-            return
-        if (not ta and type(a) not in _SCALAR_TYPES) or (not tb and type(b) not in _SCALAR_TYPES):
-            return
-        compute, out = binary_dtypes(name, a, b)
-        fn = prep(name, a.dtype.np if ta else None, b.dtype.np if tb else None, compute.np, out.np)
+        ta, tb = type(a) is Tensor, type(b) is Tensor
         key = (name, device.kind, a.shape if ta else type(a), a.dtype if ta else None,
                b.shape if tb else type(b), b.dtype if tb else None)
-    elif spec.family == "unary" and len(args) == 1 and type(args[0]) is Tensor:
-        prep = getattr(ks, "unary_fn", None)
-        if prep is None or spec.kernel.__qualname__ != "_make_unary.<locals>.kernel":
-            return
-        a = args[0]
-        fn = prep(name, a.dtype.np, dtype.np)
-        key = (name, device.kind, a.shape, a.dtype)
+    elif len(args) == 1 and type(args[0]) is Tensor:
+        key = (name, device.kind, args[0].shape, args[0].dtype)
     else:
         return
+    fn = _prepared_fn(name, spec, kernels_for_kind(device.kind), args, dtype)
     if fn is not None:
         _FAST[key] = (spec, shape, dtype, fn)
+
+
+def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, shape, dtype):
+    """For replay on a plain device: ``fn(*payloads)`` computing ``spec`` on payloads whose
+    shapes/dtypes are fixed in advance (``operands``: (shape, dtype) stand-ins and Python
+    scalars, in call order; every operand, scalars included, is passed to ``fn``).
+
+    Attr-less unary/binary ops get the kernel set's prepared kernel; every other op a closure
+    over ``spec.kernel`` with the stand-ins, attrs, shape and dtype bound.  ``fn`` returns the
+    output payload and raises IndexError as the kernels do."""
+    ks = kernels_for_kind(device.kind)
+    kernel = spec.kernel
+    metas = tuple(operands)
+    name = spec.name
+    kq = kernel.__qualname__
+    if not attrs and PlainDevice.execute is execute_plain:
+        if (kq == "_make_binary.<locals>.kernel" and len(metas) == 2
+                and all(isinstance(m, _Meta) for m in metas) and metas[0].shape != metas[1].shape):
+            # broadcasting tensor operands: the prepared kernel would only fall back to this
+            from .ops.catalogue import binary_dtypes
+            compute, out = binary_dtypes(name, metas[0], metas[1])
+            binary, cnp, onp = ks.binary, compute.np, out.np
+
+            def bstep(a, b):
+                return binary(name, a, b, cnp, onp)
+            return bstep
+        fn = _prepared_fn(name, spec, ks, metas, dtype)
+        if fn is not None:
+            return fn
+        if kernel is _kernel_matmul:
+            fn = _matmul_step(ks, metas, shape, dtype)
+            if fn is not None:
+                return fn
+    if kq == "_make_reduce.<locals>.kernel" and len(metas) == 1:
+        reduce, axes, keepdims, onp = ks.reduce, attrs["axes"], attrs["keepdims"], dtype.np
+
+        def rstep(x):
+            return reduce(name, x, axes, keepdims, onp, attrs)
+        return rstep
+
+    def step(*p):
+        return kernel(ks, p, metas, attrs, shape, dtype, device)
+    return step
+
+
+def _matmul_step(ks, metas, shape, dtype):
+    """Two matrices of the output dtype: ``_kernel_matmul`` minus its per-call shape work
+    (no batch, no cast: reshape both to one-matrix batches, multiply, drop the batch)."""
+    a, b = metas
+    if (not isinstance(a, _Meta) or not isinstance(b, _Meta) or len(a.shape) != 2
+            or len(b.shape) != 2 or a.dtype is not dtype or b.dtype is not dtype):
+        return None
+    sa, sb = (1,) + tuple(a.shape), (1,) + tuple(b.shape)
+    mm, reshape = ks.matmul, ks.reshape
+
+    def step(pa, pb):
+        return reshape(mm(reshape(pa, sa), reshape(pb, sb)), shape)
+    return step
 
 
 def clear_dispatch_cache() -> None:

@@ -5,8 +5,10 @@ that eager ``dispatch`` reaches (SPEC §5).
 the attrs and the output shape/dtype of each op (the captured ones: inputs are checked
 against the captured shapes and dtypes, so every later shape is the captured one).  A call is
 then one tight loop of ``device.execute(spec, args, attrs, shape, dtype)``; on a plain device
-the loop goes one level down (``spec.kernel`` on the device's kernel set, payload to payload),
-which is what ``execute_plain`` does minus the per-op Tensor wrapping.
+each op is resolved at bind time to one ``fn(*payloads)`` (``dispatch.plain_step``: the kernel
+set's prepared unary/binary kernel, or a closure over the catalogue lowering), and the loop
+``slots[out] = fn(slots[a], slots[b])`` over raw payloads is unrolled into one generated
+function (``_compile_steps``); only the graph outputs are wrapped into tensors.
 """
 from __future__ import annotations
 
@@ -27,6 +29,39 @@ def _spec(name: str):
         raise CaptureError("UnknownOp", f"graph op {name!r} is not registered in this process; "
                                         f"register it with rt.custom_op({name!r}, ...) before replaying")
     return s
+
+
+def _compile_steps(steps, out_slots):
+    """The call loop of a lowered plan, unrolled: ``run(slots) -> output payloads``.
+
+    ``steps`` are ``(fn, operand slots, out slot, dead slots)``; the generated function reads
+    the slots no step writes (inputs, constants, scalars) into locals once, then runs one line
+    ``s<out> = f<k>(s<a>, s<b>)`` per step (and ``s<d> = None`` where a value dies), so a call
+    costs one Python call per op and nothing else.  Only slot numbers and step indices are
+    written into the source; the functions are passed in the namespace."""
+    written = {out for _, _, out, _ in steps}
+    read = []
+    seen = set()
+    for _, ins, _, _ in steps:
+        for x in ins:
+            if x not in written and x not in seen:
+                seen.add(x)
+                read.append(x)
+    for x in out_slots:
+        if x not in written and x not in seen:
+            seen.add(x)
+            read.append(x)
+    ns = {}
+    lines = ["def run(slots):"]
+    lines += [f"    s{x} = slots[{x}]" for x in read]
+    for k, (fn, ins, out, dead) in enumerate(steps):
+        ns[f"f{k}"] = fn
+        lines.append(f"    s{out} = f{k}({', '.join(f's{x}' for x in ins)})")
+        for d in dead:
+            lines.append(f"    s{d} = None")
+    lines.append(f"    return ({''.join(f's{x}, ' for x in out_slots)})")
+    exec(compile("\n".join(lines), "<replay plan>", "exec"), ns)
+    return ns["run"]
 
 
 class Executable:
@@ -107,22 +142,37 @@ class Executable:
         self._lowered = self._lower(graph) if dev.family == "plain" else None
 
     def _lower(self, graph):
-        """For a plain device: the plan one level down, straight onto the kernel set.
+        """For a plain device: the plan resolved to one ``fn(*payloads)`` per op.
 
-        ``execute_plain`` wraps every payload in a Tensor and hands the kernel the operand
-        tensors only for their (static) shapes and dtypes; here those are precomputed
-        stand-ins, so the loop passes payloads from kernel to kernel and wraps the outputs."""
-        from ..dispatch import kernels_for
+        Every shape and dtype is known at bind time, so each op is resolved once with
+        ``dispatch.plain_step``: attr-less unary/binary ops to the kernel set's prepared
+        kernel, everything else to a closure over the catalogue lowering with its operand
+        shapes/dtypes, attrs and output bound.  Scalar operands get constant slots, so the
+        call loop only moves payloads from slot to slot and wraps the graph outputs."""
+        from ..dispatch import plain_step
         from ..ops.catalogue import _Meta
-        ks = kernels_for(self.device)
-        lowered = []
+        dev = self.device
+        consts = [None] * self._nslots
+        steps = []
         for (spec, slots, template, attrs, shape, dtype, out, dead), op in zip(
                 self._plan, [o for o in graph.operations if o.op != "init"]):
-            metas = tuple(_Meta(a.shape, a.dtype) if hasattr(a, "dtype") else a
-                          for a in op.operands())
-            lowered.append((spec.kernel, slots, template, metas, attrs, shape, dtype, out, dead))
+            operands = op.operands()
+            metas = tuple(_Meta(a.shape, a.dtype) if hasattr(a, "dtype") else a for a in operands)
+            if template is None:
+                ins = slots
+            else:
+                fixed, positions = template
+                ins = [None] * len(fixed)
+                for q, sl in zip(positions, slots):
+                    ins[q] = sl
+                for q, v in enumerate(fixed):
+                    if ins[q] is None:
+                        ins[q] = len(consts)
+                        consts.append(v)
+                ins = tuple(ins)
+            steps.append((plain_step(dev, spec, metas, attrs, shape, dtype), ins, out, dead))
         outs = tuple((s, ir.shape, ir.dtype) for s, ir in zip(self._out_slots, graph.output_tensors))
-        return ks, tuple(lowered), outs
+        return tuple(consts), _compile_steps(steps, self._out_slots), outs
 
     def parameters(self) -> list:
         """The parameter tensors, in graph order."""
@@ -180,27 +230,18 @@ class Executable:
 
     def _run_lowered(self, env) -> tuple:
         from ..errors import IndexOutOfRangeError
-        dev = self.device
+        consts, run, outs = self._lowered
+        slots = list(consts)
         for i, t in enumerate(env):
             if t is not None:
-                env[i] = t._payload
-        ks, plan, outs = self._lowered
+                slots[i] = t._payload
         try:
-            for kernel, slots, template, metas, attrs, shape, dtype, out, dead in plan:
-                if template is None:
-                    p = [env[s] for s in slots]
-                else:
-                    fixed, positions = template
-                    p = list(fixed)
-                    for q, s in zip(positions, slots):
-                        p[q] = env[s]
-                env[out] = kernel(ks, p, metas, attrs, shape, dtype, dev)
-                for s in dead:
-                    env[s] = None
+            results = run(slots)
         except IndexError as exc:
             raise IndexOutOfRangeError(f"replay: {exc}") from None
         wrap = Tensor._wrap
-        return tuple([wrap(env[s], shape, dtype, dev) for s, shape, dtype in outs])
+        dev = self.device
+        return tuple([wrap(p, shape, dtype, dev) for p, (_, shape, dtype) in zip(results, outs)])
 
     def __repr__(self) -> str:
         return (f"<Executable on {self.device}: {len(self._plan)} ops, "
