@@ -1,4 +1,4 @@
-"""``python -m bench [--quick] [--device cpu] [--only GROUP]``: the ratio table.
+"""``python -m bench [--quick] [--device cpu|cuda] [--only GROUP]``: the ratio table.
 
 Every row times the runtime, NumPy and (when installed) PyTorch in the same process, in
 alternating rounds, and prints the median times and the ratios competitor / runtime
@@ -54,6 +54,11 @@ def main(argv=None) -> int:
     p.add_argument("--only", default=None, help="run one group (elementwise, reduction, ...)")
     p.add_argument("--rounds", type=int, default=None)
     args = p.parse_args(argv)
+    if args.device.startswith("cuda"):
+        # GPU kernels run asynchronously: the cuda report synchronises every timing and gives
+        # bandwidth as a fraction of peak, GFLOP/s and launch overhead next to torch/CuPy.
+        from .cuda_cases import report
+        return report(args.quick)
     rounds = args.rounds or (3 if args.quick else 7)
     rows = collect(args)
     results = []

@@ -29,7 +29,3 @@ def compare(fns: dict, rounds: int = 7, min_time: float = 0.02) -> dict:
             samples[k].append(time_call(f, min_time))
     return {k: statistics.median(v) for k, v in samples.items()}
 
-
-def sync(t):
-    """Force a runtime result to be complete (device tensors: copy one element back)."""
-    return t
