@@ -7,7 +7,7 @@ compiled >= 1.2x eager.  ``python bench/bench_compile.py`` prints every ratio;
 
 Importing PyTorch into the process (its OpenMP pool) slowed Numba's parallel kernels about 2x
 on the 2-core machine (chain 4.3 -> 8 ms); for clean runtime/NumPy ratios run with torch absent
-(``python -c 'import sys; sys.modules["torch"] = None; ...'``) — see docs/compile.md.
+(``python -c 'import sys; sys.modules["torch"] = None; ...'``) — see the README, section Compile.
 """
 from __future__ import annotations
 

@@ -176,7 +176,7 @@ class CapturedGraph:
     def compile(self, device=None):
         """An executable for ``device`` (default cpu) returning what ``run`` returns, with chains
         of elementwise ops (and around last-axis reductions/softmax, and matmul epilogues)
-        fused into generated kernels; see docs/compile.md.  Not for autodiff devices."""
+        fused into generated kernels; see the README, section Compile.  Not for autodiff devices."""
         from .compiled import CompiledGraph
         return CompiledGraph(self, device)
 
