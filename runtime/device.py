@@ -22,6 +22,9 @@ class Device:
     __slots__ = ()
     family = "plain"      # "plain", "autodiff" or "capture": the rows of the movement table
     kind = "?"            # the kernel-set kind for plain devices
+    # Optional ``execute_fast(name, args) -> Tensor | None`` for attr-less ops, tried by
+    # dispatch before infer (decorator devices whose inner device has a fast path).
+    execute_fast = None
 
     def _key(self) -> tuple:
         raise NotImplementedError

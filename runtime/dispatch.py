@@ -15,7 +15,7 @@ from .ops.catalogue import CATALOGUE, OpSpec, _Meta, _kernel_matmul
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "execute_plain", "kernels_for", "kernels_for_kind",
-           "common_device", "run_fused", "plain_step"]
+           "common_device", "run_fused", "plain_step", "fast_plain"]
 
 _KERNELS: dict = {}
 
@@ -105,7 +105,53 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
     return _dispatch(name, args, attrs)
 
 
+def fast_plain(name: str, args: tuple):
+    """The small-op fast path alone: the output Tensor of attr-less op ``name`` on ``args``
+    (plain tensors on one plain device, or int/float/bool scalars) when a cached per-op
+    decision covers it, else None (nothing run).  Decorator devices call it to skip their own
+    infer when the inner device can take the fast path."""
+    n = len(args)
+    if n == 2:
+        a, b = args
+        if type(a) is Tensor:
+            dev = a.device
+            if type(b) is Tensor:
+                if b.device is not dev:
+                    return None
+                ent = _FAST.get((name, dev.kind, a.shape, a.dtype, b.shape, b.dtype))
+                if ent is not None and CATALOGUE[name] is ent[0]:
+                    return _wrap(ent[3](a._payload, b._payload), ent[1], ent[2], dev)
+            else:
+                ent = _FAST.get((name, dev.kind, a.shape, a.dtype, type(b), None))
+                if ent is not None and CATALOGUE[name] is ent[0]:
+                    return _wrap(ent[3](a._payload, b), ent[1], ent[2], dev)
+        elif type(b) is Tensor:
+            dev = b.device
+            ent = _FAST.get((name, dev.kind, type(a), None, b.shape, b.dtype))
+            if ent is not None and CATALOGUE[name] is ent[0]:
+                return _wrap(ent[3](a, b._payload), ent[1], ent[2], dev)
+    elif n == 1:
+        a = args[0]
+        if type(a) is Tensor:
+            dev = a.device
+            ent = _FAST.get((name, dev.kind, a.shape, a.dtype))
+            if ent is not None and CATALOGUE[name] is ent[0]:
+                return _wrap(ent[3](a._payload), ent[1], ent[2], dev)
+    return None
+
+
 def _dispatch(name, args, attrs):
+    if attrs is None:
+        # A device may take attr-less ops before infer (``execute_fast``: autodiff, when its
+        # inner device has a cached fast-path decision); None means "go the general way".
+        for a in args:
+            if type(a) is Tensor:
+                fast = a.device.execute_fast
+                if fast is not None:
+                    out = fast(name, args)
+                    if out is not None:
+                        return out
+                break
     spec = CATALOGUE[name]
     attrs = {} if attrs is None else attrs
     device = common_device(name, args)

@@ -12,7 +12,9 @@ from .checkpoint import STRATEGIES
 from .gradients import Gradients
 from .grad_mode import _mode
 
-from ..dispatch import dispatch as _dispatch  # noqa: E402
+from ..dispatch import dispatch as _dispatch, fast_plain as _fast_plain  # noqa: E402
+from ..ops.catalogue import CATALOGUE as _CATALOGUE  # noqa: E402
+from .tape import Node  # noqa: E402
 
 __all__ = ["AutodiffDevice", "AutodiffValue", "autodiff", "from_inner"]
 
@@ -25,6 +27,11 @@ class AutodiffValue:
     def __init__(self, inner: Tensor, node=None):
         self.inner = inner
         self.node = node
+
+
+_AV = AutodiffValue
+_new = Tensor._wrap
+_SCALAR_TYPES = (int, float, bool)
 
 
 def _wrap(inner: Tensor, node, device) -> Tensor:
@@ -74,9 +81,10 @@ class AutodiffDevice(Device):
             p = getattr(a, "_payload", None)
             if type(p) is AutodiffValue:
                 inner_args.append(p.inner)
-                if p.node is not None:
+                node = p.node
+                if node is not None:
                     tracked = True
-                    inputs.append(p.node)
+                    inputs.append(node)
                 else:
                     inputs.append(p.inner)
             else:           # a plain tensor on the inner device, or a Python scalar: a constant
@@ -85,14 +93,68 @@ class AutodiffDevice(Device):
         record = tracked and _mode.disabled == 0 and spec.differentiable
         if record and spec.backward is None:
             raise AutodiffNotMarkedError()
-        if attrs:
+        if attrs or (spec.family != "unary" and spec.family != "binary"):
+            # shape and dtype are the outer infer's (same operand shapes and dtypes inside)
             out = self.inner.execute(spec, tuple(inner_args), attrs, shape, dtype)
-        else:   # attr-less ops go back through dispatch, which has a fast path for plain devices
+        else:   # attr-less unary/binary ops go back through dispatch, whose small-op fast path
+            # (filled on this first call) ``execute_fast`` then takes without any infer
             out = _dispatch(spec.name, tuple(inner_args), None)
         node = None
         if record and dtype.is_float:
-            node = tape.record(spec.backward, spec, attrs, tuple(inputs), out, self.checkpointing)
-        return Tensor._wrap(AutodiffValue(out, node), shape, dtype, self, id=out.id)
+            node = Node(spec.backward, spec, attrs, tuple(inputs), out.shape, out.dtype,
+                        out.device, out, self.checkpointing == "none" or spec.cost != "memory")
+        return _new(_AV(out, node), shape, dtype, self, out.id)   # keep: checkpoint.keeps_output
+
+    def execute_fast(self, name, args):
+        """An attr-less op without the outer infer: when every tensor operand is on this
+        device (or a plain constant on the inner one) and the inner device's small-op fast
+        path covers the unwrapped call, run it and record the node; else None (nothing run,
+        ``dispatch`` goes the general way, which also raises every error)."""
+        inner = self.inner
+        inner_args = []
+        inputs = []
+        tracked = False
+        for a in args:
+            if type(a) is Tensor:
+                p = a._payload
+                if type(p) is AutodiffValue:
+                    d = a.device
+                    if d is not self and d != self:
+                        return None
+                    inner_args.append(p.inner)
+                    node = p.node
+                    if node is not None:
+                        tracked = True
+                        inputs.append(node)
+                    else:
+                        inputs.append(p.inner)
+                else:
+                    d = a.device
+                    if d is not inner and d != inner:
+                        return None
+                    inner_args.append(a)
+                    inputs.append(a)
+            elif type(a) in _SCALAR_TYPES:
+                inner_args.append(a)
+                inputs.append(a)
+            else:
+                return None
+        spec = None
+        if tracked and _mode.disabled == 0:
+            spec = _CATALOGUE[name]
+            if not spec.differentiable:
+                spec = None
+            elif spec.backward is None:
+                return None
+        out = _fast_plain(name, tuple(inner_args))
+        if out is None:
+            return None
+        node = None
+        dtype = out.dtype
+        if spec is not None and dtype.is_float:
+            node = Node(spec.backward, spec, {}, tuple(inputs), out.shape, dtype, out.device,
+                        out, self.checkpointing == "none" or spec.cost != "memory")
+        return _new(_AV(out, node), out.shape, dtype, self, out.id)
 
     def to_host(self, t):
         inner = t._payload.inner

@@ -12,6 +12,7 @@ from __future__ import annotations
 import weakref
 
 from ..errors import GradientError
+from ..ops import api
 from .checkpoint import keeps_output, value_of
 from .gradients import Gradients
 
@@ -126,24 +127,24 @@ def _topological(root: Node) -> list:
     stack = [(root, iter(root.inputs))]
     if root.freed:
         raise freed_error()
+    push, pop, add, emit = stack.append, stack.pop, seen.add, order.append
     while stack:
         node, it = stack[-1]
         for p in it:
-            if isinstance(p, Node) and p not in seen:
+            if type(p) is Node and p not in seen:
                 if p.freed:
                     raise freed_error()
-                seen.add(p)
-                stack.append((p, iter(p.inputs)))
+                add(p)
+                push((p, iter(p.inputs)))
                 break
         else:
-            stack.pop()
-            order.append(node)
+            pop()
+            emit(node)
     return order
 
 
 def fit_gradient(g, shape: tuple, dtype):
     """``g`` summed over the dimensions broadcasting added, cast to ``dtype``."""
-    from ..ops import api
     if g.shape != shape:
         lead = len(g.shape) - len(shape)
         axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
@@ -159,26 +160,30 @@ def fit_gradient(g, shape: tuple, dtype):
 
 def run_backward(root: Node, retain_graph: bool) -> Gradients:
     """Reverse-mode walk from ``root`` with a seed gradient of ones."""
-    from ..ops import api
     order = _topological(root)
     grads = {root: api.full(root.shape, 1, root.dtype, root.device)}
     cache: dict = {}
     out = Gradients()
+    add = api.add
+    pop, get = grads.pop, grads.get
     for node in reversed(order):
-        g = grads.pop(node, None)
-        if node.rule is None:
+        g = pop(node, None)
+        rule = node.rule
+        if rule is None:
             if g is not None:
                 out._accumulate(node, g)
             continue
         if g is not None:
-            in_grads = node.rule(RuleContext(node, cache), g)
+            in_grads = rule(RuleContext(node, cache), g)
             for p, gi in zip(node.inputs, in_grads):
-                if gi is None or not isinstance(p, Node):
+                if gi is None or type(p) is not Node:
                     continue
-                gi = fit_gradient(gi, p.shape, p.dtype)
-                prev = grads.get(p)
-                grads[p] = gi if prev is None else api.add(prev, gi)
-        cache.pop(node, None)      # its consumers are all done: drop a recomputed value
+                if gi.shape != p.shape or gi.dtype is not p.dtype:   # else nothing to fit
+                    gi = fit_gradient(gi, p.shape, p.dtype)
+                prev = get(p)
+                grads[p] = gi if prev is None else add(prev, gi)
+        if cache:
+            cache.pop(node, None)      # its consumers are all done: drop a recomputed value
     if not retain_graph:
         for node in order:
             if node.rule is not None:
