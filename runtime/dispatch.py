@@ -166,7 +166,7 @@ def _prepared_fn(name, spec, ks, args, dtype):
     ``args`` (tensors or (shape, dtype) stand-ins, and int/float/bool scalars), or None."""
     if spec.family == "binary" and len(args) == 2:
         prep = getattr(ks, "binary_fn", None)
-        if prep is None or spec.kernel.__qualname__ != "_make_binary.<locals>.kernel":
+        if prep is None or spec.lowering != "binary":
             return None
         from .ops.catalogue import binary_dtypes
         a, b = args
@@ -177,7 +177,7 @@ def _prepared_fn(name, spec, ks, args, dtype):
         return prep(name, a.dtype.np if ta else None, b.dtype.np if tb else None, compute.np, out.np)
     if spec.family == "unary" and len(args) == 1 and isinstance(args[0], _OPERAND_TYPES):
         prep = getattr(ks, "unary_fn", None)
-        if prep is None or spec.kernel.__qualname__ != "_make_unary.<locals>.kernel":
+        if prep is None or spec.lowering != "unary":
             return None
         return prep(name, args[0].dtype.np, dtype.np)
     return None
@@ -217,9 +217,9 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, shape, dtype)
     kernel = spec.kernel
     metas = tuple(operands)
     name = spec.name
-    kq = kernel.__qualname__
+    kq = spec.lowering
     if not attrs and PlainDevice.execute is execute_plain:
-        if (kq == "_make_binary.<locals>.kernel" and len(metas) == 2
+        if (kq == "binary" and len(metas) == 2
                 and all(isinstance(m, _Meta) for m in metas) and metas[0].shape != metas[1].shape):
             # broadcasting tensor operands: the prepared kernel would only fall back to this
             from .ops.catalogue import binary_dtypes
@@ -236,7 +236,7 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, shape, dtype)
             fn = _matmul_step(ks, metas, shape, dtype)
             if fn is not None:
                 return fn
-    if kq == "_make_reduce.<locals>.kernel" and len(metas) == 1:
+    if kq == "reduce" and len(metas) == 1:
         reduce, axes, keepdims, onp = ks.reduce, attrs["axes"], attrs["keepdims"], dtype.np
 
         def rstep(x):

@@ -32,6 +32,9 @@ class OpSpec:
     differentiable: bool = True
     backward: Optional[Callable] = None
     onnx: Optional[str] = None
+    # "unary", "binary" or "reduce" when ``kernel`` is exactly the kernel set's generic
+    # ``unary``/``binary``/``reduce`` call for this op (dispatch may then call prepared kernels)
+    lowering: Optional[str] = None
 
 
 CATALOGUE: dict[str, OpSpec] = {}
@@ -132,7 +135,7 @@ def _make_unary(name: str, rule: str, onnx):
         return ks.unary(name, p[0], dtype.np, attrs)
 
     return OpSpec(name, "unary", 1, infer, kernel, differentiable=name not in _NONDIFF_UNARY,
-                  onnx=onnx)
+                  onnx=onnx, lowering="unary")
 
 
 def binary_dtypes(name: str, a, b) -> tuple:
@@ -163,7 +166,7 @@ def _make_binary(name: str, kind: str, onnx):
         return ks.binary(name, p[0], p[1], compute.np, out.np)
 
     return OpSpec(name, "binary", 2, infer, kernel, differentiable=kind in ("arith", "div"),
-                  onnx=onnx)
+                  onnx=onnx, lowering="binary")
 
 
 def _infer_where(args, attrs):
@@ -225,7 +228,7 @@ def _make_reduce(name: str, rule: str, empty_ok: bool, onnx):
         return ks.reduce(name, p[0], attrs["axes"], attrs["keepdims"], dtype.np, attrs)
 
     cost = "compute"
-    return OpSpec(name, "reduce", 1, infer, kernel, cost=cost, onnx=onnx)
+    return OpSpec(name, "reduce", 1, infer, kernel, cost=cost, onnx=onnx, lowering="reduce")
 
 
 def _make_arg_reduce(name: str, onnx):
