@@ -167,13 +167,11 @@ class CudaKernels:
 
     # -- fused programs (graph.compile)
     def fused(self, program, arrays):
-        """Run a fused program.  Stopgap: the inputs go to the host, the cpu set's fused kernels
-        run there, and the outputs come back (correct results; no GPU fusion yet)."""
-        from jit_kernels import kernel_set_for
-        index = next((a.index for a in arrays if isinstance(a, CudaArray)), 0)
-        host = [self.to_host(a) if isinstance(a, CudaArray) else a for a in arrays]
-        outs = kernel_set_for("cpu").fused(program, host)
-        return [self.from_host(np.asarray(o), index) for o in outs]
+        """Run a fused program as generated GPU kernels (``fused``): one grid-stride kernel per
+        elementwise program, one block-per-row kernel per rows program, the matmul kernel plus
+        one epilogue kernel per matmul program."""
+        from jit_kernels.cuda import fused as _fused
+        return _fused.fused(program, arrays)
 
     # -- user code
     def custom(self, fn, arrays):
