@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import numba
 
+from jit_kernels._plan import size_of  # noqa: F401 (re-exported)
+
 PAR_THRESHOLD = 30_000  # elements; below it a serial kernel beats a prange launch
 
 _NTHREADS = None
@@ -89,13 +91,6 @@ def coalesce(shape, strides_list):
 
 def i64(seq):
     return np.array(seq, dtype=np.int64)
-
-
-def size_of(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def wrap_int(v: int, dtype: np.dtype) -> int:

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from jit_kernels import _plan
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import _pool
 from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
                                      nthreads, scalar_array, size_of)
 
-BOOL = np.dtype(np.bool_)
+BOOL = _plan.BOOL
 _NP_NAME = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32",
             "int64": "np.int64", "bool": "np.bool_"}
 
@@ -361,23 +362,8 @@ def _scalar(v, dt):
     return scalar_array(v, dt)[()]
 
 
-def _flat1(fns, shape, a, n):
-    out = _new(shape, n, fns[2])
-    if n == 0:
-        return out
-    if len(shape) == 1:
-        o = out
-    else:
-        a = a.reshape(-1)
-        o = out.reshape(-1)
-    if n < PAR_THRESHOLD:
-        fns[0](a, o)
-    else:
-        fns[1](a, o, nthreads())
-    return out
-
-
-def _flat2(fns, shape, a, b, n):
+def _flat(fns, shape, n, *args):
+    """Run flat kernels ``fns`` on same-shape C-contiguous arrays (and scalars) into a new array."""
     out = _new(shape, n, fns[2])
     if n == 0:
         return out
@@ -385,14 +371,11 @@ def _flat2(fns, shape, a, b, n):
         o = out
     else:
         o = out.reshape(-1)
-        if type(a) is _ndarray:
-            a = a.reshape(-1)
-        if type(b) is _ndarray:
-            b = b.reshape(-1)
+        args = [a.reshape(-1) if isinstance(a, _ndarray) else a for a in args]
     if n < PAR_THRESHOLD:
-        fns[0](a, b, o)
+        fns[0](*args, o)
     else:
-        fns[1](a, b, o, nthreads())
+        fns[1](*args, o, nthreads())
     return out
 
 
@@ -448,17 +431,7 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
         vals = [a if m == "a" else _scalar(a, cv) for a, m, cv in zip(arrs, mask, cv_dts)]
         in_dts = tuple(v.dtype if m == "a" else cv for v, m, cv in zip(vals, mask, cv_dts))
         fns = _flat_fns(op, in_dts, cv_dts, out_dt, mask)
-        n = size_of(out_shape)
-        out = _new(out_shape, n, out_dt)
-        if n == 0:
-            return out
-        o = out.reshape(-1)
-        vals = [v.reshape(-1) if m == "a" else v for v, m in zip(vals, mask)]
-        if n < PAR_THRESHOLD:
-            fns[0](*vals, o)
-        else:
-            fns[1](*vals, o, nthreads())
-        return out
+        return _flat(fns, out_shape, size_of(out_shape), *vals)
     arrs = [a if m == "a" else scalar_array(a, cv) for a, m, cv in zip(arrs, mask, cv_dts)]
     shapes = [a.shape for a in arrs]
     out_shape = shapes[0]
@@ -496,21 +469,8 @@ def unary(op, x, out_dtype, attrs):
         key = (op, (x.dtype,), (out_dtype,), out_dtype, "a")
         fns = _FLAT.get(key) or _flat_fns(*key)
         shape = x.shape
-        return _flat1(fns, shape, x, x.size)
-    out_dtype = np.dtype(out_dtype)
-    if op == "logical_not":
-        return run("logical_not", [x], (BOOL,), BOOL)
-    if op == "clamp":
-        lo = attrs.get("min") if attrs else None
-        hi = attrs.get("max") if attrs else None
-        if lo is None and hi is None:
-            return run("ident", [x], (out_dtype,), out_dtype)
-        if hi is None:
-            return run("clamp_lo", [x, lo], (out_dtype, out_dtype), out_dtype)
-        if lo is None:
-            return run("clamp_hi", [x, hi], (out_dtype, out_dtype), out_dtype)
-        return run("clamp", [x, lo, hi], (out_dtype,) * 3, out_dtype)
-    return run(op, [x], (out_dtype,), out_dtype)
+        return _flat(fns, shape, x.size, x)
+    return _plan.unary(op, x, out_dtype, attrs, run=run)
 
 
 def binary(op, a, b, compute_dtype, out_dtype):
@@ -521,17 +481,17 @@ def binary(op, a, b, compute_dtype, out_dtype):
         if shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous:
             key = (op, (a.dtype, b.dtype), (compute_dtype, compute_dtype), out_dtype, "aa")
             fns = _FLAT.get(key) or _flat_fns(*key)
-            return _flat2(fns, shape, a, b, a.size)
+            return _flat(fns, shape, a.size, a, b)
     elif ta:
         if a.flags.c_contiguous:
             key = (op, (a.dtype, compute_dtype), (compute_dtype, compute_dtype), out_dtype, "as")
             fns = _FLAT.get(key) or _flat_fns(*key)
-            return _flat2(fns, a.shape, a, _scalar(b, np.dtype(compute_dtype)), a.size)
+            return _flat(fns, a.shape, a.size, a, _scalar(b, np.dtype(compute_dtype)))
     elif tb:
         if b.flags.c_contiguous:
             key = (op, (compute_dtype, b.dtype), (compute_dtype, compute_dtype), out_dtype, "sa")
             fns = _FLAT.get(key) or _flat_fns(*key)
-            return _flat2(fns, b.shape, _scalar(a, np.dtype(compute_dtype)), b, b.size)
+            return _flat(fns, b.shape, b.size, _scalar(a, np.dtype(compute_dtype)), b)
     cd = np.dtype(compute_dtype)
     return run(op, [a, b], (cd, cd), np.dtype(out_dtype))
 
@@ -575,14 +535,14 @@ def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype):
 
         def f(a, b):
             if a.flags.c_contiguous:
-                return _flat2(fns, a.shape, a, _scalar(b, cd), a.size)
+                return _flat(fns, a.shape, a.size, a, _scalar(b, cd))
             return binary(op, a, b, cd, od)
         return f
     fns = _flat_fns(op, (cd, np.dtype(b_dtype)), (cd, cd), od, "sa")
 
     def f(a, b):
         if b.flags.c_contiguous:
-            return _flat2(fns, b.shape, _scalar(a, cd), b, b.size)
+            return _flat(fns, b.shape, b.size, _scalar(a, cd), b)
         return binary(op, a, b, cd, od)
     return f
 
@@ -604,7 +564,7 @@ def unary_fn(op, x_dtype, out_dtype):
                 out = _np_empty(shape, od)
                 ser(x, out)
                 return out
-            return _flat1(fns, shape, x, n)
+            return _flat(fns, shape, n, x)
         return unary(op, x, od, None)
     return f
 

@@ -30,19 +30,18 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
 
+from jit_kernels import _plan
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import scalar_math as sm
 from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
 from jit_kernels.cpu.elementwise import _NP_NAME, conv_expr
-
-F64 = np.dtype(np.float64)
-I64 = np.dtype(np.int64)
 
 _TEMPLATE = '''\
 import math
 import numpy as np
 from numba import njit, prange
 from jit_kernels.cpu import scalar_math as sm
+from jit_kernels.cpu.reduce import _row_pos
 
 A = {A}
 FM = {{"reassoc", "contract"}}
@@ -91,17 +90,6 @@ def _seg(base, p, s, n, c):
     for i in range(n):
         a = step(a, {conv_s}, c)
     return a
-
-
-@njit(error_model="numpy")
-def _row_pos(off, oshape, ostr, r):
-    p = off
-    rem = r
-    for d in range(oshape.shape[0] - 1, -1, -1):
-        k = rem % oshape[d]
-        rem = rem // oshape[d]
-        p += k * ostr[d]
-    return p
 
 
 @njit(error_model="numpy")
@@ -292,12 +280,7 @@ def _module(op, in_dt, acc_dt, out_dt):
 
 def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
     """Reduce ``x`` over ``axes`` with op; returns a flat C-ordered array of kept-dims outputs."""
-    nd = x.ndim
-    kept = [d for d in range(nd) if d not in axes]
-    red = [d for d in range(nd) if d in axes]
-    kshape = [x.shape[d] for d in kept]
-    R = size_of(kshape)
-    K = size_of([x.shape[d] for d in red])
+    kept, red, kshape, R, K = _plan.split_axes(x.shape, axes)
     out = np.empty(R, dtype=out_dt)
     if R == 0:
         return out
@@ -327,44 +310,11 @@ def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
     return out
 
 
-def _acc_dtype(op, in_dt, out_dt):
-    if op in ("max", "min"):
-        return in_dt
-    if out_dt.kind == "f":
-        return F64
-    return I64 if out_dt.kind in "iub" else out_dt
-
-
 def reduce(op, x, axes, keepdims, out_dtype, attrs):
-    out_dt = np.dtype(out_dtype)
-    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
-    if x.ndim and not axes:
-        axes = tuple(range(x.ndim))
-    kshape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
-        tuple(n for d, n in enumerate(x.shape) if d not in axes)
-    K = size_of([x.shape[d] for d in axes])
-    R = size_of(kshape)
     from jit_kernels.cpu import memory
-    if K == 0 or R == 0:
-        fill = {"sum": 0, "prod": 1, "mean": math.nan, "var": math.nan, "logsumexp": -math.inf}.get(op, 0)
-        if out_dt.kind != "f" and fill != fill:
-            fill = 0
-        return memory.full(kshape, fill, out_dt, 0)
-    in_dt = x.dtype
-    if op in ("sum", "prod", "max", "min"):
-        res = _run(op, x, axes, _acc_dtype(op, in_dt, out_dt), out_dt)
-    elif op == "mean":
-        res = _run("mean", x, axes, _acc_dtype(op, in_dt, out_dt), out_dt, fa=float(K))
-    elif op == "var":
-        ddof = (attrs or {}).get("ddof", 0) or 0
-        mean = _run("mean", x, axes, F64, F64, fa=float(K))
-        res = _run("sqdev", x, axes, F64, out_dt, fa=float(max(K - ddof, 0)), center=mean)
-    elif op == "logsumexp":
-        mx = _run("max", x, axes, in_dt, F64) if in_dt.kind == "f" else _run("max", x, axes, in_dt, F64)
-        res = _run("sumexp", x, axes, F64, out_dt, center=mx)
-    else:
-        raise ValueError(f"unknown reduction {op!r}")
-    return res.reshape(kshape)
+    return _plan.reduce(op, x, axes, keepdims, out_dtype, attrs, run=_run,
+                        full=lambda shape, fill, dt: memory.full(shape, fill, dt, 0),
+                        reshape=lambda res, shape: res.reshape(shape))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,19 +473,7 @@ def _arg_split(v, is_max, nsplit, res):
 
 
 def arg_reduce(op, x, axis, keepdims):
-    is_max = op == "argmax"
-    if op not in ("argmax", "argmin"):
-        raise ValueError(f"unknown arg reduction {op!r}")
-    if axis is None:
-        red = list(range(x.ndim))
-        kshape = (1,) * x.ndim if keepdims else ()
-    else:
-        axis %= max(x.ndim, 1)
-        red = [axis]
-        kshape = tuple(1 if d == axis else n for d, n in enumerate(x.shape)) if keepdims else \
-            tuple(n for d, n in enumerate(x.shape) if d != axis)
-    kept = [d for d in range(x.ndim) if d not in red]
-    R = size_of([x.shape[d] for d in kept])
+    is_max, kept, red, kshape, R = _plan.arg_reduce_shape(op, x.shape, axis, keepdims)
     out = np.empty(R, dtype=np.int64)
     if R == 0:
         return out.reshape(kshape)

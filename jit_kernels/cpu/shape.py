@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from jit_kernels import _plan
 from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
 
 
@@ -133,7 +134,7 @@ def slice_assign(x, key, value):
 
 # -- take / gather ------------------------------------------------------------------------------
 
-@njit(error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _check(idx, n):
     for j in range(idx.shape[0]):
         k = idx[j]
@@ -142,13 +143,17 @@ def _check(idx, n):
     return False, np.int64(0)
 
 
+def _check_indices(idx, axis, n):
+    """Raise the protocol's ``IndexError`` for the first index of ``idx`` outside [-n, n)."""
+    bad, v = _check(idx, n)
+    if bad:
+        raise _plan.index_error(v, axis, n)
+
+
 @njit(cache=True, error_model="numpy")
 def _take_serial(x3, idx, out3):
     O, n, I = x3.shape
     J = idx.shape[0]
-    bad, v = _check(idx, n)
-    if bad:
-        return bad, v
     for o in range(O):
         for j in range(J):
             k = idx[j]
@@ -158,16 +163,12 @@ def _take_serial(x3, idx, out3):
             dst = out3[o, j]
             for i in range(I):
                 dst[i] = src[i]
-    return bad, v
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _take_par(x3, idx, out3):
     O, n, I = x3.shape
     J = idx.shape[0]
-    bad, v = _check(idx, n)
-    if bad:
-        return bad, v
     for t in prange(O * J):
         o = t // J
         j = t - o * J
@@ -178,11 +179,6 @@ def _take_par(x3, idx, out3):
         dst = out3[o, j]
         for i in range(I):
             dst[i] = src[i]
-    return bad, v
-
-
-def _index_error(v, axis, n):
-    return IndexError(f"index {int(v)} is out of bounds for axis {axis} with size {n}")
 
 
 def take(x, indices, axis):
@@ -200,15 +196,10 @@ def take(x, indices, axis):
     J = idx.shape[0]
     if J == 0:
         return out
-    if O * I == 0:
-        bad, v = _take_serial(np.empty((1, n, 0), x.dtype), idx, np.empty((1, J, 0), x.dtype))
-    else:
-        x3 = contiguous(x).reshape(O, n, I)
-        out3 = out.reshape(O, J, I)
+    _check_indices(idx, axis, n)
+    if O * I:
         kern = _take_par if out.size >= PAR_THRESHOLD else _take_serial
-        bad, v = kern(x3, idx, out3)
-    if bad:
-        raise _index_error(v, axis, n)
+        kern(contiguous(x).reshape(O, n, I), idx, out.reshape(O, J, I))
     return out
 
 
@@ -238,26 +229,16 @@ def _gather_row(xf, xstr, idx, ishape, axis, n, out, r, inner):
 
 @njit(cache=True, error_model="numpy")
 def _gather_serial(xf, xstr, idx, ishape, axis, n, out):
-    bad, v = _check(idx, n)
-    if bad:
-        return bad, v
-    nd = ishape.shape[0]
-    inner = ishape[nd - 1]
+    inner = ishape[ishape.shape[0] - 1]
     for r in range(idx.shape[0] // inner):
         _gather_row(xf, xstr, idx, ishape, axis, n, out, np.int64(r), inner)
-    return bad, v
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _gather_par(xf, xstr, idx, ishape, axis, n, out):
-    bad, v = _check(idx, n)
-    if bad:
-        return bad, v
-    nd = ishape.shape[0]
-    inner = ishape[nd - 1]
+    inner = ishape[ishape.shape[0] - 1]
     for r in prange(idx.shape[0] // inner):
         _gather_row(xf, xstr, idx, ishape, axis, n, out, np.int64(r), inner)
-    return bad, v
 
 
 def gather(x, indices, axis):
@@ -279,25 +260,17 @@ def gather(x, indices, axis):
     else:
         xf = xc.reshape(-1)
     idx = contiguous(indices).reshape(-1)
+    _check_indices(idx, axis, n)
     kern = _gather_par if out.size >= PAR_THRESHOLD else _gather_serial
-    bad, v = kern(xf, xstr, idx, i64(indices.shape), axis, n, out.reshape(-1))
-    if bad:
-        raise _index_error(v, axis, n)
+    kern(xf, xstr, idx, i64(indices.shape), axis, n, out.reshape(-1))
     return out
 
 
 def cat(xs, axis):
     xs = list(xs)
-    x0 = xs[0]
-    axis %= max(x0.ndim, 1)
-    total = sum(x.shape[axis] for x in xs)
-    shape = x0.shape[:axis] + (total,) + x0.shape[axis + 1:]
-    out = np.empty(shape, dtype=x0.dtype)
-    o = 0
+    axis, shape, pieces = _plan.cat_plan(xs, axis)
+    out = np.empty(shape, dtype=xs[0].dtype)
     pre = (slice(None),) * axis
-    for x in xs:
-        n = x.shape[axis]
-        if n:
-            copy_into(out[pre + (slice(o, o + n),)], x)
-        o += n
+    for x, o, n in pieces:
+        copy_into(out[pre + (slice(o, o + n),)], x)
     return out

@@ -20,6 +20,7 @@ import re
 
 import numpy as np
 
+from jit_kernels import _plan
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu._layout import broadcast_strides, coalesce, scalar_array
 from jit_kernels.cpu.elementwise import BOOL, _NP_NAME, _body, _kind, _result_dtype, conv_expr
@@ -172,20 +173,7 @@ def copy_into(dst: CudaArray, src) -> None:
 # entry points used by CudaKernels (same conventions as the cpu set)
 
 def unary(op, x, out_dtype, attrs):
-    out_dtype = np.dtype(out_dtype)
-    if op == "logical_not":
-        return run("logical_not", [x], (BOOL,), BOOL)
-    if op == "clamp":
-        lo = attrs.get("min") if attrs else None
-        hi = attrs.get("max") if attrs else None
-        if lo is None and hi is None:
-            return run("ident", [x], (out_dtype,), out_dtype)
-        if hi is None:
-            return run("clamp_lo", [x, lo], (out_dtype, out_dtype), out_dtype)
-        if lo is None:
-            return run("clamp_hi", [x, hi], (out_dtype, out_dtype), out_dtype)
-        return run("clamp", [x, lo, hi], (out_dtype,) * 3, out_dtype)
-    return run(op, [x], (out_dtype,), out_dtype)
+    return _plan.unary(op, x, out_dtype, attrs, run=run)
 
 
 def binary(op, a, b, compute_dtype, out_dtype):

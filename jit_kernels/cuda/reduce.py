@@ -23,17 +23,15 @@ softmax is max-shifted with float64 sums.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from jit_kernels import _plan
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu._layout import coalesce, size_of
 from jit_kernels.cpu.elementwise import _NP_NAME
 from jit_kernels.cuda._array import launch, RTPB, SIM, TPB, CudaArray, alloc, blocks_for, target_blocks
 from jit_kernels.cuda.elementwise import cuda_conv
 
-F64 = np.dtype(np.float64)
 I64 = np.dtype(np.int64)
 I32 = np.dtype(np.int32)
 
@@ -237,12 +235,7 @@ def _module(op, in_dt, acc_dt, out_dt, nko, nkr, has_center):
 
 def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArray:
     """Reduce ``x`` over ``axes``; returns a flat C-ordered array of the kept-dims outputs."""
-    nd = x.ndim
-    kept = [d for d in range(nd) if d not in axes]
-    red = [d for d in range(nd) if d in axes]
-    kshape = [x.shape[d] for d in kept]
-    R = size_of(kshape)
-    K = size_of([x.shape[d] for d in red])
+    kept, red, kshape, R, K = _plan.split_axes(x.shape, axes)
     out = alloc((R,), out_dt, x.index)
     if R == 0:
         return out
@@ -273,44 +266,12 @@ def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArr
     return out
 
 
-def _acc_dtype(op, in_dt, out_dt):
-    if op in ("max", "min"):
-        return I32 if in_dt.kind == "b" else in_dt
-    if out_dt.kind == "f":
-        return F64
-    return I64
-
-
 def reduce(op, x, axes, keepdims, out_dtype, attrs):
-    out_dt = np.dtype(out_dtype)
-    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
-    if x.ndim and not axes:
-        axes = tuple(range(x.ndim))
-    kshape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
-        tuple(n for d, n in enumerate(x.shape) if d not in axes)
-    K = size_of([x.shape[d] for d in axes])
-    R = size_of(kshape)
     from jit_kernels.cuda import memory, shape
-    if K == 0 or R == 0:
-        fill = {"sum": 0, "prod": 1, "mean": math.nan, "var": math.nan, "logsumexp": -math.inf}.get(op, 0)
-        if out_dt.kind != "f" and fill != fill:
-            fill = 0
-        return memory.full(kshape, fill, out_dt, x.index)
-    in_dt = x.dtype
-    if op in ("sum", "prod", "max", "min"):
-        res = _run(op, x, axes, _acc_dtype(op, in_dt, out_dt), out_dt)
-    elif op == "mean":
-        res = _run("mean", x, axes, _acc_dtype(op, in_dt, out_dt), out_dt, fa=float(K))
-    elif op == "var":
-        ddof = (attrs or {}).get("ddof", 0) or 0
-        mean = _run("mean", x, axes, F64, F64, fa=float(K))
-        res = _run("sqdev", x, axes, F64, out_dt, fa=float(max(K - ddof, 0)), center=mean)
-    elif op == "logsumexp":
-        mx = _run("max", x, axes, _acc_dtype("max", in_dt, F64), F64)
-        res = _run("sumexp", x, axes, F64, out_dt, center=mx)
-    else:
-        raise ValueError(f"unknown reduction {op!r}")
-    return shape.reshape(res, kshape)
+    # bool max/min accumulate in int32 (no bool shared arrays / shuffles)
+    return _plan.reduce(op, x, axes, keepdims, out_dtype, attrs, run=_run, bool_minmax=I32,
+                        full=lambda kshape, fill, dt: memory.full(kshape, fill, dt, x.index),
+                        reshape=shape.reshape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,19 +413,7 @@ def _arg_module(in_dt, is_max, nko, nkr):
 
 
 def arg_reduce(op, x, axis, keepdims):
-    is_max = op == "argmax"
-    if op not in ("argmax", "argmin"):
-        raise ValueError(f"unknown arg reduction {op!r}")
-    if axis is None:
-        red = list(range(x.ndim))
-        kshape = (1,) * x.ndim if keepdims else ()
-    else:
-        axis %= max(x.ndim, 1)
-        red = [axis]
-        kshape = tuple(1 if d == axis else n for d, n in enumerate(x.shape)) if keepdims else \
-            tuple(n for d, n in enumerate(x.shape) if d != axis)
-    kept = [d for d in range(x.ndim) if d not in red]
-    R = size_of([x.shape[d] for d in kept])
+    is_max, kept, red, kshape, R = _plan.arg_reduce_shape(op, x.shape, axis, keepdims)
     K = size_of([x.shape[d] for d in red])
     out = alloc((R,), I64, x.index)
     from jit_kernels.cuda import shape

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
+from jit_kernels import _plan
 from jit_kernels.cpu._layout import size_of
 from jit_kernels.cuda._array import (launch, CudaArray, TPB, alloc, blocks_for, use, view_expand,
                                      view_index, view_permute, view_reshape)
@@ -56,20 +57,13 @@ def slice_assign(x, key, value):
 
 
 def cat(xs, axis):
-    xs = list(xs)
     x0 = xs[0]
-    axis %= max(x0.ndim, 1)
-    total = sum(x.shape[axis] for x in xs)
-    shape = x0.shape[:axis] + (total,) + x0.shape[axis + 1:]
+    axis, shape, pieces = _plan.cat_plan(list(xs), axis)
     out = alloc(shape, x0.dtype, x0.index)
-    o = 0
-    for x in xs:
-        n = x.shape[axis]
-        if n:
-            key = tuple(slice(0, s, 1) for s in shape[:axis]) + (slice(o, o + n, 1),) + \
-                tuple(slice(0, s, 1) for s in shape[axis + 1:])
-            copy_into(view_index(out, key), x)
-        o += n
+    for x, o, n in pieces:
+        key = tuple(slice(0, s, 1) for s in shape[:axis]) + (slice(o, o + n, 1),) + \
+            tuple(slice(0, s, 1) for s in shape[axis + 1:])
+        copy_into(view_index(out, key), x)
     return out
 
 
@@ -133,10 +127,6 @@ def _first_bad(idx: CudaArray, n: int):
     return int(idx.buf[pos:pos + 1].copy_to_host()[0])
 
 
-def _index_error(v, axis, n):
-    return IndexError(f"index {int(v)} is out of bounds for axis {axis} with size {n}")
-
-
 def _flat_indices(indices, index) -> CudaArray:
     if not isinstance(indices, CudaArray):
         from jit_kernels.cuda.memory import from_host
@@ -160,7 +150,7 @@ def take(x, indices, axis):
         return out
     bad = _first_bad(idx, n)
     if bad is not None:
-        raise _index_error(bad, axis, n)
+        raise _plan.index_error(bad, axis, n)
     if out.size == 0:
         return out
     xc = contiguous(x)
@@ -183,7 +173,7 @@ def gather(x, indices, axis):
         return out
     bad = _first_bad(idx, n)
     if bad is not None:
-        raise _index_error(bad, axis, n)
+        raise _plan.index_error(bad, axis, n)
     total = out.size
     launch(_gather, blocks_for(total, x.index), TPB, x.buf, x.offset, tuple(x.strides), tuple(idx.shape),
                                              axis, n, idx.buf, out.buf, total)

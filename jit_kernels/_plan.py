@@ -1,0 +1,151 @@
+"""Host-side planning shared by the kernel sets (device-neutral: NumPy and plain Python only).
+
+Nothing here compiles or launches anything; the cpu and cuda sets pass in their own kernel
+runners.  What lives here is what the two sets must agree on: which axes a reduction keeps, its
+K (reduced) and R (kept) sizes, the fill value of an empty reduction, the accumulation dtypes,
+how reductions and unary ops decompose into kernel calls, arg-reduction and ``cat`` shapes, and
+the ``IndexError`` of ``take``/``gather``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+F64 = np.dtype(np.float64)
+I64 = np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+
+
+def size_of(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+def split_axes(shape, axes):
+    """(kept dims, reduced dims, kept shape, R, K) of reducing ``shape`` over ``axes``."""
+    nd = len(shape)
+    kept = [d for d in range(nd) if d not in axes]
+    red = [d for d in range(nd) if d in axes]
+    kshape = [shape[d] for d in kept]
+    return kept, red, kshape, size_of(kshape), size_of([shape[d] for d in red])
+
+
+def reduce_shape(shape, axes, keepdims):
+    """(sorted non-negative axes, result shape, K, R) of a reduction; no axes = all axes."""
+    nd = len(shape)
+    axes = tuple(sorted(a % nd for a in axes)) if nd else ()
+    if nd and not axes:
+        axes = tuple(range(nd))
+    kshape = tuple(1 if d in axes else n for d, n in enumerate(shape)) if keepdims else \
+        tuple(n for d, n in enumerate(shape) if d not in axes)
+    return axes, kshape, size_of([shape[d] for d in axes]), size_of(kshape)
+
+
+def empty_fill(op, out_dt):
+    """The value of a reduction over nothing (sum 0, prod 1, mean/var nan, logsumexp -inf)."""
+    fill = {"sum": 0, "prod": 1, "mean": math.nan, "var": math.nan, "logsumexp": -math.inf}.get(op, 0)
+    if out_dt.kind != "f" and fill != fill:
+        fill = 0
+    return fill
+
+
+def acc_dtype(op, in_dt, out_dt, bool_minmax=None):
+    """Accumulation dtype: max/min in the input dtype (bool as ``bool_minmax`` where a set
+    cannot hold bools in its accumulator), float results in float64, int/bool ones in int64."""
+    if op in ("max", "min"):
+        return bool_minmax if (bool_minmax is not None and in_dt.kind == "b") else in_dt
+    if out_dt.kind == "f":
+        return F64
+    return I64 if out_dt.kind in "iub" else out_dt
+
+
+def reduce(op, x, axes, keepdims, out_dtype, attrs, *, run, full, reshape, bool_minmax=None):
+    """``op`` over ``axes`` as calls of ``run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None)``
+    (a flat array of the kept-dims outputs): ``var`` is two-pass (mean, then squared deviations
+    over ``max(K - ddof, 0)``), ``logsumexp`` the max then the shifted sum of exponentials.
+    Empty reductions are ``full(shape, fill, out_dt)``; the result is ``reshape(flat, shape)``."""
+    out_dt = np.dtype(out_dtype)
+    axes, kshape, K, R = reduce_shape(x.shape, axes, keepdims)
+    if K == 0 or R == 0:
+        return full(kshape, empty_fill(op, out_dt), out_dt)
+    in_dt = x.dtype
+    if op in ("sum", "prod", "max", "min"):
+        res = run(op, x, axes, acc_dtype(op, in_dt, out_dt, bool_minmax), out_dt)
+    elif op == "mean":
+        res = run("mean", x, axes, acc_dtype(op, in_dt, out_dt, bool_minmax), out_dt, fa=float(K))
+    elif op == "var":
+        ddof = (attrs or {}).get("ddof", 0) or 0
+        mean = run("mean", x, axes, F64, F64, fa=float(K))
+        res = run("sqdev", x, axes, F64, out_dt, fa=float(max(K - ddof, 0)), center=mean)
+    elif op == "logsumexp":
+        mx = run("max", x, axes, acc_dtype("max", in_dt, F64, bool_minmax), F64)
+        res = run("sumexp", x, axes, F64, out_dt, center=mx)
+    else:
+        raise ValueError(f"unknown reduction {op!r}")
+    return reshape(res, kshape)
+
+
+def arg_reduce_shape(op, shape, axis, keepdims):
+    """(is_max, kept dims, reduced dims, result shape, R) of argmax/argmin over ``axis``
+    (None: all axes)."""
+    if op not in ("argmax", "argmin"):
+        raise ValueError(f"unknown arg reduction {op!r}")
+    nd = len(shape)
+    if axis is None:
+        red = list(range(nd))
+        kshape = (1,) * nd if keepdims else ()
+    else:
+        axis %= max(nd, 1)
+        red = [axis]
+        kshape = tuple(1 if d == axis else n for d, n in enumerate(shape)) if keepdims else \
+            tuple(n for d, n in enumerate(shape) if d != axis)
+    kept = [d for d in range(nd) if d not in red]
+    return op == "argmax", kept, red, kshape, size_of([shape[d] for d in kept])
+
+
+# -- elementwise -------------------------------------------------------------------------------
+
+def unary(op, x, out_dtype, attrs, *, run):
+    """``op`` as one call of ``run(op, operands, conversion dtypes, out dtype)``: ``logical_not``
+    in bool, ``clamp`` as ident/clamp_lo/clamp_hi/clamp by which bounds are given."""
+    out_dtype = np.dtype(out_dtype)
+    if op == "logical_not":
+        return run("logical_not", [x], (BOOL,), BOOL)
+    if op == "clamp":
+        lo = attrs.get("min") if attrs else None
+        hi = attrs.get("max") if attrs else None
+        if lo is None and hi is None:
+            return run("ident", [x], (out_dtype,), out_dtype)
+        if hi is None:
+            return run("clamp_lo", [x, lo], (out_dtype, out_dtype), out_dtype)
+        if lo is None:
+            return run("clamp_hi", [x, hi], (out_dtype, out_dtype), out_dtype)
+        return run("clamp", [x, lo, hi], (out_dtype,) * 3, out_dtype)
+    return run(op, [x], (out_dtype,), out_dtype)
+
+
+# -- data movement -----------------------------------------------------------------------------
+
+def cat_plan(xs, axis):
+    """(axis, result shape, [(x, start along axis, length)] of the non-empty pieces) of ``cat``."""
+    x0 = xs[0]
+    axis %= max(len(x0.shape), 1)
+    total = sum(x.shape[axis] for x in xs)
+    shape = tuple(x0.shape[:axis]) + (total,) + tuple(x0.shape[axis + 1:])
+    pieces = []
+    o = 0
+    for x in xs:
+        n = x.shape[axis]
+        if n:
+            pieces.append((x, o, n))
+        o += n
+    return axis, shape, pieces
+
+
+def index_error(v, axis, n):
+    return IndexError(f"index {int(v)} is out of bounds for axis {axis} with size {n}")
