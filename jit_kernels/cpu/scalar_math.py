@@ -42,6 +42,8 @@ from numba import njit
 from numba.core import cgutils as _cgutils, types as _types
 from numba.extending import intrinsic as _intrinsic, overload as _overload
 
+from jit_kernels import _saturate
+
 # =============================================================================================
 # LLVM helpers: bit reinterpretation, fma, floor.  All vectorise (bitcast, llvm.fma, llvm.floor).
 
@@ -768,32 +770,8 @@ def ceil(x):
 # =============================================================================================
 # saturating float -> int, NaN-propagating max/min
 
-_I32_MAX = np.int32(2147483647)
-_I32_MIN = np.int32(-2147483648)
-_I64_MAX = np.int64(9223372036854775807)
-_I64_MIN = np.int64(-9223372036854775808)
-
-
-@njit(inline="always", error_model="numpy")
-def f2i32(x):
-    if x != x:
-        return np.int32(0)
-    if x >= 2147483648.0:
-        return _I32_MAX
-    if x < -2147483648.0:
-        return _I32_MIN
-    return np.int32(x)
-
-
-@njit(inline="always", error_model="numpy")
-def f2i64(x):
-    if x != x:
-        return np.int64(0)
-    if x >= 9223372036854775808.0:
-        return _I64_MAX
-    if x < -9223372036854775808.0:
-        return _I64_MIN
-    return np.int64(x)
+f2i32 = njit(inline="always", error_model="numpy")(_saturate.f2i32)
+f2i64 = njit(inline="always", error_model="numpy")(_saturate.f2i64)
 
 
 # NaN-propagating max/min that vectorise: LLVM's llvm.maximum/llvm.minimum intrinsics

@@ -11,6 +11,7 @@ import math
 import numpy as np
 from numba import cuda
 
+from jit_kernels import _saturate
 from jit_kernels.cuda._array import SIM
 
 if SIM:
@@ -120,29 +121,6 @@ else:
         return _ld.pow(x, y)
 
 
-_I32_MAX = np.int32(2147483647)
-_I32_MIN = np.int32(-2147483648)
-_I64_MAX = np.int64(9223372036854775807)
-_I64_MIN = np.int64(-9223372036854775808)
-
-
-@cuda.jit(device=True)
-def f2i32(x):
-    if x != x:
-        return np.int32(0)
-    if x >= 2147483648.0:
-        return _I32_MAX
-    if x < -2147483648.0:
-        return _I32_MIN
-    return np.int32(x)
-
-
-@cuda.jit(device=True)
-def f2i64(x):
-    if x != x:
-        return np.int64(0)
-    if x >= 9223372036854775808.0:
-        return _I64_MAX
-    if x < -9223372036854775808.0:
-        return _I64_MIN
-    return np.int64(x)
+# the cpu set's saturating casts (``jit_kernels._saturate``), as device functions
+f2i32 = cuda.jit(device=True)(_saturate.f2i32)
+f2i64 = cuda.jit(device=True)(_saturate.f2i64)

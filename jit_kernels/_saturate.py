@@ -1,0 +1,31 @@
+"""Saturating float -> int conversions, device-neutral Python compiled by each kernel set
+(``njit(inline="always")`` in ``jit_kernels.cpu.scalar_math``, ``cuda.jit(device=True)`` in
+``jit_kernels.cuda.scalar_math``): truncation toward zero, NaN -> 0, values >= 2**(bits-1) (and
++inf) -> INT_MAX, values < -2**(bits-1) (and -inf) -> INT_MIN (the semantics of ``cast``).
+"""
+import numpy as np
+
+_I32_MAX = np.int32(2147483647)
+_I32_MIN = np.int32(-2147483648)
+_I64_MAX = np.int64(9223372036854775807)
+_I64_MIN = np.int64(-9223372036854775808)
+
+
+def f2i32(x):
+    if x != x:
+        return np.int32(0)
+    if x >= 2147483648.0:
+        return _I32_MAX
+    if x < -2147483648.0:
+        return _I32_MIN
+    return np.int32(x)
+
+
+def f2i64(x):
+    if x != x:
+        return np.int64(0)
+    if x >= 9223372036854775808.0:
+        return _I64_MAX
+    if x < -9223372036854775808.0:
+        return _I64_MIN
+    return np.int64(x)
