@@ -64,28 +64,38 @@ def load_generated_module(source: str, name_hint: str):
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
     safe = "".join(c if c.isalnum() else "_" for c in name_hint)[:80]
     modname = f"_jkgen_{safe}_{digest}"
-    mod = _MODULES.get(modname)
-    if mod is not None:
-        return mod
-    with _LOCK:
-        mod = _MODULES.get(modname)
-        if mod is not None:
-            return mod
-        d = cache_dir()
-        path = os.path.join(d, modname + ".py")
-        if not os.path.exists(path):
-            fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp_", suffix=".py")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(source)
-                if not os.path.exists(path):
-                    os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-        spec = importlib.util.spec_from_file_location(modname, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = mod
-        spec.loader.exec_module(mod)
-        _MODULES[modname] = mod
-        return mod
+    return once(_MODULES, _LOCK, modname, lambda name: _import_source(source, name))
+
+
+def once(cache: dict, lock, key, build):
+    """``cache[key]``, built by ``build(key)`` under ``lock`` by the first caller (double-checked:
+    the common hit takes no lock)."""
+    value = cache.get(key)
+    if value is not None:
+        return value
+    with lock:
+        value = cache.get(key)
+        if value is None:
+            value = build(key)
+            cache[key] = value
+        return value
+
+
+def _import_source(source: str, modname: str):
+    d = cache_dir()
+    path = os.path.join(d, modname + ".py")
+    if not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp_", suffix=".py")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(source)
+            if not os.path.exists(path):
+                os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -30,6 +30,7 @@ import threading
 import numpy as np
 from numba import njit, prange
 
+from jit_kernels.codegen import once
 from jit_kernels.cpu._layout import flat_base, nthreads
 
 MB = 32
@@ -98,37 +99,33 @@ def _gemm_module(dtype):
     Only the micro-kernel ``uk`` is compiled with ``numba.config.SLP_VECTORIZE`` on (see
     ``_matmul_gen``); the drivers are ordinary kernels that inline its vectorised code.
     """
-    mod = _GEMM.get(dtype)
-    if mod is not None:
-        return mod
-    with _GEMM_LOCK:
-        mod = _GEMM.get(dtype)
-        if mod is not None:
-            return mod
-        import numba
-        from jit_kernels.codegen import load_generated_module
-        from jit_kernels.cpu import _matmul_gen
+    return once(_GEMM, _GEMM_LOCK, dtype, _build_gemm)
 
-        mod = load_generated_module(_matmul_gen.source(*_CFG[dtype]), f"cpu_gemm_{dtype.name}")
-        T = numba.from_dtype(dtype)
-        A = T[::1]
-        i = numba.int64
-        sig = (i, A, i, A, i, A, i, i, numba.boolean, T)
-        old = numba.config.SLP_VECTORIZE
-        numba.config.SLP_VECTORIZE = 1
-        try:
-            # A cache hit loads the SLP-compiled machine code (and its optimised IR, which the
-            # drivers inline); a miss compiles it here, with SLP on.
-            mod.uk.compile(sig)
-        finally:
-            numba.config.SLP_VECTORIZE = old
-        mod.uk.disable_compile()  # never a second, scalar specialisation
-        dsig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
-        for f in (mod.gemm_serial, mod.gemm_batch):
-            f.compile(dsig)
-        mod.gemm_rows.compile(dsig + (i,))
-        _GEMM[dtype] = mod
-        return mod
+
+def _build_gemm(dtype):
+    import numba
+    from jit_kernels.codegen import load_generated_module
+    from jit_kernels.cpu import _matmul_gen
+
+    mod = load_generated_module(_matmul_gen.source(*_CFG[dtype]), f"cpu_gemm_{dtype.name}")
+    T = numba.from_dtype(dtype)
+    A = T[::1]
+    i = numba.int64
+    sig = (i, A, i, A, i, A, i, i, numba.boolean, T)
+    old = numba.config.SLP_VECTORIZE
+    numba.config.SLP_VECTORIZE = 1
+    try:
+        # A cache hit loads the SLP-compiled machine code (and its optimised IR, which the
+        # drivers inline); a miss compiles it here, with SLP on.
+        mod.uk.compile(sig)
+    finally:
+        numba.config.SLP_VECTORIZE = old
+    mod.uk.disable_compile()  # never a second, scalar specialisation
+    dsig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
+    for f in (mod.gemm_serial, mod.gemm_batch):
+        f.compile(dsig)
+    mod.gemm_rows.compile(dsig + (i,))
+    return mod
 
 
 def warmup():
