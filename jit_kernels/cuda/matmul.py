@@ -51,26 +51,8 @@ def mm(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, M, N, K):
     pa = ao + bz * sab
     pb = bo + bz * sbb
     for k0 in range(0, K, BK):
-        for l in range(BM * BK // NT):
-            e = tid + l * NT
-            am = e // BK
-            ak = e - am * BK
-            gm = bm + am
-            gk = k0 + ak
-            if gm < M and gk < K:
-                As[ak, am] = a[pa + gm * sam + gk * sak]
-            else:
-                As[ak, am] = T(0)
-        for l in range(BN * BK // NT):
-            e = tid + l * NT
-            bk = e // BN
-            bj = e - bk * BN
-            gk = k0 + bk
-            gn = bn + bj
-            if gk < K and gn < N:
-                Bs[bk, bj] = b[pb + gk * sbk + gn * sbn]
-            else:
-                Bs[bk, bj] = T(0)
+{load_a}
+{load_b}
         cuda.syncthreads()
         for kk in range(BK):
 {inner}
@@ -78,6 +60,30 @@ def mm(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, M, N, K):
     pc = bz * M * N
 {store}
 '''
+
+
+def _tile_load(span, q, i, j, gi, i0, gj, j0, li, lj, dst, src):
+    """Source staging one zero-padded shared-memory tile: each thread copies elements
+    ``e = tid + l * NT`` of the ``span`` x BK tile, split as ``i = e // q``, ``j = e - i * q``
+    (global ``gi = i0 + i`` < ``li``, ``gj = j0 + j`` < ``lj``), reading ``src`` into ``dst``."""
+    return "\n".join([
+        f"        for l in range({span} * BK // NT):",
+        "            e = tid + l * NT",
+        f"            {i} = e // {q}",
+        f"            {j} = e - {i} * {q}",
+        f"            {gi} = {i0} + {i}",
+        f"            {gj} = {j0} + {j}",
+        f"            if {gi} < {li} and {gj} < {lj}:",
+        f"                {dst} = {src}",
+        "            else:",
+        f"                {dst} = T(0)",
+    ])
+
+
+_LOAD_A = _tile_load("BM", "BK", "am", "ak", "gm", "bm", "gk", "k0", "M", "K", "As[ak, am]",
+                     "a[pa + gm * sam + gk * sak]")
+_LOAD_B = _tile_load("BN", "BN", "bk", "bj", "gk", "k0", "gn", "bn", "K", "N", "Bs[bk, bj]",
+                     "b[pb + gk * sbk + gn * sbn]")
 
 
 def _gen(dt, BM, BN, BK, TM, TN):
@@ -94,7 +100,7 @@ def _gen(dt, BM, BN, BK, TM, TN):
             store.append(f"        if bn + tc + {j} < N:")
             store.append(f"            c[pc + gm * N + bn + tc + {j}] = c{i}_{j}")
     return _TEMPLATE.format(T=_NP_NAME[dt.name], TT=_NB[dt.name], BM=BM, BN=BN, BK=BK, TM=TM,
-                            TN=TN, NT=NT, acc_init=acc_init, inner="\n".join(inner),
+                            TN=TN, NT=NT, load_a=_LOAD_A, load_b=_LOAD_B, acc_init=acc_init, inner="\n".join(inner),
                             store="\n".join(store)), NT
 
 
