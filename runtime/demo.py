@@ -117,6 +117,17 @@ def capture(params) -> bool:
         (out2,) = again.bind(rt.cpu())(x_np)
         ok &= np.array_equal(out2.numpy(), out.numpy())
         print(f"  replay == eager: {ok}; saved {os.path.getsize(path)} bytes and reloaded")
+        try:
+            import onnxruntime as ort
+            onnx_path = os.path.join(d, "mlp.onnx")
+            graph.to_onnx(onnx_path)
+            (out4,) = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"]).run(
+                None, {"input_0": x_np})
+            same = np.allclose(out4, out.numpy(), rtol=1e-5, atol=1e-6)
+            ok &= same
+            print(f"  ONNX export: onnxruntime == replay: {same} ({os.path.getsize(onnx_path)} bytes)")
+        except ImportError:
+            print("  ONNX export skipped: the `onnx` extra (onnx, onnxruntime) is not installed")
     if hasattr(graph, "compile"):
         try:
             exe = graph.compile(rt.cpu())

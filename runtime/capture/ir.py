@@ -185,6 +185,10 @@ class CapturedGraph:
         from .serialize import save_graph
         save_graph(self, path)
 
+    def to_onnx(self, path, opset: int = 17):
+        """Write the graph as an ONNX model (needs the ``onnx`` extra); README, "ONNX export"."""
+        from .onnx import export_onnx; return export_onnx(self, path, opset)  # noqa: E702
+
     def canonical(self) -> "CapturedGraph":
         """This graph with ids renumbered 1, 2, ... in order of appearance (what ``save`` writes)."""
         from .serialize import canonicalize

@@ -1,0 +1,449 @@
+"""``graph.to_onnx(path)``: a captured graph as an ONNX model (SPEC §5).
+
+Pure Python over the IR; ``onnx`` is imported inside :func:`export_onnx` (the ``onnx`` extra:
+``pip install 'numba-tensor-runtime[onnx]'``).  Declared inputs become graph inputs
+``input_0..``, the outputs ``output_0..`` (each through an ``Identity``), constants (``init``
+values that are not inputs) and the creation ops ``full``/``arange``/``eye`` (precomputed with
+NumPy: they are deterministic) become initializers, and every other op maps onto ONNX ops or a
+short composition of them.  Python-scalar operands (``attrs["scalars"]``) become 0-d
+initializers of the op's compute dtype; dtype promotion is made explicit with ``Cast``.
+
+Known differences from ``graph.run`` (also in the README, "ONNX export"):
+
+- ``rand``/``randn`` become ``RandomUniform``/``RandomNormal``: other values than the runtime's
+  seeded stream.
+- ``cast`` float→int keeps our semantics (truncate, saturate, NaN→0) through a composition
+  (``IsNaN``/``Where``/``Clip``/``Cast``); plain ONNX ``Cast`` leaves out-of-range values undefined.
+- Float reductions, ``matmul``, ``softmax`` and transcendentals are onnxruntime's own kernels:
+  equal within float rounding, not bit for bit.  ``argmax``/``argmin`` on NaN (we give the
+  first NaN's index) and integer ``0 ** negative`` (we give 0) follow onnxruntime.
+
+Custom ops (``rt.custom_op``) have no ONNX form: exporting a graph that holds one raises
+:class:`OnnxExportError` naming the op.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .. import dtypes as D
+from ..errors import TensorRuntimeError
+from ..ops.catalogue import BINARY, CATALOGUE, UNARY, binary_dtypes
+from .ir import CapturedGraph, TensorIr
+
+__all__ = ["export_onnx", "OnnxExportError", "OnnxNotInstalledError", "MIN_OPSET"]
+
+#: Lowest opset the exporter writes (Reshape ``allowzero``, Squeeze/Unsqueeze/ReduceSum axes
+#: as inputs, per-axis Softmax).
+MIN_OPSET = 14
+
+_INSTALL_HINT = ("graph.to_onnx needs the optional `onnx` extra (packages onnx and, to run "
+                 "the model, onnxruntime): pip install 'numba-tensor-runtime[onnx]'")
+
+
+class OnnxNotInstalledError(ImportError):
+    """The ``onnx`` package (the ``onnx`` extra) is not installed."""
+
+
+class OnnxExportError(TensorRuntimeError, ValueError):
+    """An op of the graph has no ONNX form (``.op`` names it)."""
+
+    def __init__(self, op: str, message: str):
+        super().__init__(message)
+        self.op = op
+
+
+def export_onnx(graph: CapturedGraph, path=None, opset: int = 17):
+    """Write ``graph`` as an ONNX model to ``path`` (when given) and return the ``ModelProto``."""
+    try:
+        import onnx
+        from onnx import helper, numpy_helper
+    except ImportError as e:
+        raise OnnxNotInstalledError(_INSTALL_HINT) from e
+    opset = int(opset)
+    if opset < MIN_OPSET:
+        raise ValueError(f"graph.to_onnx: opset must be >= {MIN_OPSET}, got {opset}")
+    b = _Builder(graph, opset, onnx, helper, numpy_helper)
+    model = b.build()
+    onnx.checker.check_model(model)
+    if path is not None:
+        onnx.save(model, os.fspath(path))
+    return model
+
+
+_I64_MIN = -(2 ** 63)
+
+
+class _Builder:
+    def __init__(self, graph, opset, onnx, helper, numpy_helper):
+        self.g = graph
+        self.opset = opset
+        self.onnx = onnx
+        self.h = helper
+        self.nh = numpy_helper
+        self.nodes = []
+        self.inits = []
+        self.names = {}        # tensor id -> ONNX value name
+        self.n = 0
+        self.consts = {}       # (dtype, shape, bytes) -> name (dedup of small constants)
+
+    # ---- helpers ----------------------------------------------------------------------
+    def fresh(self, stem="v") -> str:
+        self.n += 1
+        return f"{stem}{self.n}"
+
+    def elem(self, dt: D.DType) -> int:
+        return self.h.np_dtype_to_tensor_dtype(np.dtype(dt.np))
+
+    def node(self, op_type, inputs, n_out=1, **attrs):
+        outs = [self.fresh() for _ in range(n_out)]
+        self.nodes.append(self.h.make_node(op_type, list(inputs), outs, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def const(self, array, name=None) -> str:
+        a = np.asarray(array)
+        small = name is None and a.size <= 64
+        key = (a.dtype.str, a.shape, a.tobytes()) if small else None
+        if key is not None and key in self.consts:
+            return self.consts[key]
+        name = name or self.fresh("c")
+        self.inits.append(self.nh.from_array(a if a.flags.c_contiguous else a.copy(order="C"), name))
+        if key is not None:
+            self.consts[key] = name
+        return name
+
+    def scalar(self, value, dt: D.DType) -> str:
+        return self.const(np.array(value).astype(dt.np))
+
+    def i64(self, values) -> str:
+        return self.const(np.asarray(values, dtype=np.int64))
+
+    def cast(self, name, src: D.DType, dst: D.DType) -> str:
+        if src is dst:
+            return name
+        return self.node("Cast", [name], to=self.elem(dst))
+
+    def operand(self, x, dt: D.DType) -> str:
+        """A tensor operand cast to ``dt``, or a Python scalar as a 0-d ``dt`` constant."""
+        if isinstance(x, TensorIr):
+            return self.cast(self.names[x.id], x.dtype, dt)
+        return self.scalar(x, dt)
+
+    def to_bool(self, x) -> str:
+        return self.operand(x, D.bool_) if isinstance(x, TensorIr) else self.scalar(bool(x), D.bool_)
+
+    def reduce(self, op_type, x, axes, keepdims) -> str:
+        axes = [int(a) for a in axes]
+        if op_type == "ReduceSum" or self.opset >= 18:
+            return self.node(op_type, [x, self.i64(axes)], keepdims=int(keepdims))
+        return self.node(op_type, [x], axes=axes, keepdims=int(keepdims))
+
+    def reshape(self, x, shape) -> str:
+        return self.node("Reshape", [x, self.i64(list(shape))], allowzero=1)
+
+    # ---- the model ----------------------------------------------------------------------
+    def build(self):
+        g, h = self.g, self.h
+        inputs = []
+        for k, tid in enumerate(g.inputs):
+            t = g.tensor(tid)
+            self.names[tid] = f"input_{k}"
+            inputs.append(h.make_tensor_value_info(f"input_{k}", self.elem(t.dtype), list(t.shape)))
+        ins = set(g.inputs)
+        for op in g.operations:
+            if op.op == "init":
+                tid = op.outputs[0].id
+                if tid not in ins:
+                    self.names[tid] = self.const(np.asarray(g.values[tid]),
+                                                 name=f"const_{tid}")
+                continue
+            self.names[op.outputs[0].id] = self.emit(op)
+        outputs = []
+        for k, tid in enumerate(g.outputs):
+            t = g.tensor(tid)
+            self.nodes.append(h.make_node("Identity", [self.names[tid]], [f"output_{k}"]))
+            outputs.append(h.make_tensor_value_info(f"output_{k}", self.elem(t.dtype), list(t.shape)))
+        graph = h.make_graph(self.nodes, "captured_graph", inputs, outputs, self.inits)
+        opsets = [h.make_opsetid("", self.opset)]
+        try:
+            ir = h.find_min_ir_version_for(opsets)
+        except Exception:  # an opset newer than this onnx knows
+            ir = self.onnx.IR_VERSION
+        return h.make_model(graph, opset_imports=opsets, ir_version=ir,
+                            producer_name="numba-tensor-runtime")
+
+    def emit(self, op) -> str:
+        name = op.op
+        s = CATALOGUE.get(name)
+        if s is None or s.family == "custom":
+            raise OnnxExportError(name, f"graph.to_onnx: op {name!r} is a custom op (rt.custom_op) "
+                                        f"and has no ONNX equivalent; it cannot be exported")
+        fn = getattr(self, f"op_{name}", None)
+        if fn is None:
+            fn = getattr(self, f"fam_{s.family}", None)
+        if fn is None:
+            raise OnnxExportError(name, f"graph.to_onnx: op {name!r} has no ONNX mapping")
+        return fn(op)
+
+    # ---- elementwise ------------------------------------------------------------------------
+    def fam_unary(self, op) -> str:
+        name = op.op
+        (xt,) = op.inputs
+        x = self.names[xt.id]
+        out = op.outputs[0].dtype
+        if name == "logical_not":
+            return self.node("Not", [self.to_bool(xt)])
+        x = self.cast(x, xt.dtype, out)
+        if name in ("floor", "ceil") and not out.is_float:
+            return x
+        if name == "relu" and not out.is_float:
+            return self.node("Max", [x, self.scalar(0, out)])
+        if name == "rsqrt":
+            return self.node("Reciprocal", [self.node("Sqrt", [x])])
+        if name == "gelu":        # 0.5 x (1 + erf(x / sqrt 2))
+            e = self.node("Erf", [self.node("Mul", [x, self.scalar(0.7071067811865476, out)])])
+            return self.node("Mul", [self.node("Mul", [self.scalar(0.5, out), x]),
+                                     self.node("Add", [self.scalar(1.0, out), e])])
+        if name == "gelu_tanh":   # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+            x3 = self.node("Mul", [self.node("Mul", [self.node("Mul", [self.scalar(0.044715, out), x]),
+                                                     x]), x])
+            t = self.node("Tanh", [self.node("Mul", [self.scalar(0.7978845608028654, out),
+                                                     self.node("Add", [x, x3])])])
+            return self.node("Mul", [self.node("Mul", [self.scalar(0.5, out), x]),
+                                     self.node("Add", [self.scalar(1.0, out), t])])
+        onnx_name = UNARY[name][1]
+        return self.node(onnx_name, [x])
+
+    def op_clamp(self, op) -> str:
+        (xt,) = op.inputs
+        out = op.outputs[0].dtype
+        x = self.cast(self.names[xt.id], xt.dtype, out)
+        lo, hi = op.attrs.get("min"), op.attrs.get("max")
+        if lo is not None:   # x < lo ? lo : x  (NaN stays NaN)
+            lo_c = self.scalar(lo, out)
+            x = self.node("Where", [self.node("Less", [x, lo_c]), lo_c, x])
+        if hi is not None:
+            hi_c = self.scalar(hi, out)
+            x = self.node("Where", [self.node("Greater", [x, hi_c]), hi_c, x])
+        return x
+
+    def op_cast(self, op) -> str:
+        (xt,) = op.inputs
+        src, dst = xt.dtype, op.outputs[0].dtype
+        x = self.names[xt.id]
+        if not (src.is_float and dst.is_int):
+            return self.cast(x, src, dst)
+        # Saturating float -> int: NaN -> 0, truncation toward zero, out of range -> INT_MIN/MAX.
+        info = np.iinfo(dst.np)
+        lim = float(2 ** (info.bits - 1))            # exactly representable in every float dtype
+        below = np.nextafter(src.np.type(lim), src.np.type(0))
+        z = self.node("Where", [self.node("IsNaN", [x]), self.scalar(0, src), x])
+        c = self.node("Clip", [z, self.scalar(-lim, src), self.const(np.array(below, src.np))])
+        y = self.node("Cast", [c], to=self.elem(dst))
+        big = self.node("GreaterOrEqual", [z, self.scalar(lim, src)])
+        return self.node("Where", [big, self.scalar(info.max, dst), y])
+
+    def fam_binary(self, op) -> str:
+        name = op.op
+        a, b = op.operands()
+        kind, onnx_name = BINARY[name]
+        if kind == "logical":
+            return self.node(onnx_name, [self.to_bool(a), self.to_bool(b)])
+        compute, out = binary_dtypes(name, a, b)
+        if compute.is_bool:
+            if name in ("add", "maximum"):
+                return self.node("Or", [self.to_bool(a), self.to_bool(b)])
+            if name in ("mul", "minimum"):
+                return self.node("And", [self.to_bool(a), self.to_bool(b)])
+            if name not in ("eq", "ne"):   # ordered comparisons of bools: as 0/1 ints
+                compute = D.int32
+        xa, xb = self.operand(a, compute), self.operand(b, compute)
+        if name == "ne":
+            return self.node("Not", [self.node("Equal", [xa, xb])])
+        r = self.node(onnx_name, [xa, xb])
+        return r if kind == "cmp" else self.cast(r, compute, out)
+
+    def op_where(self, op) -> str:
+        cond, a, b = op.operands()
+        out = op.outputs[0].dtype
+        return self.node("Where", [self.to_bool(cond), self.operand(a, out), self.operand(b, out)])
+
+    # ---- reductions -------------------------------------------------------------------------
+    def fam_reduce(self, op) -> str:
+        name = op.op
+        (xt,) = op.inputs
+        out = op.outputs[0].dtype
+        axes, keep = op.attrs["axes"], op.attrs["keepdims"]
+        x = self.names[xt.id]
+        if name in ("max", "min"):
+            if xt.dtype.is_bool:   # ReduceMax/Min take no bools before opset 20
+                r = self.reduce(f"Reduce{name.title()}", self.cast(x, D.bool_, D.int32), axes, keep)
+                return self.cast(r, D.int32, D.bool_)
+            return self.reduce(f"Reduce{name.title()}", x, axes, keep)
+        x = self.cast(x, xt.dtype, out)
+        if name == "var":
+            k = int(np.prod([xt.shape[a] for a in axes], dtype=np.int64))
+            d = self.node("Sub", [x, self.reduce("ReduceMean", x, axes, True)])
+            s = self.reduce("ReduceSum", self.node("Mul", [d, d]), axes, keep)
+            return self.node("Div", [s, self.scalar(float(max(k - op.attrs.get("ddof", 0), 0)), out)])
+        onnx_name = {"sum": "ReduceSum", "prod": "ReduceProd", "mean": "ReduceMean",
+                     "logsumexp": "ReduceLogSumExp"}[name]
+        return self.reduce(onnx_name, x, axes, keep)
+
+    def fam_arg_reduce(self, op) -> str:
+        (xt,) = op.inputs
+        x = self.names[xt.id]
+        if xt.dtype.is_bool:
+            x = self.cast(x, D.bool_, D.int32)
+        onnx_name = "ArgMax" if op.op == "argmax" else "ArgMin"
+        axis, keep = op.attrs["axis"], op.attrs["keepdims"]
+        if axis is None:
+            flat = self.reshape(x, [-1]) if len(xt.shape) != 1 else x
+            r = self.node(onnx_name, [flat], axis=0, keepdims=0, select_last_index=0)
+            return self.reshape(r, op.outputs[0].shape)
+        return self.node(onnx_name, [x], axis=int(axis), keepdims=int(keep), select_last_index=0)
+
+    def fam_softmax(self, op) -> str:
+        (xt,) = op.inputs
+        x = self.cast(self.names[xt.id], xt.dtype, op.outputs[0].dtype)
+        return self.node("Softmax" if op.op == "softmax" else "LogSoftmax", [x],
+                         axis=int(op.attrs["axis"]))
+
+    # ---- linalg and shape -------------------------------------------------------------------
+    def op_matmul(self, op) -> str:
+        a, b = op.inputs
+        out = op.outputs[0]
+        xa, xb = self.operand(a, out.dtype), self.operand(b, out.dtype)
+        if len(a.shape) > 1 and len(b.shape) > 1:
+            return self.node("MatMul", [xa, xb])
+        # A 1-D operand as an explicit row/column, then the result reshaped: onnxruntime 1.32's
+        # Transpose+MatMul fusion computes wrong values for a 1-D right operand.
+        if len(a.shape) == 1:
+            xa = self.reshape(xa, (1,) + tuple(a.shape))
+        if len(b.shape) == 1:
+            xb = self.reshape(xb, tuple(b.shape) + (1,))
+        return self.reshape(self.node("MatMul", [xa, xb]), out.shape)
+
+    def op_reshape(self, op) -> str:
+        return self.reshape(self.names[op.inputs[0].id], op.attrs["shape"])
+
+    def op_permute(self, op) -> str:
+        return self.node("Transpose", [self.names[op.inputs[0].id]],
+                         perm=[int(a) for a in op.attrs["axes"]])
+
+    def op_expand(self, op) -> str:
+        return self.node("Expand", [self.names[op.inputs[0].id], self.i64(list(op.attrs["shape"]))])
+
+    def op_index(self, op) -> str:
+        (xt,) = op.inputs
+        x = self.names[xt.id]
+        starts, ends, axes, steps, squeeze, unsqueeze = [], [], [], [], [], []
+        axis = out_pos = 0
+        for k in op.attrs["key"]:
+            if k is None:
+                unsqueeze.append(out_pos)
+                out_pos += 1
+                continue
+            n = xt.shape[axis]
+            if isinstance(k, slice):
+                start, stop, step = k.start, k.stop, k.step
+                if len(range(start, stop, step)) == 0:
+                    start, stop, step = 0, 0, 1
+                elif step < 0 and stop < 0:       # runs down to index 0 inclusive
+                    stop = _I64_MIN
+                if (start, stop, step) != (0, n, 1):
+                    for lst, v in ((starts, start), (ends, stop), (axes, axis), (steps, step)):
+                        lst.append(v)
+                out_pos += 1
+            else:
+                for lst, v in ((starts, int(k)), (ends, int(k) + 1), (axes, axis), (steps, 1)):
+                    lst.append(v)
+                squeeze.append(axis)
+            axis += 1
+        if axes:
+            x = self.node("Slice", [x, self.i64(starts), self.i64(ends), self.i64(axes),
+                                    self.i64(steps)])
+        if squeeze:
+            x = self.node("Squeeze", [x, self.i64(squeeze)])
+        if unsqueeze:
+            x = self.node("Unsqueeze", [x, self.i64(unsqueeze)])
+        if not (axes or squeeze or unsqueeze):
+            x = self.node("Identity", [x])
+        return x
+
+    def op_slice_assign(self, op) -> str:
+        xt = op.inputs[0]
+        value = op.operands()[1]
+        dt = op.outputs[0].dtype
+        x = self.names[xt.id]
+        key = [k for k in op.attrs["key"] if k is not None]   # one entry per axis of x
+        ranges = [range(k.start, k.stop, k.step) if isinstance(k, slice) else range(k, k + 1)
+                  for k in key]
+        lens = [len(r) for r in ranges]
+        if isinstance(value, TensorIr):
+            v = self.cast(self.names[value.id], value.dtype, dt)
+            region = [len(r) for r, k in zip(ranges, key) if isinstance(k, slice)]
+            if tuple(value.shape) != tuple(region):
+                v = self.node("Expand", [v, self.i64(region)])
+        else:
+            v = None
+        if not xt.shape:                                    # 0-d: the value replaces x
+            return self.reshape(v, []) if v is not None else self.scalar(value, dt)
+        if 0 in lens:
+            return self.node("Identity", [x])
+        updates = (self.reshape(v, lens) if v is not None
+                   else self.const(np.full(lens, np.array(value).astype(dt.np), dt.np)))
+        grids = np.meshgrid(*[np.asarray(r, np.int64) for r in ranges], indexing="ij")
+        idx = np.stack(grids, axis=-1).astype(np.int64)
+        return self.node("ScatterND", [x, self.const(idx), updates])
+
+    def op_take(self, op) -> str:
+        xt, it = op.inputs
+        x = self.names[xt.id]
+        axis = op.attrs["axis"]
+        if axis is None:
+            x = self.reshape(x, [-1]) if len(xt.shape) != 1 else x
+            axis = 0
+        return self.node("Gather", [x, self.names[it.id]], axis=int(axis))
+
+    def op_gather(self, op) -> str:
+        xt, it = op.inputs
+        return self.node("GatherElements", [self.names[xt.id], self.names[it.id]],
+                         axis=int(op.attrs["axis"]))
+
+    def op_cat(self, op) -> str:
+        out = op.outputs[0].dtype
+        return self.node("Concat", [self.operand(t, out) for t in op.inputs],
+                         axis=int(op.attrs["axis"]))
+
+    # ---- creation ---------------------------------------------------------------------------
+    def op_full(self, op) -> str:
+        t = op.outputs[0]
+        return self.const(np.full(t.shape, np.array(op.attrs["value"]).astype(t.dtype.np),
+                                  t.dtype.np))
+
+    def op_arange(self, op) -> str:
+        t = op.outputs[0]
+        n = t.shape[0]
+        start, step = op.attrs["start"], op.attrs["step"]
+        if t.dtype.is_float:
+            a = (float(start) + np.arange(n, dtype=np.float64) * float(step)).astype(t.dtype.np)
+        else:
+            a = (np.int64(int(start)) + np.arange(n, dtype=np.int64) * np.int64(int(step)))
+            a = a != 0 if t.dtype.is_bool else a.astype(t.dtype.np)
+        return self.const(a)
+
+    def op_eye(self, op) -> str:
+        t = op.outputs[0]
+        return self.const(np.eye(t.shape[0], t.shape[1], dtype=t.dtype.np))
+
+    def op_rand(self, op) -> str:
+        t = op.outputs[0]
+        return self.node("RandomUniform", [], dtype=self.elem(t.dtype), shape=list(t.shape),
+                         low=0.0, high=1.0)
+
+    def op_randn(self, op) -> str:
+        t = op.outputs[0]
+        return self.node("RandomNormal", [], dtype=self.elem(t.dtype), shape=list(t.shape),
+                         mean=0.0, scale=1.0)
