@@ -149,3 +149,18 @@ def cat_plan(xs, axis):
 
 def index_error(v, axis, n):
     return IndexError(f"index {int(v)} is out of bounds for axis {axis} with size {n}")
+
+
+def numpy_key(key) -> tuple:
+    """A protocol indexing key (slices concrete as ``slice.indices`` gives them) that NumPy reads
+    the same way: an empty range becomes ``0:0`` (``indices`` may give a start or stop of -1,
+    meaning "before index 0", which NumPy would read as "the last element")."""
+    out = []
+    for k in key:
+        if isinstance(k, slice):
+            if len(range(k.start, k.stop, k.step)) == 0:
+                k = slice(0, 0, 1)
+            elif k.stop < 0:
+                k = slice(k.start, None, k.step)
+        out.append(k)
+    return tuple(out)

@@ -170,3 +170,16 @@ def test_slice_assign(rng):
         rt.slice_assign(t, (0,), rt.ones(4))
     with pytest.raises(TypeError, match="immutable"):
         t[0] = 1
+
+
+def test_empty_negative_step_slices_on_inner_axes():
+    a = np.arange(120).reshape(4, 5, 6)
+    t = rt.tensor(a)
+    for key in [(slice(None), slice(-10, None, -1)), (slice(None), slice(None, 10, -1)),
+                (Ellipsis, slice(-1, -7, -1)), (slice(None), slice(3, 3))]:
+        assert t[key].shape == a[key].shape, key
+        np.testing.assert_array_equal(t[key].numpy(), a[key])
+        r = rt.slice_assign(t, key, 7)
+        w = a.copy()
+        w[key] = 7
+        np.testing.assert_array_equal(r.numpy(), w)

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from jit_kernels import _plan
+from jit_kernels._plan import numpy_key
 from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
 
 
@@ -112,10 +113,7 @@ def expand(x, shape):
 
 
 def _numpy_key(key):
-    # The protocol's slices are concrete as ``slice.indices`` gives them: with a negative step a
-    # stop of -1 means "past index 0", which NumPy would read as "the last element".
-    return tuple(slice(k.start, None, k.step) if isinstance(k, slice) and k.stop < 0 else k
-                 for k in key) + (Ellipsis,)
+    return numpy_key(key) + (Ellipsis,)  # trailing axes are implicit in the protocol's key
 
 
 def index(x, key):

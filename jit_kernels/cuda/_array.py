@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import config, cuda
 
+from jit_kernels._plan import numpy_key
+
 SIM = bool(config.ENABLE_CUDASIM)
 #: threads per block of the 1-D kernels (small under the simulator: it pays per thread)
 TPB = 16 if SIM else 256
@@ -158,8 +160,7 @@ def view_index(x: CudaArray, key) -> CudaArray:
     """Basic indexing with a normalised key (``slice.indices`` form: a stop of -1 with a
     negative step means "past index 0", which NumPy would read as the last element)."""
     stand = _stand_in(x)
-    key = tuple(slice(k.start, None, k.step) if isinstance(k, slice) and k.stop is not None
-                and k.stop < 0 else k for k in key)
+    key = numpy_key(key)
     return _from_stand_in(x, stand, stand[key + (Ellipsis,)])
 
 

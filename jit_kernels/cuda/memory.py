@@ -15,7 +15,7 @@ from jit_kernels.cuda._array import launch, CudaArray, TPB, alloc, blocks_for, c
 
 
 def from_host(array, index=0) -> CudaArray:
-    a = np.ascontiguousarray(array)
+    a = np.require(array, requirements="C")
     use(index)
     if a.size == 0:
         buf = cuda.device_array(1, dtype=a.dtype)

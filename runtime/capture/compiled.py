@@ -112,7 +112,7 @@ class CompiledGraph:
             attrs = {k: v for k, v in op.attrs.items() if k != SCALARS_ATTR}
             out = op.outputs[0]
             t = self.device.execute(spec, tuple(args), attrs, out.shape, out.dtype)
-            arr = np.ascontiguousarray(t.numpy())
+            arr = np.require(t.numpy(), requirements="C")
             values[out.id] = arr
             const[out.id] = dispatch.create("init", self.device, {"value": arr})
             ops_out.append(OperationIr("init", (), (out,), {}))

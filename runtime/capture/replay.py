@@ -190,7 +190,7 @@ class Executable:
             shape, dtype = tuple(arr.shape), arr.dtype
             if dtype == ir.dtype.np and shape == ir.shape:
                 from .. import dispatch
-                return dispatch.create("init", dev, {"value": np.ascontiguousarray(arr)})
+                return dispatch.create("init", dev, {"value": np.require(arr, requirements="C")})
             dtype = getattr(dtype, "name", dtype)
         if shape != ir.shape:
             raise ShapeError(f"graph input {k} (tensor {ir.id}) expects shape {ir.shape} "

@@ -76,7 +76,7 @@ def _enc(v):
     if isinstance(v, D.DType):
         return {"dtype": v.name}
     if isinstance(v, np.ndarray):
-        a = np.ascontiguousarray(v)
+        a = np.require(v, requirements="C")
         return {"array": [a.dtype.name, list(a.shape), a.astype(a.dtype.newbyteorder("<")).tobytes().hex()]}
     for base in (bool, int, float, str):  # subclasses (IntEnum, ...) as their base type
         if isinstance(v, base):
@@ -123,7 +123,7 @@ def save_graph(graph: CapturedGraph, path) -> None:
     values = []
     offset = 0
     for tid in sorted(g.values):
-        a = np.ascontiguousarray(g.values[tid])
+        a = np.require(g.values[tid], requirements="C")
         dt = D.from_numpy_dtype(a.dtype, "graph.save")
         raw = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
         values.append({"id": tid, "shape": list(a.shape), "dtype": dt.name,

@@ -271,3 +271,14 @@ def test_out_of_range_index_values_raise_on_replay():
     g = rt.capture(lambda x, i: rt.take(x, i, axis=1), G, np.array([0, 1], np.int64))
     with pytest.raises(rt.IndexOutOfRangeError):
         g.run(G, np.array([0, 9], np.int64))
+
+
+def test_zero_dim_inputs_keep_their_shape():
+    def f(x):
+        return rt.slice_assign(x, (), 5.0), x * 2
+
+    g = rt.capture(f, rt.tensor(3.0))
+    x = np.array(3.0, np.float32)
+    for out in (g.run(x), g.bind(rt.cpu())(x), g.compile(rt.cpu())(x)):
+        assert [o.numpy().shape for o in out] == [(), ()]
+        assert [o.item() for o in out] == [5.0, 6.0]
