@@ -412,7 +412,7 @@ def sigmoid_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def sigmoid_f64(x):
-    """float64 logistic.  Max error 2 ulp (measured 1.88 ulp); as ``sigmoid_f32``."""
+    """float64 logistic.  Max error 2.5 ulp (measured up to 2.02 ulp); as ``sigmoid_f32``."""
     z = exp_f64(-_fabs(x))
     num = 1.0 if x >= 0.0 else z
     return num / (1.0 + z)
