@@ -76,32 +76,9 @@ _OPERAND_TYPES = (Tensor, _Meta)
 def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
     """Run catalogue op ``name`` on ``args`` (tensors and Python scalars)."""
     if attrs is None:
-        n = len(args)
-        if n == 2:
-            a, b = args
-            if type(a) is Tensor:
-                dev = a.device
-                if type(b) is Tensor:
-                    if b.device is dev:
-                        ent = _FAST.get((name, dev.kind, a.shape, a.dtype, b.shape, b.dtype))
-                        if ent is not None and CATALOGUE[name] is ent[0]:
-                            return _wrap(ent[3](a._payload, b._payload), ent[1], ent[2], dev)
-                else:
-                    ent = _FAST.get((name, dev.kind, a.shape, a.dtype, type(b), None))
-                    if ent is not None and CATALOGUE[name] is ent[0]:
-                        return _wrap(ent[3](a._payload, b), ent[1], ent[2], dev)
-            elif type(b) is Tensor:
-                dev = b.device
-                ent = _FAST.get((name, dev.kind, type(a), None, b.shape, b.dtype))
-                if ent is not None and CATALOGUE[name] is ent[0]:
-                    return _wrap(ent[3](a, b._payload), ent[1], ent[2], dev)
-        elif n == 1:
-            a = args[0]
-            if type(a) is Tensor:
-                dev = a.device
-                ent = _FAST.get((name, dev.kind, a.shape, a.dtype))
-                if ent is not None and CATALOGUE[name] is ent[0]:
-                    return _wrap(ent[3](a._payload), ent[1], ent[2], dev)
+        out = fast_plain(name, args)
+        if out is not None:
+            return out
     return _dispatch(name, args, attrs)
 
 
