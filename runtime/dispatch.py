@@ -9,6 +9,7 @@ or ``execute_plain`` for their inner device.
 """
 from __future__ import annotations
 
+from . import dtypes as D
 from .device import Device, PlainDevice
 from .errors import DeviceError, DeviceMismatchError, IndexOutOfRangeError
 from .ops.catalogue import CATALOGUE, OpSpec, _Meta, _kernel_matmul
@@ -277,7 +278,6 @@ def execute_plain(device: PlainDevice, spec: OpSpec, args, attrs, shape, dtype) 
 def run_fused(device: PlainDevice, program, tensors) -> tuple:
     """Run a fused program (``runtime.capture.fuse``) on ``device``'s kernel set; one tensor
     per program output.  DeviceError when the kernel set has no fused kernels."""
-    from . import dtypes as D
     ks = kernels_for_kind(device.kind)
     fused = getattr(ks, "fused", None)
     if fused is None:

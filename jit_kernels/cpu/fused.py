@@ -30,6 +30,7 @@ import threading
 import numpy as np
 
 from jit_kernels.codegen import load_generated_module
+from jit_kernels.cpu import matmul as _matmul
 from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
                                      nthreads, scalar_array, size_of)
 from jit_kernels.cpu.elementwise import _NP_NAME, _body, _kind, _result_dtype, conv_expr
@@ -560,7 +561,6 @@ _EPI: dict = {}
 
 
 def run_matmul(prog, arrays):
-    from jit_kernels.cpu import matmul as _matmul
     epi = _EPI.get(prog)
     if epi is None:
         epi = _EPI[prog] = _Epilogue(prog)

@@ -17,11 +17,13 @@ import hashlib
 
 import numpy as np
 
+from .. import dispatch
 from ..device import cpu, device as _parse_device
 from ..errors import CaptureError, DeviceError
 from ..ops.catalogue import CATALOGUE
 from .fuse import plan_fusion
 from .ir import SCALARS_ATTR, CapturedGraph, OperationIr, TensorIr
+from .replay import Executable, _spec
 
 __all__ = ["CompiledGraph"]
 
@@ -49,7 +51,6 @@ class CompiledGraph:
     ``explain()`` lists the generated kernels and the ops each covers."""
 
     def __init__(self, graph: CapturedGraph, device=None, fold_constants: bool = True):
-        from .. import dispatch
         self.graph = graph
         self.device = dev = cpu() if device is None else _parse_device(device)
         if dev.family == "autodiff":
@@ -82,8 +83,6 @@ class CompiledGraph:
     # ---- compile time ---------------------------------------------------------------
     def _fold(self, graph: CapturedGraph) -> CapturedGraph:
         """Evaluate ops whose tensor operands are all constants; they become constants."""
-        from .. import dispatch
-        from .replay import _spec
         inputs = set(graph.inputs)
         const: dict = {}                       # tid -> Tensor on the device
         values = dict(graph.values)
@@ -160,12 +159,11 @@ class CompiledGraph:
 
     # ---- run time -----------------------------------------------------------------------
     def _input(self, k, x):
-        from .replay import Executable
         return Executable._input(self, k, x)
 
     def __call__(self, *inputs) -> tuple:
         """Run the compiled graph; returns one tensor per graph output, in order."""
-        from ..dispatch import run_fused
+        run_fused = dispatch.run_fused
         n = len(self._input_slots)
         if len(inputs) != n:
             raise TypeError(f"the graph takes {n} input(s), got {len(inputs)}")

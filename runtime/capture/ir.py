@@ -187,7 +187,8 @@ class CapturedGraph:
 
     def to_onnx(self, path, opset: int = 17):
         """Write the graph as an ONNX model (needs the ``onnx`` extra); README, "ONNX export"."""
-        from .onnx import export_onnx; return export_onnx(self, path, opset)  # noqa: E702
+        from .onnx import export_onnx
+        return export_onnx(self, path, opset)
 
     def canonical(self) -> "CapturedGraph":
         """This graph with ids renumbered 1, 2, ... in order of appearance (what ``save`` writes)."""
