@@ -26,6 +26,14 @@ def size_of(shape) -> int:
 
 # -- reductions --------------------------------------------------------------------------------
 
+def size_class(nbytes: int) -> int:
+    """Caching-allocator size class of ``nbytes``: rounded up to a quarter step of its leading
+    power of two (4 classes per power of two, so a block is at most 25% larger than asked)."""
+    nbytes = max(int(nbytes), 8)
+    q = 1 << (nbytes.bit_length() - 3)
+    return -(-nbytes // q) * q
+
+
 def split_axes(shape, axes):
     """(kept dims, reduced dims, kept shape, R, K) of reducing ``shape`` over ``axes``."""
     nd = len(shape)

@@ -27,6 +27,8 @@ import os
 
 import numpy as np
 
+from jit_kernels._plan import size_class
+
 POOL_MIN_BYTES = 1 << 18  # 256 KiB
 POOL_MAX_BYTES = int(os.environ.get("JIT_KERNELS_POOL_MAX_BYTES", str(1 << 30)))
 
@@ -34,12 +36,6 @@ _FREE: dict = {}          # size class (bytes) -> list of (raw uint8 block, addr
 _STATE = {"pooled": 0, "hits": 0, "misses": 0, "released": 0, "dropped": 0}
 _empty = np.empty
 _asarray = np.asarray
-
-
-def _size_class(n: int) -> int:
-    k = n.bit_length() - 3            # quarter steps of the leading power of two
-    q = 1 << k
-    return -(-n // q) * q
 
 
 def _release(raw) -> None:
@@ -78,7 +74,7 @@ def empty(shape, dtype) -> np.ndarray:
     nbytes = n * dtype.itemsize
     if nbytes < POOL_MIN_BYTES:
         return _empty(shape, dtype)
-    cls = _size_class(nbytes)
+    cls = size_class(nbytes)
     lst = _FREE.get(cls)
     raw = None
     if lst:

@@ -138,6 +138,14 @@ class CudaKernels:
     def binary(self, op, a, b, compute_dtype, out_dtype):
         return self._ew.binary(op, a, b, compute_dtype, out_dtype)
 
+    def binary_fn(self, op, a_dtype, b_dtype, compute_dtype, out_dtype):
+        """Prepared ``binary`` for fixed dtypes (the runtime's small-op fast path caches it)."""
+        return self._ew.binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype)
+
+    def unary_fn(self, op, x_dtype, out_dtype):
+        """Prepared attr-less ``unary`` for a fixed input dtype."""
+        return self._ew.unary_fn(op, x_dtype, out_dtype)
+
     def where(self, cond, a, b, out_dtype):
         return self._ew.where(cond, a, b, out_dtype)
 
@@ -164,6 +172,17 @@ class CudaKernels:
 
     def randn(self, shp, dtype, seed, offset, index=0):
         return self._rand.randn(shp, dtype, seed, offset, index)
+
+    # -- allocation
+    def empty_cache(self):
+        """Give the caching allocator's pooled buffers back to numba.cuda; returns the bytes."""
+        from jit_kernels.cuda import _pool
+        return _pool.empty_cache()
+
+    def memory_stats(self):
+        """The caching allocator's counters (pooled bytes, hits, misses, ...)."""
+        from jit_kernels.cuda import _pool
+        return _pool.stats()
 
     # -- fused programs (graph.compile)
     def fused(self, program, arrays):

@@ -1,7 +1,9 @@
 """The ``cuda`` payload (``CudaArray``), view metadata, device selection and launch sizes.
 
 A ``CudaArray`` is a strided view of a 1-D contiguous numba.cuda device buffer: ``buf`` (the
-allocation), ``offset`` (element position of the first element), ``strides`` (in elements, may
+allocation, possibly longer than the array: buffers come from the caching allocator
+``_pool``), ``own`` (the pool owner every view shares, which returns ``buf`` to the pool once
+no view is left; None for buffers not from the pool), ``offset`` (element position of the first element), ``strides`` (in elements, may
 be 0 or negative), ``shape``, ``dtype`` and the GPU ``index``.  Views (reshape, permute, expand,
 index) only change metadata, so every kernel reads operands as ``(buf, offset, strides)``, the
 same scheme as the cpu kernels, and the same code runs on a GPU and on the simulator (whose
@@ -13,10 +15,13 @@ NumPy's rules exactly.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from numba import config, cuda
 
 from jit_kernels._plan import numpy_key
+from jit_kernels.cuda import _pool
 
 SIM = bool(config.ENABLE_CUDASIM)
 #: threads per block of the 1-D kernels (small under the simulator: it pays per thread)
@@ -28,15 +33,21 @@ RTPB = 4 if SIM else 256
 class CudaArray:
     """A strided view of a device buffer (the cuda kernel set's payload)."""
 
-    __slots__ = ("buf", "shape", "strides", "offset", "dtype", "index")
+    __slots__ = ("buf", "shape", "strides", "offset", "dtype", "index", "own")
 
-    def __init__(self, buf, shape, strides, offset, dtype, index):
+    def __init__(self, buf, shape, strides, offset, dtype, index, own=None):
         self.buf = buf
+        self.own = own
         self.shape = tuple(int(s) for s in shape)
         self.strides = tuple(int(s) for s in strides)
         self.offset = int(offset)
         self.dtype = np.dtype(dtype)
         self.index = int(index)
+
+    def view(self, shape, strides, offset=None) -> "CudaArray":
+        """Another view of the same buffer (shares ``buf`` and its pool owner)."""
+        return CudaArray(self.buf, shape, strides, self.offset if offset is None else offset,
+                         self.dtype, self.index, self.own)
 
     @property
     def ndim(self) -> int:
@@ -51,7 +62,8 @@ class CudaArray:
 
     @property
     def c_contiguous(self) -> bool:
-        return self.strides == c_strides_skip1(self.shape, self.strides)
+        st = self.strides
+        return st == c_strides(self.shape) or st == c_strides_skip1(self.shape, st)
 
     def __repr__(self):
         return (f"CudaArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, "
@@ -63,7 +75,20 @@ class CudaArray:
         return a if dtype is None else a.astype(dtype)
 
 
+_C_STRIDES: dict = {}
+
+
 def c_strides(shape) -> tuple:
+    """C-order strides (in elements) of ``shape`` (cached per shape)."""
+    st = _C_STRIDES.get(shape)
+    if st is None:
+        st = _c_strides(shape)
+        if len(_C_STRIDES) < 4096:
+            _C_STRIDES[tuple(shape)] = st
+    return st
+
+
+def _c_strides(shape) -> tuple:
     st = []
     acc = 1
     for n in reversed(shape):
@@ -123,13 +148,29 @@ def target_blocks(index: int) -> int:
 
 def alloc(shape, dtype, index) -> CudaArray:
     shape = tuple(int(s) for s in shape)
-    dtype = np.dtype(dtype)
     n = 1
     for s in shape:
         n *= s
-    use(index)
-    buf = cuda.device_array(max(n, 1), dtype=dtype)
-    return CudaArray(buf, shape, c_strides(shape), 0, dtype, index)
+    return alloc_c(shape, n, np.dtype(dtype), int(index))
+
+
+_new = object.__new__
+
+
+def alloc_c(shape: tuple, n: int, dtype: np.dtype, index: int) -> CudaArray:
+    """``alloc`` for a normalised shape of ``n`` elements (no argument conversion)."""
+    if _current[0] != index:
+        use(index)
+    buf, own = _pool.acquire(n, dtype, index)
+    x = _new(CudaArray)
+    x.buf = buf
+    x.own = own
+    x.shape = shape
+    x.strides = c_strides(shape)
+    x.offset = 0
+    x.dtype = dtype
+    x.index = index
+    return x
 
 
 def _stand_in(x: CudaArray) -> np.ndarray:
@@ -142,8 +183,7 @@ def _stand_in(x: CudaArray) -> np.ndarray:
 def _from_stand_in(x: CudaArray, stand, v: np.ndarray) -> CudaArray:
     isz = x.dtype.itemsize
     delta = v.__array_interface__["data"][0] - stand.__array_interface__["data"][0]
-    return CudaArray(x.buf, v.shape, [s // isz for s in v.strides], x.offset + delta // isz,
-                     x.dtype, x.index)
+    return x.view(v.shape, [s // isz for s in v.strides], x.offset + delta // isz)
 
 
 def view_reshape(x: CudaArray, shape):
@@ -166,8 +206,7 @@ def view_index(x: CudaArray, key) -> CudaArray:
 
 def view_permute(x: CudaArray, axes) -> CudaArray:
     axes = tuple(axes)
-    return CudaArray(x.buf, [x.shape[a] for a in axes], [x.strides[a] for a in axes], x.offset,
-                     x.dtype, x.index)
+    return x.view([x.shape[a] for a in axes], [x.strides[a] for a in axes])
 
 
 def view_expand(x: CudaArray, shape) -> CudaArray:
@@ -176,7 +215,7 @@ def view_expand(x: CudaArray, shape) -> CudaArray:
     st = [0] * pad
     for n, s, no in zip(x.shape, x.strides, shape[pad:]):
         st.append(s if n == no and n != 1 else 0)
-    return CudaArray(x.buf, shape, st, x.offset, x.dtype, x.index)
+    return x.view(shape, st)
 
 
 # -- launches ----------------------------------------------------------------------------------
@@ -202,9 +241,68 @@ def _describe(a):
     raise TypeError(f"cannot describe kernel argument {a!r}")
 
 
+#: launch directly through the compiled kernel once its argument types are known (skips
+#: numba.cuda's per-call typing and launch-configuration objects); $JIT_KERNELS_CUDA_DIRECT=0
+#: turns it off.  Never under the simulator, whose kernels have no compiled overloads.
+DIRECT = not SIM and os.environ.get("JIT_KERNELS_CUDA_DIRECT", "1") != "0"
+
+_CONFIGURED: dict = {}    # (kernel, grid, block) -> configured launcher ``kern[grid, block]``
+_COMPILED: dict = {}      # (kernel, argument kinds) -> compiled kernel (``kern.overloads``)
+_DNA = None               # numba.cuda's DeviceNDArray class (resolved on the first launch)
+
+
+_SCALARS = frozenset([int, float, bool, np.bool_, np.int8, np.int16, np.int32, np.int64,
+                      np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64])
+
+
+def _arg_kinds(args):
+    """What selects a compiled overload: the dtype of each device buffer, the type of each
+    scalar; None when an argument is anything else (then numba.cuda types it every time)."""
+    dna = _DNA
+    kinds = []
+    for a in args:
+        t = type(a)
+        if t is dna:
+            kinds.append(a.dtype)
+        elif t in _SCALARS:
+            kinds.append(t)
+        else:
+            return None
+    return tuple(kinds)
+
+
 def launch(kern, grid, block, *args):
-    """``kern[grid, block](*args)`` (recorded when ``RECORD`` is a list)."""
+    """``kern[grid, block](*args)`` on the default stream (recorded when ``RECORD`` is a list).
+
+    The configured launcher is cached per (kernel, grid, block).  With ``DIRECT``, the first
+    launch per argument kinds goes through numba.cuda (which types and compiles), and later
+    ones call the compiled kernel's ``launch`` with the cached configuration: a kernel's
+    overload is fully determined by its argument kinds (every buffer is a 1-D C-contiguous
+    device array, so its numba type is fixed by its dtype)."""
+    global _DNA
     if RECORD is not None:
         fn = getattr(kern, "py_func", None) or getattr(kern, "fn")
         RECORD.append((fn.__code__.co_filename, fn.__name__, tuple(_describe(a) for a in args)))
-    kern[grid, block](*args)
+    ck = (kern, grid, block, _current[0])
+    cfg = _CONFIGURED.get(ck)
+    if cfg is None:
+        if len(_CONFIGURED) > 4096:
+            _CONFIGURED.clear()
+        cfg = _CONFIGURED[ck] = kern[grid, block]
+    if not DIRECT:
+        cfg(*args)
+        return
+    if _DNA is None:
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+        _DNA = DeviceNDArray
+    kinds = _arg_kinds(args)
+    kk = (kern, kinds)
+    compiled = _COMPILED.get(kk) if kinds is not None else None
+    if compiled is None:
+        cfg(*args)
+        if kinds is not None:
+            compiled = kern.overloads.get(tuple(kern.typeof_pyval(a) for a in args))
+            if compiled is not None:
+                _COMPILED[kk] = compiled
+        return
+    compiled.launch(args, cfg.griddim, cfg.blockdim, cfg.stream, cfg.sharedmem)

@@ -24,7 +24,7 @@ from jit_kernels import _plan
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu._layout import broadcast_strides, coalesce, scalar_array
 from jit_kernels.cpu.elementwise import BOOL, _NP_NAME, _body, _kind, _result_dtype, conv_expr
-from jit_kernels.cuda._array import launch, CudaArray, TPB, alloc, blocks_for
+from jit_kernels.cuda._array import launch, CudaArray, TPB, alloc, alloc_c, blocks_for
 
 _SM_CALL = re.compile(r"sm\.(exp|log|sqrt|sin|cos|tanh|erf|floor|ceil|pow)\(")
 
@@ -167,6 +167,75 @@ def run(op: str, operands, cv_dts, out_dt) -> CudaArray:
 def copy_into(dst: CudaArray, src) -> None:
     """``dst[...] = src`` (same dtype; ``src`` broadcastable to ``dst``, or a scalar)."""
     run_into("ident", [src], (dst.dtype,), dst)
+
+
+# ---------------------------------------------------------------------------------------------
+# prepared kernels for the runtime's small-op fast path (same contract as the cpu set's)
+
+def _flat_kern(op, in_dts, cv_dts, out_dt, scalars):
+    """The rank-1 kernel for C-contiguous operands of these dtypes (compiled on first launch)."""
+    return module(op, in_dts, cv_dts, out_dt, scalars, 1).kern
+
+
+def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype):
+    """A prepared ``binary`` for fixed operand dtypes (None: that operand is a Python scalar):
+    same-shape C-contiguous operands go straight to the rank-1 kernel with the launch
+    arguments laid out here, anything else to ``binary``."""
+    cd = np.dtype(compute_dtype)
+    od = np.dtype(out_dtype)
+    if a_dtype is None and b_dtype is None:
+        return None
+    ad = cd if a_dtype is None else np.dtype(a_dtype)
+    bd = cd if b_dtype is None else np.dtype(b_dtype)
+    scalars = (a_dtype is None, b_dtype is None)
+    kern = _flat_kern(op, (ad, bd), (cd, cd), od, scalars)
+
+    if not any(scalars):
+        def f(a, b):
+            shape = a.shape
+            if shape == b.shape and a.c_contiguous and b.c_contiguous:
+                n = a.size
+                out = alloc_c(shape, n, od, a.index)
+                if n:
+                    launch(kern, blocks_for(n, a.index), TPB, n, a.buf, a.offset, 1,
+                           b.buf, b.offset, 1, out.buf, 0, 1)
+                return out
+            return binary(op, a, b, cd, od)
+        return f
+
+    def f(a, b):
+        x, sc, first = (b, a, True) if scalars[0] else (a, b, False)
+        if not x.c_contiguous:
+            return binary(op, a, b, cd, od)
+        n = x.size
+        out = alloc_c(x.shape, n, od, x.index)
+        if n:
+            v = scalar_array(sc, cd)[()]
+            if first:
+                launch(kern, blocks_for(n, x.index), TPB, n, v, x.buf, x.offset, 1, out.buf, 0, 1)
+            else:
+                launch(kern, blocks_for(n, x.index), TPB, n, x.buf, x.offset, 1, v, out.buf, 0, 1)
+        return out
+    return f
+
+
+def unary_fn(op, x_dtype, out_dtype):
+    """A prepared attr-less ``unary`` for a fixed input dtype; see ``binary_fn``."""
+    if op in ("clamp", "logical_not"):
+        return None
+    xd = np.dtype(x_dtype)
+    od = np.dtype(out_dtype)
+    kern = _flat_kern(op, (xd,), (od,), od, (False,))
+
+    def f(x):
+        if not x.c_contiguous:
+            return unary(op, x, od, None)
+        n = x.size
+        out = alloc_c(x.shape, n, od, x.index)
+        if n:
+            launch(kern, blocks_for(n, x.index), TPB, n, x.buf, x.offset, 1, out.buf, 0, 1)
+        return out
+    return f
 
 
 # ---------------------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ def _reshape(x: CudaArray, shape) -> CudaArray:
     if x.shape == shape:
         return x
     from jit_kernels.cuda._array import c_strides
-    return CudaArray(x.buf, shape, c_strides(shape), x.offset, x.dtype, x.index)
+    return x.view(shape, c_strides(shape))
 
 
 # ------------------------------------------------------------------------------ elementwise
@@ -419,8 +419,8 @@ def run_matmul(prog, arrays):
     if epi is None:
         epi = _EPI[prog] = _Epilogue(prog)
     a, b = arrays[0], arrays[1]
-    a3 = CudaArray(a.buf, (1,) + a.shape, (0,) + a.strides, a.offset, a.dtype, a.index)
-    b3 = CudaArray(b.buf, (1,) + b.shape, (0,) + b.strides, b.offset, b.dtype, b.index)
+    a3 = a.view((1,) + a.shape, (0,) + a.strides)
+    b3 = b.view((1,) + b.shape, (0,) + b.strides)
     c = _reshape(_matmul.matmul(a3, b3), prog.shape)
     ins = [c] + [arrays[k] for k in epi.used]
     outs = [c] if epi.inplace else None

@@ -1,7 +1,7 @@
 """Host transfer and array creation for the cuda set: from_host/to_host/empty/full/arange/eye.
 
-``from_host`` copies a NumPy array to GPU ``index`` (``cuda.to_device`` of its C-contiguous
-form); ``to_host`` returns a NumPy copy (a strided view is first made contiguous on the device,
+``from_host`` copies a NumPy array (its C-contiguous form) into a pooled buffer on GPU
+``index``; ``to_host`` returns a NumPy copy (a strided view is first made contiguous on the device,
 then copied).  ``full`` is the elementwise kernel with a scalar operand (``cast`` semantics);
 ``arange`` computes ``start + i*step`` in float64 for float dtypes and in int64 for ints (then
 wraps), ``(start + i*step) != 0`` for bool, exactly as the cpu set.
@@ -11,29 +11,30 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from jit_kernels.cuda._array import launch, CudaArray, TPB, alloc, blocks_for, c_strides, use
+from jit_kernels.cuda._array import launch, CudaArray, TPB, alloc, blocks_for, use
 
 
 def from_host(array, index=0) -> CudaArray:
     a = np.require(array, requirements="C")
-    use(index)
-    if a.size == 0:
-        buf = cuda.device_array(1, dtype=a.dtype)
-    else:
-        buf = cuda.to_device(a.reshape(-1))
-    return CudaArray(buf, a.shape, c_strides(a.shape), 0, a.dtype, index)
+    out = alloc(a.shape, a.dtype, index)
+    if a.size:
+        _prefix(out.buf, a.size).copy_to_device(a.reshape(-1))
+    return out
+
+
+def _prefix(buf, n: int):
+    """The first ``n`` elements of a (pooled, possibly longer) buffer."""
+    return buf if buf.shape[0] == n else buf[:n]
 
 
 def to_host(x: CudaArray) -> np.ndarray:
     if x.size == 0:
         return np.empty(x.shape, dtype=x.dtype)
     use(x.index)
-    if not (x.c_contiguous and x.offset == 0 and x.size == x.buf.shape[0]):
+    if not (x.c_contiguous and x.offset == 0):
         from jit_kernels.cuda.shape import copy
         x = copy(x)
-        if x.size != x.buf.shape[0]:
-            return x.buf.copy_to_host()[:x.size].reshape(x.shape)
-    return x.buf.copy_to_host().reshape(x.shape)
+    return _prefix(x.buf, x.size).copy_to_host().reshape(x.shape)
 
 
 def empty(shape, dtype, index=0) -> CudaArray:
