@@ -94,10 +94,17 @@ def _workloads(dev, quick: bool):
          (lambda: tt["m1"].sum(1)) if tt else None, (lambda: cu["m1"].sum(1)) if cu else None),
         (f"sgemm {side}²", 2 * side ** 3, "GFLOP/s", lambda: tm1 @ tm2,
          (lambda: tt["m1"] @ tt["m2"]) if tt else None, (lambda: cu["m1"] @ cu["m2"]) if cu else None),
-        ("launch: x+1 on 1 elem", None, "µs/op", lambda: one + 1.0,
+        ("launch: x+1 on 1 elem", 1, "µs/op", lambda: one + 1.0,
          (lambda: tt["one"] + 1.0) if tt else None, None),
+        ("enqueue: 100 × (x+1)", 100, "µs/op", lambda: _repeat(lambda: one + 1.0),
+         (lambda: _repeat(lambda: tt["one"] + 1.0)) if tt else None, None),
     ]
     return rows
+
+
+def _repeat(f, n=100):
+    for _ in range(n):
+        f()
 
 
 def _time(f, sync, min_time=0.05, reps_max=2000, rounds=5):
@@ -161,7 +168,8 @@ def report(quick: bool = False) -> int:
             fig = amount / t_rt / 1e9
             pct = "-"
             figs = f"{fig:7.0f} GFLOP/s"
-        else:
+        else:  # per-op time: the call runs ``amount`` ops, then one synchronisation
+            t_rt, t_t, t_c = (None if t is None else t / amount for t in (t_rt, t_t, t_c))
             figs = f"{t_rt * 1e6:8.1f} µs/op"
             pct = "-"
 
@@ -177,11 +185,39 @@ def report(quick: bool = False) -> int:
     return 0
 
 
+def launch_profile(n: int = 2000) -> int:
+    """Where the host time of a small op goes: µs per ``x + 1`` (1 element, no sync) with and
+    without the direct launch, the caching allocator's counters, and a cProfile of ``n`` ops."""
+    import cProfile
+    import io
+    import pstats
+
+    from jit_kernels.cuda import _array, _pool
+    one = rt.tensor(np.ones(1, np.float32), device=rt.cuda(0))
+    for direct in (False, True):
+        _array.DIRECT = direct and not _array.SIM
+        t = _time(lambda: _repeat(lambda: one + 1.0), _sync) / 100
+        print(f"x+1 enqueue, direct launch {'on ' if _array.DIRECT else 'off'}: {t * 1e6:7.1f} µs/op")
+    print("pool:", _pool.stats())
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        one + 1.0
+    _sync()
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(20)
+    print(buf.getvalue())
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.cuda_cases", description=__doc__)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--profile", action="store_true",
+                   help="profile the host side of small-op launches instead of the report")
     args = p.parse_args(argv)
-    return report(args.quick)
+    return launch_profile() if args.profile else report(args.quick)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # One-shot GPU check: run from the repo root on a fresh GPU machine, e.g.
 #     OUT=/tmp/out bash scripts/gpu_check.sh
 # Writes everything under $OUT (default ./gpu_check_out): env.txt, ci_cuda.log (tests + bench),
-# gpu_report.txt (the bench figures), summary.txt.  Ends within ~8 minutes.
+# gpu_report.txt (the bench figures), launch_profile.txt (host time per small op), summary.txt.
+# Ends within ~8 minutes.
 #
 # Environment: if `pip install '.[cuda,test]'` works (network) it uses a fresh venv with
 # numba-cuda[cu12|cu13] chosen from the driver's CUDA version; otherwise (offline images that
@@ -43,6 +44,7 @@ fi
 # 1) the GPU figures first (bounded), 2) the suite through .ci/cuda (bounded; bench skipped there)
 PYTHONPATH="$PWD" timeout 170 "$PY" -m bench.cuda_cases > "$OUT/gpu_report.txt" 2>&1
 echo "bench exit status: $?" >> "$OUT/gpu_report.txt"
+PYTHONPATH="$PWD" timeout 60 "$PY" -m bench.cuda_cases --profile > "$OUT/launch_profile.txt" 2>&1
 left=$(( 460 - ($(date +%s) - start) ))
 RT_CUDA_PYTHON="$PY" RT_CUDA_SKIP_BENCH=1 RT_CUDA_PYTEST_ARGS="-rs --durations=15" \
     timeout $(( left > 60 ? left : 60 )) .ci/cuda > "$OUT/ci_cuda.log" 2>&1

@@ -58,11 +58,16 @@ def f({xs}):
 def kern(n, {shape_args}{op_args}, out, oo{out_strides}):
     i = cuda.grid(1)
     step = cuda.gridsize(1)
-    while i < n:
+{unrolled}    while i < n:
 {index}
         out[{out_pos}] = {expr}
         i += step
 '''
+
+#: rank-1 kernels handle UNROLL elements per thread and iteration, all loads issued before the
+#: first store (a store may alias an input, so the compiler cannot hoist later loads above it):
+#: one load in flight per warp and operand is too few to cover HBM latency.
+UNROLL = 4
 
 
 def _gen_source(op, in_dts, cv_dts, out_dt, scalars, nd) -> str:
@@ -70,18 +75,35 @@ def _gen_source(op, in_dts, cv_dts, out_dt, scalars, nd) -> str:
     res_dt = _result_dtype(op, cv_dts)
     c_dt = cv_dts[1] if op == "where" else cv_dts[0]
     kind = _kind(c_dt)
-    reads = []
     op_args = []
     for i in range(n):
         if scalars[i]:
             op_args.append(f"a{i}")
-            reads.append(f"a{i}")  # already converted on the host
         else:
             op_args.append(f"b{i}, o{i}" + "".join(f", s{i}_{d}" for d in range(nd)))
-            pos = f"o{i}" + "".join(f" + k{d} * s{i}_{d}" for d in range(nd))
-            reads.append(cuda_conv(f"b{i}[{pos}]", in_dts[i], cv_dts[i]))
-    call = f"f({', '.join(reads)})"
-    expr = cuda_conv(call, res_dt, out_dt) if (res_dt != out_dt or out_dt.kind != "f") else call
+
+    def read(i, k0):
+        if scalars[i]:
+            return f"a{i}"  # already converted on the host
+        pos = f"o{i} + {k0} * s{i}_0" + "".join(f" + k{d} * s{i}_{d}" for d in range(1, nd))
+        return cuda_conv(f"b{i}[{pos}]", in_dts[i], cv_dts[i])
+
+    def result(args):
+        call = f"f({', '.join(args)})"
+        return cuda_conv(call, res_dt, out_dt) if (res_dt != out_dt or out_dt.kind != "f") else call
+
+    expr = result([read(i, "k0") for i in range(n)])
+    unrolled = ""
+    if nd == 1:
+        ks = ["i"] + [f"(i + {u} * step)" for u in range(1, UNROLL)]
+        lines = [f"    while i + {UNROLL - 1} * step < n:"]
+        for u, k in enumerate(ks):
+            lines += [f"        v{i}_{u} = {read(i, k)}" for i in range(n) if not scalars[i]]
+        for u, k in enumerate(ks):
+            vals = [f"a{i}" if scalars[i] else f"v{i}_{u}" for i in range(n)]
+            lines.append(f"        out[oo + {k} * os0] = {result(vals)}")
+        lines.append(f"        i += {UNROLL} * step")
+        unrolled = "\n".join(lines) + "\n"
     if nd == 1:
         index = "        k0 = i"
     else:
@@ -98,6 +120,7 @@ def _gen_source(op, in_dts, cv_dts, out_dt, scalars, nd) -> str:
         shape_args="".join(f"sh{d}, " for d in range(1, nd)),
         op_args=", ".join(op_args),
         out_strides="".join(f", os{d}" for d in range(nd)),
+        unrolled=unrolled,
         index=index,
         out_pos="oo" + "".join(f" + k{d} * os{d}" for d in range(nd)),
         expr=expr,

@@ -121,6 +121,7 @@ def rows(R, S, K, chunk, {ko_args}{kr_args}x, xo, center, part, out, fa):
         hi = min(lo + chunk, K)
         a = init()
         q = lo + tid
+{red_unrolled}
         while q < hi:
 {red_pos}
             a = step(a, {read}, c)
@@ -144,9 +145,12 @@ def cols(R, S, K, chunk, {kr_args}x, xo, center, part, out, fa):
         lo = s * chunk
         hi = min(lo + chunk, K)
         a = init()
-        for q in range(lo, hi):
+        q = lo
+{red_unrolled_c}
+        while q < hi:
 {red_pos_c}
             a = step(a, {read}, c)
+            q += 1
         if S == 1:
             out[j] = {store}
         else:
@@ -155,15 +159,44 @@ def cols(R, S, K, chunk, {kr_args}x, xo, center, part, out, fa):
 
 @cuda.jit(cache=True)
 def finish(R, S, part, center, out, fa):
-    r = cuda.grid(1)
+    # one block per output: its threads stride over the S partials (a serial loop in one
+    # thread would wait out one load latency per partial)
+    r = cuda.blockIdx.x
+    tid = cuda.threadIdx.x
+    sh = cuda.shared.array(TPB, AT)
     while r < R:
         a = init()
-        for s in range(S):
+        s = tid
+        while s < S:
             a = comb(a, part[r * S + s])
-        c = {center}
-        out[r] = {store}
-        r += cuda.gridsize(1)
+            s += TPB
+        a = block_reduce(a, sh)
+        if tid == 0:
+            c = {center}
+            out[r] = {store}
+        cuda.syncthreads()
+        r += cuda.gridDim.x
 '''
+
+#: the reduced-range loops read UNROLL elements per iteration, all loads issued before the
+#: first accumulation (each thread then has UNROLL loads in flight instead of one); the
+#: accumulation order is unchanged, so results are the same as one element per iteration
+UNROLL = 4
+
+
+def _unrolled(nkr, base, stride, indent, read):
+    """Source of the unrolled reduced-range loop (``q`` advancing by ``stride``)."""
+    pad = " " * indent
+    lines = [f"{pad}while q + {UNROLL - 1} * {stride} < hi:"]
+    for u in range(UNROLL):
+        idx = "q" if u == 0 else f"(q + {u} * {stride})"
+        lines.append(_pos_lines(f"p{u}", base, nkr, "rk", "rs", indent + 4, idx))
+    for u in range(UNROLL):
+        lines.append(f"{pad}    v{u} = {read.replace('x[p]', f'x[p{u}]')}")
+    for u in range(UNROLL):
+        lines.append(f"{pad}    a = step(a, v{u}, c)")
+    lines.append(f"{pad}    q += {UNROLL} * {stride}")
+    return "\n".join(lines)
 
 
 def _spec(op, acc_dt):
@@ -226,6 +259,8 @@ def _module(op, in_dt, acc_dt, out_dt, nko, nkr, has_center):
             center="center[r]" if has_center else "0.0",
             center_j="center[j]" if has_center else "0.0",
             read=cuda_conv("x[p]", in_dt, acc_dt), store=store,
+            red_unrolled=_unrolled(nkr, "prow", "TPB", 8, cuda_conv("x[p]", in_dt, acc_dt)),
+            red_unrolled_c=_unrolled(nkr, "xo + j", "1", 8, cuda_conv("x[p]", in_dt, acc_dt)),
         )
         mod = load_generated_module(src, f"cuda_red_{op}_{in_dt.name}_{acc_dt.name}_{out_dt.name}"
                                          f"_{nko}_{nkr}_{int(has_center)}")
@@ -262,7 +297,8 @@ def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArr
         grid = min(R * S, 65535 * 16) if not SIM else R * S
         launch(mod.rows, grid, RTPB, R, S, K, chunk, *ko, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
     if S > 1:
-        launch(mod.finish, blocks_for(R, x.index), TPB, R, S, part.buf, cbuf, out.buf, fa)
+        grid = R if SIM else min(R, 65535 * 16)
+        launch(mod.finish, grid, RTPB, R, S, part.buf, cbuf, out.buf, fa)
     return out
 
 

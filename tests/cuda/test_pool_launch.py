@@ -167,3 +167,20 @@ def test_launch_cache_types_once_per_argument_kinds(monkeypatch):
     assert k.typed_calls == 5
     _array.launch(k, 4, 8, 10, f32, 0, 1)          # new grid: configured again, still direct
     assert k.configured == 2 and len(k.compiled.calls) == 3
+
+
+@pytest.mark.parametrize("n", [127, 128, 129, 200, 517])
+def test_unrolled_loops_and_their_remainders(cuda_dev, big, n):
+    """Rank-1 elementwise kernels and reduction loops handle 4 elements per thread and
+    iteration, then a remainder loop: every length around the unrolled stride is exact."""
+    n = n * 4099 if big else n
+    a = (np.arange(n, dtype=np.float32) % 97) / 7 - 3
+    b = (np.arange(n, dtype=np.float32) % 13) + 1
+    ta, tb = rt.tensor(a, device=cuda_dev), rt.tensor(b, device=cuda_dev)
+    np.testing.assert_array_equal((ta * tb).numpy(), a * b)
+    np.testing.assert_array_equal((ta[::-1] + 1.5).numpy(), a[::-1] + np.float32(1.5))
+    np.testing.assert_allclose(rt.sum(ta).item(), a.astype(np.float64).sum(), rtol=1e-6)
+    m = np.arange(n * 33, dtype=np.float64).reshape(n, 33) % 11
+    tm = rt.tensor(m, device=cuda_dev)
+    np.testing.assert_allclose(rt.sum(tm, axis=0).numpy(), m.sum(0), rtol=1e-12)
+    np.testing.assert_array_equal(rt.max(tm.permute(1, 0), axis=1).numpy(), m.max(0))
