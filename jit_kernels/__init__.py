@@ -5,7 +5,7 @@ Its arrays ("payloads") are whatever the device kind stores (NumPy arrays on cpu
 numba.cuda device arrays on cuda).  Dtypes are plain ``numpy.dtype`` values and shapes
 are tuples of ints; the runtime has already validated every shape, axis and dtype
 before it calls a kernel, so kernel sets only check what the runtime cannot see:
-index *values* (``take``/``gather``), which raise ``IndexError``.
+index *values* (``take``/``gather``/``scatter_add``), which raise ``IndexError``.
 
 The registry maps a device kind ("cpu", "cuda") to a factory for its kernel set.
 Kernel modules are imported lazily, so importing the runtime compiles nothing.
@@ -34,7 +34,8 @@ ARG_REDUCE_OPS = ("argmax", "argmin")
 #: Every method of the protocol; a test checks each kernel set implements all of them.
 PROTOCOL_METHODS = (
     "from_host", "to_host", "empty", "full", "arange", "eye", "copy",
-    "reshape", "permute", "expand", "index", "slice_assign", "take", "gather", "cat",
+    "reshape", "permute", "expand", "index", "slice_assign", "take", "gather", "scatter_add",
+    "cat",
     "unary", "binary", "where", "cast",
     "reduce", "arg_reduce", "softmax",
     "matmul",
@@ -91,6 +92,15 @@ class KernelSet(Protocol):
     def gather(self, x: Any, indices: Any, axis: int) -> Any:
         """``torch.gather``: ``out[..i..] = x[..indices[..i..]..]`` along ``axis``; indices has
         x's rank and is no larger than x on the other axes; same index rules as ``take``."""
+
+    def scatter_add(self, x: Any, indices: Any, src: Any, axis: int) -> Any:
+        """``torch.scatter_add``: a new array, a copy of ``x`` with ``src[p]`` added at ``p``
+        with ``p[axis]`` replaced by ``indices[p]``, for every position ``p`` of ``indices``
+        (any strides, stride-0 views included).  ``indices`` and ``src`` have x's rank;
+        ``indices`` is no larger than ``src`` anywhere and than ``x`` off ``axis``; ``src`` has
+        x's dtype (bool: logical or).  Same index rules as ``take``, checked before anything is
+        written.  Repeated indices accumulate: in index order on cpu (deterministic), by
+        atomics on cuda (float sums may differ in the last bits between runs)."""
 
     def cat(self, xs: Sequence[Any], axis: int) -> Any:
         """Concatenation along ``axis`` (all of one dtype, shapes already checked)."""

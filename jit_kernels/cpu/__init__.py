@@ -1,7 +1,7 @@
 """The ``cpu`` kernel set: Numba kernels on NumPy payloads (see ``jit_kernels.KernelSet``).
 
 Modules: ``elementwise`` (generated unary/binary/where/cast kernels), ``reduce`` (reductions,
-arg-reductions, softmax), ``matmul``, ``shape`` (views, copy, take/gather/cat/slice_assign),
+arg-reductions, softmax), ``matmul``, ``shape`` (views, copy, take/gather/scatter_add/cat/slice_assign),
 ``memory`` (creation and host transfer), ``random`` (counter-based rand/randn),
 ``scalar_math`` (every transcendental).  Importing this package compiles nothing: every kernel
 is compiled lazily with ``cache=True`` on first use (generated ones via
@@ -67,6 +67,9 @@ class CpuKernels:
 
     def gather(self, x, indices, axis):
         return shape.gather(x, indices, axis)
+
+    def scatter_add(self, x, indices, src, axis):
+        return shape.scatter_add(x, indices, src, axis)
 
     def cat(self, xs, axis):
         return shape.cat(xs, axis)

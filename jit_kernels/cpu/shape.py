@@ -1,12 +1,17 @@
 """Views and data movement: copy, reshape, permute, expand, index, slice_assign, take, gather,
-cat (``cast``/``where`` live in ``elementwise``).
+scatter_add, cat (``cast``/``where`` live in ``elementwise``).
 
 Views are NumPy views sharing storage: ``permute`` (transpose), ``expand`` (stride-0
 ``broadcast_to``, read-only), ``index`` (basic indexing), ``reshape`` when the layout allows.
 Every copy goes through the strided copy kernel (reads and writes by strides, including
-negative and zero strides).  ``take``/``gather`` validate every index inside the kernel before
-moving data and raise ``IndexError("index {i} is out of bounds for axis {axis} with size {n}")``;
-negative indices count from the end.
+negative and zero strides).  ``take``/``gather``/``scatter_add`` validate every index inside a
+kernel before moving data and raise ``IndexError("index {i} is out of bounds for axis {axis} with
+size {n}")``; negative indices count from the end.
+
+``scatter_add`` is deterministic: positions of the index that differ off the scatter axis never
+write the same element, so those "columns" run in parallel while each column walks the axis in
+order; every element therefore receives its additions in C order of the index, as
+``np.add.at`` adds them.
 """
 from __future__ import annotations
 
@@ -261,6 +266,111 @@ def gather(x, indices, axis):
     _check_indices(idx, axis, n)
     kern = _gather_par if out.size >= PAR_THRESHOLD else _gather_serial
     kern(xf, xstr, idx, i64(indices.shape), axis, n, out.reshape(-1))
+    return out
+
+
+# -- scatter_add ---------------------------------------------------------------------------------
+
+_SCATTER_CHUNK = 1024   # columns per work item: per-column offsets are computed once per chunk
+
+
+@njit(error_model="numpy")
+def _scatter_chunk(ob, ostr, ib, io, istr, sb, so, sstr, cshape, axis, m, n, lo, hi, is_or,
+                   po, pi, ps):
+    """Columns ``lo..hi`` (positions of the index off ``axis``, C order): for each step ``j`` along
+    the axis, ``ob[col + idx * ostr[axis]] += sb[...]`` (max for bool-as-uint8: logical or)."""
+    nc = cshape.shape[0]
+    for c in range(lo, hi):
+        rem = c
+        a = np.int64(0)
+        b = io
+        s = so
+        for e in range(nc - 1, -1, -1):
+            d = e if e < axis else e + 1          # column dim e is dim d of the index
+            k = rem % cshape[e]
+            rem = rem // cshape[e]
+            a += k * ostr[d]
+            b += k * istr[d]
+            s += k * sstr[d]
+        po[c - lo] = a
+        pi[c - lo] = b
+        ps[c - lo] = s
+    oa = ostr[axis]
+    ia = istr[axis]
+    sa = sstr[axis]
+    w = hi - lo
+    for j in range(m):
+        for t in range(w):
+            k = np.int64(ib[pi[t] + j * ia])
+            if k < 0:
+                k += n
+            q = po[t] + k * oa
+            v = sb[ps[t] + j * sa]
+            if is_or:
+                ob[q] = max(ob[q], v)
+            else:
+                ob[q] += v
+
+
+@njit(cache=True, error_model="numpy")
+def _scatter_serial(ob, ostr, ib, io, istr, sb, so, sstr, cshape, axis, m, n, ncol, is_or):
+    ch = min(ncol, _SCATTER_CHUNK)
+    po = np.empty(ch, np.int64)
+    pi = np.empty(ch, np.int64)
+    ps = np.empty(ch, np.int64)
+    for lo in range(0, ncol, ch):
+        _scatter_chunk(ob, ostr, ib, io, istr, sb, so, sstr, cshape, axis, m, n, lo,
+                       min(lo + ch, ncol), is_or, po, pi, ps)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _scatter_par(ob, ostr, ib, io, istr, sb, so, sstr, cshape, axis, m, n, ncol, is_or):
+    nchunks = (ncol + _SCATTER_CHUNK - 1) // _SCATTER_CHUNK
+    for t in prange(nchunks):
+        lo = t * _SCATTER_CHUNK
+        hi = min(lo + _SCATTER_CHUNK, ncol)
+        po = np.empty(hi - lo, np.int64)
+        pi = np.empty(hi - lo, np.int64)
+        ps = np.empty(hi - lo, np.int64)
+        _scatter_chunk(ob, ostr, ib, io, istr, sb, so, sstr, cshape, axis, m, n, lo, hi, is_or,
+                       po, pi, ps)
+
+
+def _distinct_part(a):
+    """``a`` without the repeats of its stride-0 (broadcast) dims: index 0 on each.  Its first
+    element outside a range, in C order, is the whole array's first (that element has index 0
+    on every broadcast dim), so checking it checks ``a``."""
+    if any(s == 0 and n > 1 for n, s in zip(a.shape, a.strides)):
+        a = a[tuple(slice(0, 1) if (s == 0 and n > 1) else slice(None)
+                    for n, s in zip(a.shape, a.strides))]
+    return a
+
+
+def scatter_add(x, indices, src, axis):
+    if not isinstance(indices, np.ndarray):
+        indices = np.asarray(indices, dtype=np.int64)
+    if x.ndim == 0:
+        return scatter_add(x.reshape(1), indices.reshape(1), src.reshape(1), 0).reshape(())
+    axis %= x.ndim
+    n = x.shape[axis]
+    out = copy(x)
+    if indices.size == 0:
+        return out
+    _check_indices(contiguous(_distinct_part(indices)).reshape(-1), axis, n)
+    ishape = indices.shape
+    ib, io, istr = flat_base(indices)
+    sb, so, sstr = flat_base(src)
+    ob = out.reshape(-1)
+    ostr = [s // out.itemsize for s in out.strides]
+    is_or = x.dtype == np.bool_
+    if is_or:                       # bool: logical or, as max over 0/1 bytes
+        ob, sb = ob.view(np.uint8), sb.view(np.uint8)
+    m = ishape[axis]
+    cshape = [d for i, d in enumerate(ishape) if i != axis]
+    ncol = size_of(cshape)
+    kern = _scatter_par if (indices.size >= PAR_THRESHOLD and ncol > 1) else _scatter_serial
+    kern(ob, i64(ostr), ib, io, i64(istr), sb, so, i64(sstr), i64(cshape), axis, m, n, ncol,
+         is_or)
     return out
 
 

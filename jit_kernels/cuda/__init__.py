@@ -128,6 +128,9 @@ class CudaKernels:
     def gather(self, x, indices, axis):
         return self._shape.gather(x, indices, axis)
 
+    def scatter_add(self, x, indices, src, axis):
+        return self._shape.scatter_add(x, indices, src, axis)
+
     def cat(self, xs, axis):
         return self._shape.cat(xs, axis)
 

@@ -83,6 +83,8 @@ def exercise(ks) -> None:
         ks.take(x, ks.from_host(np.array([1, 0], np.int32)), 0)
         ks.gather(x, ks.from_host(np.array([[1, 0, 1]], np.int64)), 0)
         ks.gather(x, ks.from_host(np.array([[1, 0, 1]], np.int32)), 1)
+        ks.scatter_add(x, ks.from_host(np.array([[1, 0, 1]], np.int64)), x, 0)
+        ks.scatter_add(x, ks.from_host(np.array([[1, 0, 1]], np.int32)), x, 1)
         for op in ("argmax", "argmin"):
             ks.arg_reduce(op, x, 1, False)
             ks.arg_reduce(op, x, None, False)

@@ -1,5 +1,5 @@
 """Views and data movement for the cuda set: copy, reshape, permute, expand, index,
-slice_assign, take, gather, cat.
+slice_assign, take, gather, scatter_add, cat.
 
 Views only change ``CudaArray`` metadata (see ``_array``); ``reshape`` copies when NumPy would.
 Copies go through the strided elementwise kernel (``elementwise.copy_into``).  ``take``/``gather``
@@ -7,6 +7,12 @@ check every index on the device first: a kernel records the smallest flat positi
 outside ``[-n, n)`` with an atomic min in a one-element error array, which is read back; the host
 then raises ``IndexError("index {i} is out of bounds for axis {axis} with size {n}")`` naming the
 first bad index in C order, the same message and choice as the cpu set.
+
+``scatter_add`` checks its indices the same way before writing anything, then runs one thread
+per index position that adds with ``cuda.atomic.add`` (bool: stores ``True`` where ``src`` is
+true, which is a logical or and needs no atomic).  Repeated indices therefore accumulate in
+an unspecified order: float results can differ in the last bits from run to run (int and bool
+results are exact); the cpu set adds in index order and is deterministic.
 """
 from __future__ import annotations
 
@@ -177,4 +183,85 @@ def gather(x, indices, axis):
     total = out.size
     launch(_gather, blocks_for(total, x.index), TPB, x.buf, x.offset, tuple(x.strides), tuple(idx.shape),
                                              axis, n, idx.buf, out.buf, total)
+    return out
+
+
+# -- scatter_add ----------------------------------------------------------------------------------
+
+@cuda.jit(cache=True)
+def _scatter_add(out, ostr, idx, io, istr, src, so, sstr, ishape, axis, n, total):
+    t = cuda.grid(1)
+    nd = len(ishape)
+    while t < total:
+        rem = t
+        pi = io
+        ps = so
+        po = 0
+        for d in range(nd - 1, -1, -1):
+            c = rem % ishape[d]
+            rem = rem // ishape[d]
+            pi += c * istr[d]
+            ps += c * sstr[d]
+            if d != axis:
+                po += c * ostr[d]
+        k = idx[pi]
+        if k < 0:
+            k += n
+        cuda.atomic.add(out, po + k * ostr[axis], src[ps])
+        t += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def _scatter_or(out, ostr, idx, io, istr, src, so, sstr, ishape, axis, n, total):
+    t = cuda.grid(1)
+    nd = len(ishape)
+    while t < total:
+        rem = t
+        pi = io
+        ps = so
+        po = 0
+        for d in range(nd - 1, -1, -1):
+            c = rem % ishape[d]
+            rem = rem // ishape[d]
+            pi += c * istr[d]
+            ps += c * sstr[d]
+            if d != axis:
+                po += c * ostr[d]
+        if src[ps]:
+            k = idx[pi]
+            if k < 0:
+                k += n
+            out[po + k * ostr[axis]] = True
+        t += cuda.gridsize(1)
+
+
+def _distinct_part(a: CudaArray) -> CudaArray:
+    """``a`` without the repeats of its stride-0 (broadcast) dims (index 0 on each): its first
+    bad index in C order is the whole array's, so ``_first_bad`` need not copy the repeats."""
+    if any(s == 0 and n > 1 for n, s in zip(a.shape, a.strides)):
+        a = view_index(a, tuple(slice(0, 1, 1) if (s == 0 and n > 1) else slice(0, n, 1)
+                                for n, s in zip(a.shape, a.strides)))
+    return a
+
+
+def scatter_add(x, indices, src, axis):
+    if not isinstance(indices, CudaArray):
+        from jit_kernels.cuda.memory import from_host
+        indices = from_host(np.asarray(indices, dtype=np.int64), x.index)
+    if x.ndim == 0:
+        one = (1,)
+        return reshape(scatter_add(reshape(x, one), reshape(indices, one), reshape(src, one), 0), ())
+    axis %= x.ndim
+    n = x.shape[axis]
+    out = copy(x)
+    total = indices.size
+    if total == 0:
+        return out
+    bad = _first_bad(_flat_indices(_distinct_part(indices), x.index), n)
+    if bad is not None:
+        raise _plan.index_error(bad, axis, n)
+    kern = _scatter_or if x.dtype == np.bool_ else _scatter_add
+    launch(kern, blocks_for(total, x.index), TPB, out.buf, tuple(out.strides), indices.buf,
+           indices.offset, tuple(indices.strides), src.buf, src.offset, tuple(src.strides),
+           tuple(indices.shape), axis, n, total)
     return out

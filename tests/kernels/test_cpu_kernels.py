@@ -609,6 +609,61 @@ def test_gather(idt):
     check(K.gather(big, ib, 1), np.take_along_axis(big, ib, 1), F32)
 
 
+def _add_at(x, idx, src, axis):
+    out = x.copy()
+    key = list(np.indices(idx.shape, sparse=True))
+    key[axis] = np.where(idx < 0, idx + x.shape[axis], idx)
+    np.add.at(out, tuple(key), src[tuple(slice(0, n) for n in idx.shape)])
+    return out
+
+
+@pytest.mark.parametrize("idt", [I32, I64])
+def test_scatter_add(idt):
+    rng = np.random.default_rng(0)
+    for dt in ALL:
+        x = sample(dt, (3, 4, 5), 1)
+        for axis in (0, 1, 2):
+            n = x.shape[axis]
+            ishape = list(x.shape)
+            ishape[axis] = 7
+            ishape[(axis + 1) % 3] -= 1
+            idx = rng.integers(-n, n, size=ishape).astype(idt)
+            src = sample(dt, tuple(s + 1 for s in ishape), 2)
+            got = K.scatter_add(x, idx, src, axis)
+            if dt == B:
+                ref = _add_at(x.astype(np.int64), idx, src.astype(np.int64), axis) > 0
+            else:
+                ref = _add_at(x, idx, src, axis)       # same dtype, same order: exact
+            check(got, ref, dt, rtol=0, atol=0)
+            assert not np.shares_memory(got, x)
+            bad = idx.copy()
+            bad.reshape(-1)[3] = n
+            bad.reshape(-1)[5] = -n - 1
+            with pytest.raises(IndexError, match=f"^index {n} is out of bounds for axis {axis} with size {n}$"):
+                K.scatter_add(x, bad, src, axis)
+
+
+def test_scatter_add_strided_parallel_and_deterministic():
+    rng = np.random.default_rng(1)
+    big = sample(F32, (300, 200), 3)
+    ib = rng.integers(-300, 300, size=(500, 200))          # 100_000 positions: the prange path
+    sb = sample(F32, (200, 600), 4).T                       # transposed src, larger than ib
+    got = K.scatter_add(big, ib, sb, 0)
+    check(got, _add_at(big, ib, sb, 0), F32, rtol=0, atol=0)
+    np.testing.assert_array_equal(K.scatter_add(big, ib, sb, 0), got)
+    row = rng.integers(0, 300, size=(500, 1))                # stride-0 index (an expand view)
+    ie = np.broadcast_to(row, (500, 200))
+    check(K.scatter_add(big, ie, sb, 0), _add_at(big, np.ascontiguousarray(ie), sb, 0), F32,
+          rtol=0, atol=0)
+    bad = row.copy()
+    bad[400, 0] = 300
+    with pytest.raises(IndexError, match="^index 300 is out of bounds for axis 0 with size 300$"):
+        K.scatter_add(big, np.broadcast_to(bad, (500, 200)), sb, 0)
+    x0 = np.array(1.5)
+    check(K.scatter_add(x0, np.array(-1), np.array(2.0), 0), 3.5, F64)
+    assert K.scatter_add(big, np.zeros((0, 200), I64), sb, 0).shape == big.shape
+
+
 def test_cat():
     xs = [sample(I32, (2, n, 3), n) for n in (1, 0, 4)]
     for axis in (1,):
