@@ -21,9 +21,9 @@ from .ops.api import (abs, add, arange, argmax, argmin, broadcast_to, cast, cat,
                       log_softmax, logical_and, logical_not, logical_or, logsumexp, lt,
                       manual_seed, matmul, max, maximum, mean, min, minimum, mul, ne, neg,
                       ones, ones_like, permute, pow, prod, rand, randn, reciprocal, relu,
-                      reshape, rsqrt, sigmoid, sign, sin, slice_assign, softmax, split, sqrt,
-                      squeeze, stack, sub, sum, take, tanh, tensor, transpose, unsqueeze, var,
-                      where, zeros, zeros_like)
+                      reshape, rsqrt, scatter_add, sigmoid, sign, sin, slice_assign, softmax,
+                      split, sqrt, squeeze, stack, sub, sum, take, tanh, tensor, transpose,
+                      unsqueeze, var, where, zeros, zeros_like)
 from . import nn  # noqa: E402
 from .autodiff import *  # noqa: E402,F401,F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
 from .capture import *  # noqa: E402,F401,F403  (CaptureDevice, capture(), load_graph(), ...)

@@ -1,4 +1,4 @@
-"""Shape ops, views, indexing, take/gather, cat/stack/split, slice_assign."""
+"""Shape ops, views, indexing, take/gather/scatter_add, cat/stack/split, slice_assign."""
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -101,6 +101,126 @@ def test_take_gather_out_of_range():
         rt.take(t, rt.tensor([0.0]), axis=0)
     with pytest.raises(rt.ShapeError, match="gather: indices of shape"):
         rt.gather(t, 1, rt.tensor([0, 1]))
+
+
+def scatter_add_ref(x, axis, idx, src):
+    """``torch.scatter_add`` by ``np.add.at`` in float64 (int64 for ints; bool: logical or)."""
+    x, idx, src = np.asarray(x), np.asarray(idx), np.asarray(src)
+    if x.ndim == 0:
+        return (x | src) if x.dtype == np.bool_ else x.astype(np.float64) + src
+    acc = np.int64 if x.dtype.kind in "iub" else np.float64
+    out = x.astype(acc)
+    axis %= x.ndim
+    key = list(np.indices(idx.shape, sparse=True))
+    key[axis] = idx % x.shape[axis]
+    np.add.at(out, tuple(key), src[tuple(slice(0, n) for n in idx.shape)].astype(acc))
+    return out > 0 if x.dtype == np.bool_ else out
+
+
+SCATTER_CASES = [   # (x shape, index shape, src shape, axis)
+    ((5,), (9,), (9,), 0),
+    ((4, 3), (6, 3), (6, 3), 0),
+    ((4, 3), (2, 2), (3, 5), -2),            # index smaller than src and x
+    ((3, 4, 5), (3, 2, 7), (3, 3, 7), -1),
+    ((3, 4, 5), (2, 6, 5), (2, 6, 5), 1),
+    ((), (), (), 0),
+]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("case", SCATTER_CASES, ids=str)
+def test_scatter_add(dtype, case, rng):
+    xs, ishape, sshape, axis = case
+    a, src = sample(xs, dtype, rng), sample(sshape, dtype, rng)
+    n = xs[axis] if xs else 1
+    idx = rng.integers(-n, n, size=ishape)                 # negatives and repeats
+    for idt in (np.int64, np.int32):
+        got = rt.scatter_add(rt.tensor(a), axis, rt.tensor(idx.astype(idt)), rt.tensor(src))
+        assert_close(got, scatter_add_ref(a, axis, idx, src), dtype)
+    got = rt.tensor(a).scatter_add(axis, idx.tolist(), rt.tensor(src))       # method, list
+    assert_close(got, scatter_add_ref(a, axis, idx, src), dtype)
+
+
+def test_scatter_add_duplicates_accumulate_in_index_order():
+    # float32 sums over repeated indices are exactly np.add.at's (same order, same dtype)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    src = rng.standard_normal((50, 6)).astype(np.float32) * 1e3
+    idx = rng.integers(0, 4, size=(50, 6))
+    want = a.copy()
+    np.add.at(want, (idx, np.arange(6)), src)
+    got = rt.scatter_add(rt.tensor(a), 0, rt.tensor(idx), rt.tensor(src)).numpy()
+    np.testing.assert_array_equal(got, want)
+    b = rt.scatter_add(rt.zeros(3, dtype=rt.bool), 0, rt.tensor([1, 1, 2]), rt.tensor([True, False, False]))
+    np.testing.assert_array_equal(b.numpy(), [False, True, False])   # bool: logical or
+
+
+def test_scatter_add_views_and_empty(rng):
+    a = rng.standard_normal((5, 4))
+    src = rng.standard_normal((5, 8))
+    idx = np.array([[1], [4], [1]])                    # broadcast along axis 1: a stride-0 view
+    got = rt.scatter_add(rt.tensor(a).T, 1, rt.tensor(idx).expand(3, 5), rt.tensor(src)[::-1, ::2].T)
+    want = scatter_add_ref(a.T, 1, np.broadcast_to(idx, (3, 5)), src[::-1, ::2].T)
+    assert_close(got, want, rt.float64)
+    t = rt.tensor(a)
+    assert_close(rt.scatter_add(t, 0, rt.zeros((0, 4), dtype=rt.int64), rt.zeros(2, 4, dtype=rt.float64)), a)
+    e = rt.zeros(0, 3)
+    assert rt.scatter_add(e, 1, rt.zeros((0, 2), dtype=rt.int64), rt.zeros(0, 2)).shape == (0, 3)
+
+
+@given(hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=4), st.data())
+def test_scatter_add_hypothesis(shape, data):
+    nd = len(shape)
+    axis = data.draw(st.integers(-nd, nd - 1))
+    ishape = tuple(data.draw(st.integers(0 if nd > 1 else 1, 6)) if d == axis % nd
+                   else data.draw(st.integers(1, n)) for d, n in enumerate(shape))
+    sshape = tuple(i + data.draw(st.integers(0, 2)) for i in ishape)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 16)))
+    a = rng.standard_normal(shape).astype(np.float32)
+    src = rng.standard_normal(sshape).astype(np.float32)
+    n = shape[axis]
+    idx = rng.integers(-n, n, size=ishape)
+    got = rt.scatter_add(rt.tensor(a), axis, rt.tensor(idx), rt.tensor(src))
+    assert_close(got, scatter_add_ref(a, axis, idx, src), rt.float32)
+
+
+def _raises(cls, message, fn):
+    with pytest.raises(cls) as e:
+        fn()
+    assert str(e.value) == message
+
+
+def test_scatter_add_errors():
+    x, src = rt.zeros(3, 4), rt.ones(2, 4)
+    _raises(rt.IndexOutOfRangeError, "scatter_add: index 5 is out of bounds for axis 0 with size 3 "
+            "(input shapes (3, 4), (2, 1), (2, 4))",
+            lambda: rt.scatter_add(x, 0, rt.tensor([[0], [5]]), src))
+    _raises(rt.IndexOutOfRangeError, "scatter_add: index -5 is out of bounds for axis 1 with size 4 "
+            "(input shapes (3, 4), (1, 3), (2, 4))",
+            lambda: rt.scatter_add(x, -1, rt.tensor([[0, -5, 9]]), src))   # the first bad one
+    _raises(rt.DTypeError, "scatter_add: src must have the input's dtype, got float32 (input) and "
+            "float64 (src)", lambda: rt.scatter_add(x, 0, rt.tensor([[0]]), src.astype(rt.float64)))
+    _raises(rt.DTypeError, "scatter_add: src must have the input's dtype, got float32 (input) and "
+            "int64 (src)", lambda: rt.scatter_add(x, 0, rt.tensor([[0]]), rt.tensor([[1]])))
+    _raises(rt.DTypeError, "scatter_add: indices must be int32 or int64, got float32",
+            lambda: rt.scatter_add(x, 0, rt.tensor([[0.0]]), src))
+    _raises(rt.ShapeError, "scatter_add: indices of shape (2,) must have the same number of "
+            "dimensions as the input of shape (3, 4)", lambda: rt.scatter_add(x, 0, rt.tensor([0, 1]), src))
+    _raises(rt.ShapeError, "scatter_add: src of shape (4,) must have the same number of "
+            "dimensions as the input of shape (3, 4)", lambda: rt.scatter_add(x, 0, rt.tensor([[0]]), rt.ones(4)))
+    _raises(rt.ShapeError, "scatter_add: indices of shape (3, 1) must be no larger than src of "
+            "shape (2, 4), and no larger than the input of shape (3, 4) except on axis 0",
+            lambda: rt.scatter_add(x, 0, rt.zeros((3, 1), dtype=rt.int64), src))
+    _raises(rt.ShapeError, "scatter_add: indices of shape (1, 5) must be no larger than src of "
+            "shape (2, 6), and no larger than the input of shape (3, 4) except on axis 0",
+            lambda: rt.scatter_add(x, 0, rt.zeros((1, 5), dtype=rt.int64), rt.ones(2, 6)))
+    _raises(rt.ShapeError, "scatter_add: cannot scatter into empty axis 0 of shape (0, 4)",
+            lambda: rt.scatter_add(rt.zeros(0, 4), 0, rt.zeros((1, 1), dtype=rt.int64), src))
+    _raises(rt.ShapeError, "scatter_add: axis 2 is out of range for a tensor of shape (3, 4)",
+            lambda: rt.scatter_add(x, 2, rt.tensor([[0]]), src))
+    with pytest.raises(IndexError):                       # IndexOutOfRangeError is an IndexError
+        rt.scatter_add(x, 0, rt.tensor([[-4]]), src)
+    np.testing.assert_array_equal(x.numpy(), np.zeros((3, 4)))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)

@@ -19,7 +19,8 @@ Known differences from ``graph.run`` (also in the README, "ONNX export"):
   first NaN's index) and integer ``0 ** negative`` (we give 0) follow onnxruntime.
 
 Custom ops (``rt.custom_op``) have no ONNX form: exporting a graph that holds one raises
-:class:`OnnxExportError` naming the op.
+:class:`OnnxExportError` naming the op; so does ``scatter_add`` below opset 16
+(``ScatterElements`` gained ``reduction="add"`` there).
 """
 from __future__ import annotations
 
@@ -411,6 +412,28 @@ class _Builder:
         xt, it = op.inputs
         return self.node("GatherElements", [self.names[xt.id], self.names[it.id]],
                          axis=int(op.attrs["axis"]))
+
+    def op_scatter_add(self, op) -> str:
+        xt, it, st = op.inputs
+        if self.opset < 16:
+            raise OnnxExportError("scatter_add", f"graph.to_onnx: scatter_add needs opset >= 16 "
+                                                 f"(ScatterElements with reduction='add'), got "
+                                                 f"opset {self.opset}")
+        x, idx, src = self.names[xt.id], self.names[it.id], self.names[st.id]
+        ishape = tuple(it.shape)
+        if tuple(st.shape) != ishape:     # ONNX wants updates of the indices' shape
+            src = self.node("Slice", [src, self.i64([0] * len(ishape)), self.i64(list(ishape)),
+                                      self.i64(list(range(len(ishape))))])
+        if not ishape:                    # ScatterElements needs rank >= 1
+            x, idx, src = (self.reshape(v, [1]) for v in (x, idx, src))
+        dt = xt.dtype
+        if dt.is_bool:                    # logical or: add as int32, then != 0
+            x, src = self.cast(x, dt, D.int32), self.cast(src, dt, D.int32)
+        r = self.node("ScatterElements", [x, idx, src], axis=int(op.attrs["axis"]),
+                      reduction="add")
+        if dt.is_bool:
+            r = self.cast(r, D.int32, dt)
+        return self.reshape(r, []) if not ishape else r
 
     def op_cat(self, op) -> str:
         out = op.outputs[0].dtype

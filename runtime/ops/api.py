@@ -642,6 +642,24 @@ def gather(x, axis, index) -> Tensor:
     return _run("gather", (x, idx), {"axis": a})
 
 
+def scatter_add(x, axis, index, src) -> Tensor:
+    """PyTorch's ``scatter_add(input, dim, index, src)``: a copy of ``x`` where, for every
+    position ``p`` of ``index``, ``src[p]`` is added at ``p`` with ``p[axis]`` replaced by
+    ``index[p]`` (``out[index[i][j]][j] += src[i][j]`` for axis 0).  ``index`` and ``src`` have
+    x's rank, ``index`` is no larger than ``src`` on every axis and than ``x`` off ``axis``
+    (only the leading ``index.shape`` block of ``src`` is used); ``src`` has x's dtype.
+    Indices follow ``gather``: negative ones count from the end, out-of-range ones raise
+    ``IndexOutOfRangeError`` before anything is written.  Repeated indices accumulate; bool
+    tensors accumulate with logical or (as in PyTorch).  On cpu additions happen in index order
+    (deterministic); on cuda they are atomic, so float sums may differ in the last bits from
+    run to run."""
+    x = _tensor_arg("scatter_add", x)
+    idx = _index_tensor("scatter_add", x, index)
+    src = _tensor_arg("scatter_add", src)
+    a = normalize_axis("scatter_add", axis, x.ndim, x.shape)
+    return _run("scatter_add", (x, idx, src), {"axis": a})
+
+
 # Functions that are also Tensor methods (taking the tensor first).
 TENSOR_METHODS = (
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
@@ -650,7 +668,7 @@ TENSOR_METHODS = (
     "logical_not", "clamp", "clip", "sum", "mean", "prod", "max", "min", "var",
     "logsumexp", "argmax", "argmin", "softmax", "log_softmax", "matmul", "reshape", "view",
     "permute", "transpose", "broadcast_to", "expand", "squeeze", "unsqueeze", "flatten",
-    "split", "chunk", "slice_assign", "take", "gather",
+    "split", "chunk", "slice_assign", "take", "gather", "scatter_add",
 )
 
 assert set(UNARY) - {"gelu_tanh"} <= set(globals())

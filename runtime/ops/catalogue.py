@@ -428,6 +428,29 @@ def _infer_gather(args, attrs):
     return idx.shape, x.dtype
 
 
+def _infer_scatter_add(args, attrs):
+    x, idx, src = args
+    _check_index_dtype("scatter_add", idx)
+    if not hasattr(src, "dtype"):
+        raise DTypeError(f"scatter_add: src must be a tensor, got {type(src).__name__}")
+    if src.dtype is not x.dtype:
+        raise DTypeError(f"scatter_add: src must have the input's dtype, got {x.dtype.name} "
+                         f"(input) and {src.dtype.name} (src)")
+    axis = attrs["axis"]
+    for what, t in (("indices", idx), ("src", src)):
+        if t.ndim != x.ndim:
+            raise ShapeError(f"scatter_add: {what} of shape {t.shape} must have the same number "
+                             f"of dimensions as the input of shape {x.shape}")
+    for d in range(x.ndim):
+        if idx.shape[d] > src.shape[d] or (d != axis and idx.shape[d] > x.shape[d]):
+            raise ShapeError(f"scatter_add: indices of shape {idx.shape} must be no larger than "
+                             f"src of shape {src.shape}, and no larger than the input of shape "
+                             f"{x.shape} except on axis {axis}")
+    if x.ndim and x.shape[axis] == 0 and prod(idx.shape) > 0:
+        raise ShapeError(f"scatter_add: cannot scatter into empty axis {axis} of shape {x.shape}")
+    return x.shape, x.dtype
+
+
 def _infer_cat(args, attrs):
     if not args:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
@@ -536,6 +559,9 @@ register(OpSpec("take", "index", 2, _infer_take, _kernel_take, onnx="Gather"))
 register(OpSpec("gather", "index", 2, _infer_gather,
                 lambda ks, p, a, at, s, d, dev: ks.gather(p[0], p[1], at["axis"]),
                 onnx="GatherElements"))
+register(OpSpec("scatter_add", "index", 3, _infer_scatter_add,
+                lambda ks, p, a, at, s, d, dev: ks.scatter_add(p[0], p[1], p[2], at["axis"]),
+                onnx="ScatterElements"))
 register(OpSpec("cat", "shape", None, _infer_cat, _kernel_cat, onnx="Concat"))
 register(OpSpec("init", "create", 0, _infer_init, _kernel_init, differentiable=False))
 register(OpSpec("full", "create", 0, _infer_create, _kernel_full, differentiable=False))

@@ -218,6 +218,32 @@ def test_take_gather_cat(tmp_path):
     check(fn, tmp_path, x, idx, g, k)
 
 
+@pytest.mark.parametrize("opset", [16, 17])
+def test_scatter_add(tmp_path, opset):
+    x = f32(3, 4)
+    src = f32(5, 6)
+    idx = np.array([[2, 0, -1, 2], [2, 1, 0, -3]], np.int64)     # repeats and negatives
+    k = i64(3, 4).astype(np.int32)
+    m = x > 0
+
+    def fn(x, src, idx, k, m):
+        i32 = rt.cast(rt.minimum(rt.maximum(idx, -4), 3), rt.int32)
+        return (rt.scatter_add(x, 0, idx, src[:2, :4]),        # index shape == src shape
+                rt.scatter_add(x, 0, idx, src),                  # src larger: sliced
+                rt.scatter_add(x, -1, i32[:, :3], src),
+                rt.scatter_add(k, 1, i32[:, :2] - 1, k[:2, :2] * 5),
+                rt.scatter_add(m, 0, idx, src > 0),              # bool: logical or
+                rt.scatter_add(x[0, 0], 0, idx[0, 2], src[1, 1]))    # 0-d
+    check(fn, tmp_path, x, src, idx, k, m, opset=opset)
+
+
+def test_scatter_add_needs_opset_16(tmp_path):
+    graph = rt.capture(lambda x, i: rt.scatter_add(x, 0, i, x), f32(3), np.array([0, 0, 1]))
+    with pytest.raises(OnnxExportError, match="scatter_add needs opset >= 16") as e:
+        graph.to_onnx(tmp_path / "m.onnx", opset=15)
+    assert e.value.op == "scatter_add"
+
+
 def test_slice_assign(tmp_path):
     x = f32(4, 5)
     v = f32(5)

@@ -104,6 +104,20 @@ def test_family_indexing():
     assert {"index", "take", "gather", "slice_assign"} <= set(ops)
 
 
+def test_scatter_add_replays_and_compiles():
+    idx = np.array([[2, 0, 2, -1], [0, 0, 1, 2]], np.int64)
+
+    def fn(x, i, s):
+        return rt.scatter_add(x, 0, i, s * 2.0), x.scatter_add(1, i[:, :2], s[:2]) + 1.0
+    g = check_replay(fn, G, idx, F)
+    assert "scatter_add" in [o.op for o in g.operations]
+    exe = g.compile(rt.cpu())
+    for got, want in zip(exe(F, idx[::-1], G), fn(rt.tensor(F), rt.tensor(idx[::-1]), rt.tensor(G))):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(rt.IndexOutOfRangeError, match="index 3 is out of bounds for axis 0 with size 3"):
+        g.run(G, idx + 1, F)
+
+
 def test_family_creation_inside_the_graph():
     def fn(x):
         d = x.device

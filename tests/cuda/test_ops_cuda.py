@@ -287,6 +287,44 @@ def test_take_gather(dev, n):
         rt.gather(t, 0, rt.tensor(np.full((1, n), -4), device=dev))
 
 
+@pytest.mark.parametrize("dtype", [F32, F64, I32, I64, B])
+def test_scatter_add_matches_cpu(dev, dtype, n):
+    """Same values as the cpu set (floats within rounding: cuda adds repeats atomically, in no
+    fixed order); views as operands; the first bad index raises before anything is written."""
+    x = data((3, n), dtype, seed=17)
+    src = data((5, n + 3), dtype, seed=18)
+    idx = np.random.default_rng(1).integers(-3, 3, size=(4, n))        # repeats, negatives
+    t, s = rt.tensor(x, device=dev), rt.tensor(src, device=dev)
+    for axis, ii in ((0, idx), (-1, idx[:3, :2] % n), (1, np.full((2, 9), n - 1))):
+        want = rt.scatter_add(rt.tensor(x), axis, rt.tensor(ii), rt.tensor(src))
+        got = rt.scatter_add(t, axis, rt.tensor(ii.astype(np.int32), device=dev), s)
+        assert got.device == dev and got.dtype is dtype
+        close(got, want.numpy(), rtol=1e-5 if dtype is F32 else None)
+    row = rt.tensor(np.array([[2], [0], [2]]), device=dev).expand(3, n)    # stride-0 index
+    close(rt.scatter_add(t.T, 1, row.T, s[::-1].T),
+          rt.scatter_add(rt.tensor(x).T, 1, rt.tensor(np.array([[2], [0], [2]])).expand(3, n).T,
+                         rt.tensor(src)[::-1].T).numpy(), rtol=1e-5 if dtype is F32 else None)
+    with pytest.raises(rt.IndexOutOfRangeError,
+                       match=r"^scatter_add: index -4 is out of bounds for axis 0 with size 3"):
+        rt.scatter_add(t, 0, rt.tensor(np.array([[0, -4, 3]]), device=dev), s)
+
+
+def test_take_gather_backward_on_cuda(dev, n):
+    ad = rt.autodiff(dev)
+    x = data((3, n), F32, seed=19)
+    w = rt.tensor(x, device=ad).require_grad()
+    idx = np.array([2, 0, 2, -1])
+    gi = np.random.default_rng(2).integers(0, 3, size=(2, n))
+    loss = (rt.take(w, rt.tensor(idx, device=dev), axis=0).sum() * 2.0
+            + rt.gather(w, 0, rt.tensor(gi, device=dev)).sum())
+    got = w.grad(loss.backward())
+    assert got.device == dev
+    want = np.zeros((3, n))
+    np.add.at(want, idx % 3, 2.0)
+    np.add.at(want, (gi, np.arange(n)), 1.0)
+    close(got, want)
+
+
 # ------------------------------------------------------------------------------- creation
 def test_creation(dev, n):
     close(rt.zeros(2, n, device=dev), np.zeros((2, n)))
