@@ -374,59 +374,52 @@ def _slice_assign(c, g):
     return gx, gv
 
 
-def _one_hot(idx, n: int, dtype):
-    """(K, n) one-hot rows of the flattened integer ``idx`` (negative indices count back)."""
-    flat = api.reshape(idx, (prod(idx.shape),))
-    flat = api.where(api.lt(flat, 0), api.add(flat, n), flat)
-    cols = api.arange(n, dtype=flat.dtype, device=flat.device)
-    return api.cast(api.eq(api.unsqueeze(flat, 1), api.unsqueeze(cols, 0)), dtype)
+def _scatter_back(g, axis, idx, x_shape):
+    """``scatter_add(zeros(x_shape), axis, idx, g)``: the gradient of a gather-like read."""
+    zeros = api.full(x_shape, 0, g.dtype, g.device)
+    return api.scatter_add(zeros, axis, idx, g)
 
 
 @rule("take")
 def _take(c, g):
-    # scatter-add of g into zeros(x.shape) along the axis, as a one-hot matmul
+    # take(x, idx, axis) reads x[..., idx[j], ...]: scatter-add g back along the axis, with
+    # idx flattened and broadcast (a stride-0 view) over the other axes of g
     x_shape = c.input_shape(0)
     idx = c.input(1)
     axis = c.attrs["axis"]
+    shape = tuple(x_shape)
+    if axis is None or not shape:           # axis None reads the flattened x
+        shape, axis = (prod(x_shape),), 0
     k = prod(idx.shape)
-    if axis is None:
-        n = prod(x_shape)
-        oh = _one_hot(idx, n, g.dtype)                            # (K, n)
-        gx = api.matmul(api.reshape(g, (k,)), oh)                 # (n,)
-        return api.reshape(gx, x_shape), None
-    n = x_shape[axis]
-    pre, post = prod(x_shape[:axis]), prod(x_shape[axis + 1:])
-    oh = _one_hot(idx, n, g.dtype)
-    g3 = api.permute(api.reshape(g, (pre, k, post)), (0, 2, 1))    # (pre, post, K)
-    gx = api.permute(api.matmul(g3, oh), (0, 2, 1))               # (pre, n, post)
+    pre, post = shape[:axis], shape[axis + 1:]
+    g2 = api.reshape(g, pre + (k,) + post)
+    i2 = api.reshape(idx, (1,) * len(pre) + (k,) + (1,) * len(post))
+    i2 = api.expand(i2, g2.shape)
+    gx = _scatter_back(g2, axis, i2, shape)
     return api.reshape(gx, x_shape), None
 
 
 @rule("gather")
 def _gather(c, g):
-    x_shape = c.input_shape(0)
-    idx = c.input(1)
-    axis = c.attrs["axis"]
-    n = x_shape[axis]
-    i_shape = idx.shape
-    # move the gather axis last: rows (everything else) x K entries, each picking one of n
-    order = tuple(d for d in range(len(i_shape)) if d != axis) + (axis,)
-    rest = tuple(i_shape[d] for d in order[:-1])
-    rows, k = prod(rest), i_shape[axis]
-    idx_t = api.reshape(api.permute(idx, order), (rows, k, 1))
-    g_t = api.reshape(api.permute(g, order), (rows, 1, k))
-    idx_t = api.where(api.lt(idx_t, 0), api.add(idx_t, n), idx_t)
-    cols = api.reshape(api.arange(n, dtype=idx.dtype, device=idx.device), (1, 1, n))
-    oh = api.cast(api.eq(idx_t, cols), g.dtype)                   # (rows, K, n)
-    gx = api.reshape(api.matmul(g_t, oh), rest + (n,))           # (rows, 1, n) -> rest + (n,)
-    inverse = [0] * len(order)
-    for i, d in enumerate(order):
-        inverse[d] = i
-    gx = api.permute(gx, tuple(inverse))                          # index shape with n on axis
-    if gx.shape != tuple(x_shape):          # indices smaller than x on the other axes: pad
-        key = tuple(slice(0, s) for s in gx.shape)
-        gx = api.slice_assign(_zeros(c, x_shape, g.dtype), key, gx)
-    return gx, None
+    # out[p] = x[p with p[axis] = idx[p]]: the same positions, scatter-added (idx may be
+    # smaller than x off the axis: the other entries get 0)
+    return _scatter_back(g, c.attrs["axis"], c.input(1), c.input_shape(0)), None
+
+
+@rule("scatter_add")
+def _scatter_add(c, g):
+    # out = x + (src scattered): d/dx = g; d/dsrc[p] = g[p with p[axis] = idx[p]] where p is a
+    # position of idx, 0 on the rest of src (PyTorch requires idx.shape == src.shape here)
+    gx = g if c.needs(0) else None
+    gs = None
+    if c.needs(2):
+        idx = c.input(1)
+        gs = api.gather(g, c.attrs["axis"], idx)
+        s_shape = c.input_shape(2)
+        if gs.shape != tuple(s_shape):
+            key = tuple(slice(0, n) for n in gs.shape)
+            gs = api.slice_assign(_zeros(c, s_shape, g.dtype), key, gs)
+    return gx, None, gs
 
 
 def custom_rule(backward):

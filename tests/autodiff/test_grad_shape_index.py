@@ -116,6 +116,72 @@ def test_gather(shape, data):
     check_grad(lambda t: rt.gather(t, axis, rt.tensor(idx)), x)
 
 
+@settings(max_examples=10)
+@given(shape=shapes, data=st.data())
+def test_scatter_add(shape, data):
+    nd = len(shape)
+    axis = data.draw(st.integers(-nd, nd - 1))
+    ishape = tuple(data.draw(st.integers(1, 4)) if d == axis % nd else data.draw(st.integers(1, n))
+                   for d, n in enumerate(shape))
+    sshape = tuple(i + data.draw(st.integers(0, 1)) for i in ishape)   # src may be larger
+    n = shape[axis]
+    idx = np.random.default_rng(10).integers(-n, n, size=ishape)      # repeats and negatives
+    rng = np.random.default_rng(11)
+    x, src = rng.normal(size=shape), rng.normal(size=sshape)
+    check_grad(lambda t, s: rt.scatter_add(t, axis, rt.tensor(idx), s), x, src)
+    # a nonlinear use, so the gradient depends on the values scattered together
+    check_grad(lambda t, s: rt.scatter_add(t * t, axis, rt.tensor(idx), s * 3.0) ** 2, x, src)
+    check_grad(lambda s: rt.scatter_add(rt.tensor(x, device=AD), axis, rt.tensor(idx), s), src)
+
+
+def test_scatter_add_grad_of_src_only_where_indexed():
+    ad = rt.autodiff(rt.cpu())
+    x = rt.zeros(3, 2, device=ad).require_grad()
+    src = rt.tensor(np.arange(12.0).reshape(4, 3), dtype=rt.float64, device=ad).require_grad()
+    idx = rt.tensor([[2, 0], [2, 1]])
+    y = rt.scatter_add(x.astype(rt.float64), 0, idx, src)
+    w = np.arange(6.0).reshape(3, 2) + 1
+    grads = (y * rt.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(src.grad(grads).numpy(),
+                                  [[5, 2, 0], [5, 4, 0], [0, 0, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(x.grad(grads).numpy(), w)
+
+
+@pytest.mark.parametrize("axis", [0, None])
+def test_take_backward_is_a_scatter_not_a_one_hot_matmul(axis, monkeypatch):
+    """An embedding-sized table: the gradient is scatter-added, with no (50000 x 64) one-hot
+    matrix and no matmul behind it."""
+    from runtime.dispatch import kernels_for_kind
+    ks = kernels_for_kind("cpu")
+    calls = []
+    real = ks.scatter_add
+
+    def spy(x, indices, src, ax):
+        calls.append((x.shape, indices.shape, src.shape))
+        return real(x, indices, src, ax)
+
+    def no_matmul(*a):
+        raise AssertionError("take's backward ran a matmul")
+    monkeypatch.setattr(ks, "scatter_add", spy)
+    monkeypatch.setattr(ks, "matmul", no_matmul)
+    rng = np.random.default_rng(12)
+    table = rng.standard_normal((50000, 8)).astype(np.float32)
+    idx = rng.integers(-50000, 50000, size=(4, 16))
+    idx[1, :4] = idx[0, :4]                                    # repeated rows accumulate
+    w = rt.tensor(table, device=AD).require_grad()
+    g_out = rng.standard_normal((4, 16, 8) if axis == 0 else (4, 16)).astype(np.float32)
+    y = rt.take(w, rt.tensor(idx), axis=axis)
+    grads = (y * rt.tensor(g_out)).sum().backward()
+    got = w.grad(grads).numpy()
+    want = np.zeros_like(table)
+    if axis == 0:
+        np.add.at(want, idx.reshape(-1) % 50000, g_out.reshape(64, 8))
+    else:
+        np.add.at(want.reshape(-1), idx.reshape(-1) % 400000, g_out.reshape(-1))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert calls == [((50000, 8), (64, 8), (64, 8))] if axis == 0 else [((400000,), (64,), (64,))]
+
+
 def test_integer_array_getitem(rng):
     check_grad(lambda t: t[[2, 0, 2]], rng.normal(size=(3, 2)))
     check_grad(lambda t: t[:, [1, 1]], rng.normal(size=(3, 2)))
