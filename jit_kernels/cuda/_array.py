@@ -274,7 +274,8 @@ def _arg_kinds(args):
 def launch(kern, grid, block, *args):
     """``kern[grid, block](*args)`` on the default stream (recorded when ``RECORD`` is a list).
 
-    The configured launcher is cached per (kernel, grid, block).  With ``DIRECT``, the first
+    The configured launcher is cached per (kernel, grid, block, GPU) (not under the simulator,
+    whose ``kern[grid, block]`` returns ``kern`` itself, reconfigured).  With ``DIRECT``, the first
     launch per argument kinds goes through numba.cuda (which types and compiles), and later
     ones call the compiled kernel's ``launch`` with the cached configuration: a kernel's
     overload is fully determined by its argument kinds (every buffer is a 1-D C-contiguous
@@ -283,6 +284,9 @@ def launch(kern, grid, block, *args):
     if RECORD is not None:
         fn = getattr(kern, "py_func", None) or getattr(kern, "fn")
         RECORD.append((fn.__code__.co_filename, fn.__name__, tuple(_describe(a) for a in args)))
+    if SIM:  # the simulator's ``kern[grid, block]`` configures ``kern`` itself: never cache it
+        kern[grid, block](*args)
+        return
     ck = (kern, grid, block, _current[0])
     cfg = _CONFIGURED.get(ck)
     if cfg is None:
