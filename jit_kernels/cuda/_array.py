@@ -30,6 +30,9 @@ TPB = 16 if SIM else 256
 RTPB = 4 if SIM else 256
 
 
+_new = object.__new__
+
+
 class CudaArray:
     """A strided view of a device buffer (the cuda kernel set's payload)."""
 
@@ -45,9 +48,17 @@ class CudaArray:
         self.index = int(index)
 
     def view(self, shape, strides, offset=None) -> "CudaArray":
-        """Another view of the same buffer (shares ``buf`` and its pool owner)."""
-        return CudaArray(self.buf, shape, strides, self.offset if offset is None else offset,
-                         self.dtype, self.index, self.own)
+        """Another view of the same buffer (shares ``buf`` and its pool owner); ``shape`` and
+        ``strides`` are sequences of Python ints."""
+        v = _new(CudaArray)
+        v.buf = self.buf
+        v.own = self.own
+        v.shape = tuple(shape)
+        v.strides = tuple(strides)
+        v.offset = self.offset if offset is None else int(offset)
+        v.dtype = self.dtype
+        v.index = self.index
+        return v
 
     @property
     def ndim(self) -> int:
@@ -154,9 +165,6 @@ def alloc(shape, dtype, index) -> CudaArray:
     return alloc_c(shape, n, np.dtype(dtype), int(index))
 
 
-_new = object.__new__
-
-
 def alloc_c(shape: tuple, n: int, dtype: np.dtype, index: int) -> CudaArray:
     """``alloc`` for a normalised shape of ``n`` elements (no argument conversion)."""
     if _current[0] != index:
@@ -188,6 +196,9 @@ def _from_stand_in(x: CudaArray, stand, v: np.ndarray) -> CudaArray:
 
 def view_reshape(x: CudaArray, shape):
     """A view of ``x`` with ``shape``, or None when the layout does not allow one."""
+    if x.c_contiguous:  # the common case, without NumPy's stand-in
+        shape = tuple(int(s) for s in shape)
+        return x.view(shape, c_strides(shape))
     stand = _stand_in(x)
     try:
         v = stand.reshape(tuple(shape), copy=False)
