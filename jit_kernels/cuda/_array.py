@@ -320,4 +320,18 @@ def launch(kern, grid, block, *args):
             if compiled is not None:
                 _COMPILED[kk] = compiled
         return
-    compiled.launch(args, cfg.griddim, cfg.blockdim, cfg.stream, cfg.sharedmem)
+    try:
+        compiled.launch(args, cfg.griddim, cfg.blockdim, cfg.stream, cfg.sharedmem)
+    except Exception as exc:  # an interface change in numba.cuda: fall back for good, loudly
+        _disable_direct(exc)
+        cfg(*args)
+
+
+def _disable_direct(exc) -> None:
+    global DIRECT
+    DIRECT = False
+    _COMPILED.clear()
+    import warnings
+    warnings.warn(f"jit_kernels.cuda: direct kernel launch failed ({type(exc).__name__}: {exc}); "
+                  "launching through numba.cuda's dispatcher from now on", RuntimeWarning,
+                  stacklevel=3)

@@ -183,3 +183,24 @@ def test_simulator_launches_are_configured_every_time(cuda_dev):
         tb, ts = rt.tensor(bm, device=cuda_dev), rt.tensor(sm, device=cuda_dev)
         np.testing.assert_allclose((tb @ tb).numpy(), bm @ bm, rtol=1e-5)
         np.testing.assert_allclose((ts @ ts).numpy(), sm @ sm, rtol=1e-6)
+
+
+def test_a_failing_direct_launch_falls_back_to_the_dispatcher(monkeypatch):
+    pytest.importorskip("numba_cuda")
+    from jit_kernels.cuda import _array
+    monkeypatch.setattr(_array, "SIM", False)
+    monkeypatch.setattr(_array, "DIRECT", True)
+    monkeypatch.setattr(_array, "_DNA", _FakeBuf)
+    k = _FakeKernel()
+
+    def broken(*a):
+        raise TypeError("launch() takes 4 arguments")
+    k.compiled.launch = broken
+    f32 = _FakeBuf(np.float32)
+    _array.launch(k, 2, 8, 10, f32)
+    with pytest.warns(RuntimeWarning, match="direct kernel launch failed .*TypeError"):
+        _array.launch(k, 2, 8, 10, f32)
+    assert _array.DIRECT is False and k.typed_calls == 2
+    _array.launch(k, 2, 8, 10, f32)
+    assert k.typed_calls == 3
+
