@@ -18,8 +18,8 @@ serves arrays of at least ``POOL_MIN_BYTES`` from per-size-class free lists:
   ``stats()`` reports hits, misses and pooled bytes.
 
 Small arrays (below ``POOL_MIN_BYTES``) use ``numpy.empty``: malloc's own free lists serve them
-without page faults.  No lock is taken (list ``append``/``pop`` are atomic under the GIL, and a
-finaliser may run inside an allocation); the byte count is approximate under races.
+without page faults.  The free lists and counters are ``jit_kernels._freelists.FreeLists``,
+shared with the cuda pool.
 """
 from __future__ import annotations
 
@@ -27,29 +27,15 @@ import os
 
 import numpy as np
 
+from jit_kernels._freelists import FreeLists
 from jit_kernels._plan import size_class
 
 POOL_MIN_BYTES = 1 << 18  # 256 KiB
 POOL_MAX_BYTES = int(os.environ.get("JIT_KERNELS_POOL_MAX_BYTES", str(1 << 30)))
 
-_FREE: dict = {}          # size class (bytes) -> list of (raw uint8 block, address)
-_STATE = {"pooled": 0, "hits": 0, "misses": 0, "released": 0, "dropped": 0}
+_LISTS = FreeLists(POOL_MAX_BYTES)   # size class (bytes) -> (raw uint8 block, address)
 _empty = np.empty
 _asarray = np.asarray
-
-
-def _release(raw) -> None:
-    st = _STATE
-    cls = raw[0].shape[0]
-    if st["pooled"] + cls > POOL_MAX_BYTES:
-        st["dropped"] += 1
-        return
-    lst = _FREE.get(cls)
-    if lst is None:
-        lst = _FREE[cls] = []
-    lst.append(raw)
-    st["pooled"] += cls
-    st["released"] += 1
 
 
 class _Block:
@@ -60,7 +46,8 @@ class _Block:
 
     def __del__(self):
         try:
-            _release(self.raw)
+            raw = self.raw
+            _LISTS.give(raw[0].shape[0], raw, raw[0].shape[0])
         except Exception:  # interpreter shutdown
             pass
 
@@ -75,17 +62,8 @@ def empty(shape, dtype) -> np.ndarray:
     if nbytes < POOL_MIN_BYTES:
         return _empty(shape, dtype)
     cls = size_class(nbytes)
-    lst = _FREE.get(cls)
-    raw = None
-    if lst:
-        try:
-            raw = lst.pop()
-            _STATE["pooled"] -= cls
-            _STATE["hits"] += 1
-        except IndexError:
-            raw = None
+    raw = _LISTS.take(cls)
     if raw is None:
-        _STATE["misses"] += 1
         raw = _empty(cls, np.uint8)
         raw = (raw, raw.__array_interface__["data"][0])
     owner = _Block()
@@ -97,20 +75,9 @@ def empty(shape, dtype) -> np.ndarray:
 
 def empty_cache() -> int:
     """Free every pooled block; returns the number of bytes released to the system."""
-    freed = 0
-    for cls, lst in list(_FREE.items()):
-        while lst:
-            try:
-                lst.pop()
-            except IndexError:
-                break
-            freed += cls
-    _STATE["pooled"] = 0
-    return freed
+    return _LISTS.clear()
 
 
 def stats() -> dict:
     """Pool counters: pooled bytes, hits, misses, released and dropped blocks."""
-    d = dict(_STATE)
-    d["blocks"] = sum(len(v) for v in _FREE.values())
-    return d
+    return _LISTS.stats()

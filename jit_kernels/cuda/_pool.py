@@ -20,8 +20,8 @@ stall the queue at every free.  As in PyTorch's CUDA caching allocator, buffers 
   When an allocation fails, the pool is emptied and the allocation retried once.
   ``empty_cache()`` releases every pooled buffer; ``stats()`` reports the counters.
 
-No lock is taken: list ``append``/``pop`` are atomic under the GIL and a finaliser may run
-inside an allocation; the byte count is approximate under races.
+The free lists and their counters are ``jit_kernels._freelists.FreeLists``, shared with the cpu
+pool.
 """
 from __future__ import annotations
 
@@ -30,13 +30,13 @@ import os
 import numpy as np
 from numba import cuda
 
+from jit_kernels._freelists import FreeLists
 from jit_kernels._plan import size_class
 
 MIN_BYTES = 256
 POOL_MAX_BYTES = int(os.environ.get("JIT_KERNELS_CUDA_POOL_MAX_BYTES", str(4 << 30)))
 
-_FREE: dict = {}          # (gpu index, dtype str, class length) -> list of device buffers
-_STATE = {"pooled": 0, "hits": 0, "misses": 0, "released": 0, "dropped": 0}
+_LISTS = FreeLists(POOL_MAX_BYTES)   # (gpu index, dtype str, class length) -> device buffer
 
 
 class Block:
@@ -46,22 +46,9 @@ class Block:
 
     def __del__(self):
         try:
-            _release(self.key, self.buf, self.nbytes)
+            _LISTS.give(self.key, self.buf, self.nbytes)
         except Exception:  # interpreter shutdown
             pass
-
-
-def _release(key, buf, nbytes) -> None:
-    st = _STATE
-    if st["pooled"] + nbytes > POOL_MAX_BYTES:
-        st["dropped"] += 1
-        return
-    lst = _FREE.get(key)
-    if lst is None:
-        lst = _FREE[key] = []
-    lst.append(buf)
-    st["pooled"] += nbytes
-    st["released"] += 1
 
 
 def acquire(n: int, dtype: np.dtype, index: int):
@@ -71,16 +58,8 @@ def acquire(n: int, dtype: np.dtype, index: int):
     cls = size_class(max(n * isz, MIN_BYTES))
     length = -(-cls // isz)
     key = (index, dtype.str, length)
-    buf = None
-    lst = _FREE.get(key)
-    if lst:
-        try:
-            buf = lst.pop()
-        except IndexError:
-            buf = None
-    nbytes = length * isz
+    buf = _LISTS.take(key)
     if buf is None:
-        _STATE["misses"] += 1
         try:
             buf = cuda.device_array(length, dtype=dtype)
         except Exception:  # out of memory: give the pool back, then try once more
@@ -88,13 +67,10 @@ def acquire(n: int, dtype: np.dtype, index: int):
                 raise
             _flush_frees()
             buf = cuda.device_array(length, dtype=dtype)
-    else:
-        _STATE["pooled"] -= nbytes
-        _STATE["hits"] += 1
     owner = Block()
     owner.key = key
     owner.buf = buf
-    owner.nbytes = nbytes
+    owner.nbytes = length * isz
     return buf, owner
 
 
@@ -108,20 +84,9 @@ def _flush_frees() -> None:
 
 def empty_cache() -> int:
     """Give every pooled buffer back to numba.cuda; returns the number of bytes released."""
-    freed = 0
-    for key, lst in list(_FREE.items()):
-        while lst:
-            try:
-                buf = lst.pop()
-            except IndexError:
-                break
-            freed += buf.shape[0] * buf.dtype.itemsize
-    _STATE["pooled"] = 0
-    return freed
+    return _LISTS.clear()
 
 
 def stats() -> dict:
     """Pool counters: pooled bytes, hits, misses, released and dropped buffers."""
-    d = dict(_STATE)
-    d["blocks"] = sum(len(v) for v in _FREE.values())
-    return d
+    return _LISTS.stats()

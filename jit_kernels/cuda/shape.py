@@ -188,22 +188,29 @@ def gather(x, indices, axis):
 
 # -- scatter_add ----------------------------------------------------------------------------------
 
+@cuda.jit(device=True)
+def _scatter_pos(t, ostr, io, istr, so, sstr, ishape, axis):
+    """Positions of index/src element ``t`` (C order over ``ishape``) in ``idx``, ``src`` and
+    of its row in ``out`` (every dim but ``axis``)."""
+    rem = t
+    pi = io
+    ps = so
+    po = 0
+    for d in range(len(ishape) - 1, -1, -1):
+        c = rem % ishape[d]
+        rem = rem // ishape[d]
+        pi += c * istr[d]
+        ps += c * sstr[d]
+        if d != axis:
+            po += c * ostr[d]
+    return pi, ps, po
+
+
 @cuda.jit(cache=True)
 def _scatter_add(out, ostr, idx, io, istr, src, so, sstr, ishape, axis, n, total):
     t = cuda.grid(1)
-    nd = len(ishape)
     while t < total:
-        rem = t
-        pi = io
-        ps = so
-        po = 0
-        for d in range(nd - 1, -1, -1):
-            c = rem % ishape[d]
-            rem = rem // ishape[d]
-            pi += c * istr[d]
-            ps += c * sstr[d]
-            if d != axis:
-                po += c * ostr[d]
+        pi, ps, po = _scatter_pos(t, ostr, io, istr, so, sstr, ishape, axis)
         k = idx[pi]
         if k < 0:
             k += n
@@ -214,19 +221,8 @@ def _scatter_add(out, ostr, idx, io, istr, src, so, sstr, ishape, axis, n, total
 @cuda.jit(cache=True)
 def _scatter_or(out, ostr, idx, io, istr, src, so, sstr, ishape, axis, n, total):
     t = cuda.grid(1)
-    nd = len(ishape)
     while t < total:
-        rem = t
-        pi = io
-        ps = so
-        po = 0
-        for d in range(nd - 1, -1, -1):
-            c = rem % ishape[d]
-            rem = rem // ishape[d]
-            pi += c * istr[d]
-            ps += c * sstr[d]
-            if d != axis:
-                po += c * ostr[d]
+        pi, ps, po = _scatter_pos(t, ostr, io, istr, so, sstr, ishape, axis)
         if src[ps]:
             k = idx[pi]
             if k < 0:

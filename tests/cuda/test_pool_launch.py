@@ -74,7 +74,7 @@ def test_empty_cache_releases_every_pooled_buffer(cuda_dev):
 def test_pool_cap_drops_buffers(cuda_dev, monkeypatch):
     pool = _pool()
     rt.empty_cache()
-    monkeypatch.setattr(pool, "POOL_MAX_BYTES", 0)
+    monkeypatch.setattr(pool._LISTS, "max_bytes", 0)
     dropped = pool.stats()["dropped"]
     x = rt.full((8,), 2.0, device=cuda_dev)
     del x
