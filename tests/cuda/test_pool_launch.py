@@ -145,12 +145,19 @@ class _FakeKernel:
         return ("buf", v.dtype.str) if isinstance(v, _FakeBuf) else type(v).__name__
 
 
-def test_launch_cache_types_once_per_argument_kinds(monkeypatch):
+@pytest.fixture
+def direct(monkeypatch):
+    """``jit_kernels.cuda._array`` as on a GPU with the direct launch on (fake kernels only)."""
     pytest.importorskip("numba_cuda")
     from jit_kernels.cuda import _array
     monkeypatch.setattr(_array, "SIM", False)
     monkeypatch.setattr(_array, "DIRECT", True)
     monkeypatch.setattr(_array, "_DNA", _FakeBuf)
+    return _array
+
+
+def test_launch_cache_types_once_per_argument_kinds(direct):
+    _array = direct
     k = _FakeKernel()
     f32, f64 = _FakeBuf(np.float32), _FakeBuf(np.float64)
     _array.launch(k, 3, 8, 10, f32, 0, 1)          # typed by "numba"
@@ -185,12 +192,8 @@ def test_simulator_launches_are_configured_every_time(cuda_dev):
         np.testing.assert_allclose((ts @ ts).numpy(), sm @ sm, rtol=1e-6)
 
 
-def test_a_failing_direct_launch_falls_back_to_the_dispatcher(monkeypatch):
-    pytest.importorskip("numba_cuda")
-    from jit_kernels.cuda import _array
-    monkeypatch.setattr(_array, "SIM", False)
-    monkeypatch.setattr(_array, "DIRECT", True)
-    monkeypatch.setattr(_array, "_DNA", _FakeBuf)
+def test_a_failing_direct_launch_falls_back_to_the_dispatcher(direct):
+    _array = direct
     k = _FakeKernel()
 
     def broken(*a):
