@@ -110,6 +110,9 @@ class AutodiffDevice(Device):
         device (or a plain constant on the inner one) and the inner device's small-op fast
         path covers the unwrapped call, run it and record the node; else None (nothing run,
         ``dispatch`` goes the general way, which also raises every error)."""
+        fam = _CATALOGUE[name].family
+        if fam != "unary" and fam != "binary":   # the fast path holds no other ops
+            return None
         inner = self.inner
         inner_args = []
         inputs = []

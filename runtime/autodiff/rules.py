@@ -322,6 +322,41 @@ def _unbatch(g, shape):
     return fit_gradient(g, tuple(shape), g.dtype)
 
 
+@rule("linear")
+def _linear(c, g):
+    # y = x @ w.T (+ b), w of shape (out, in), x of shape (..., in)
+    x, w = c.input(0), c.input(1)
+    gx = gw = gb = None
+    if c.needs(0):
+        gx = api.matmul(g, w)               # (..., out) @ (out, in)
+    if c.needs(1):                          # g2.T @ x2 over all leading dims: (out, in)
+        out_f, in_f = w.shape
+        g2 = g if g.ndim == 2 else api.reshape(g, (-1, out_f))
+        x2 = x if x.ndim == 2 else api.reshape(x, (-1, in_f))
+        gw = api.matmul(api.transpose(g2, 0, 1), x2)
+    if c.arity == 3 and c.needs(2):
+        gb = g                              # the tape sums it over the broadcast dims
+    return gx, gw, gb
+
+
+@rule("cross_entropy")
+def _cross_entropy(c, g):
+    # d/dlogits of -log_softmax(logits)[i, t_i] is softmax(logits)[i] - onehot(t_i), times the
+    # row's output gradient (g / N for the mean, g for the sum, g[i] for "none")
+    x, t = c.input(0), c.input(1)
+    n = x.shape[0]
+    p = api.softmax(x, axis=1)
+    d = api.scatter_add(p, 1, api.reshape(t, (n, 1)), api.full((n, 1), -1, p.dtype, p.device))
+    reduction = c.attrs["reduction"]
+    if reduction == "none":
+        scale = api.reshape(g, (n, 1))
+    elif reduction == "mean":
+        scale = api.div(g, max(n, 1))
+    else:
+        scale = g
+    return api.mul(d, scale), None
+
+
 # ============================================================================ shape
 @rule("reshape")
 def _reshape(c, g):

@@ -231,6 +231,8 @@ class CaptureDevice(Device):
     # ---- the recorder (what plain devices' kernels do) -----------------------------------
     def execute(self, spec, args, attrs, shape, dtype) -> Tensor:
         """Record ``spec`` applied to ``args`` into the active session; nothing runs."""
+        if spec.decompose is not None:      # composite op: record its primitive ops
+            return spec.decompose(args, attrs)
         if not args:
             session = self._session()
             if spec.name == "init":

@@ -20,8 +20,13 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.ndim != 2:
         raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got shape "
                          f"{weight.shape}")
-    y = api.matmul(x, api.transpose(weight, 0, 1))
-    return y if bias is None else api.add(y, bias)
+    x = api._tensor_arg("matmul", x)
+    if bias is None:
+        return api._run("linear", (x, weight))
+    if not isinstance(bias, Tensor):        # a scalar bias: the plain composition
+        return api.add(api.matmul(x, api.transpose(weight, 0, 1)), bias)
+    # one catalogue op (one tape node; captured as matmul(x, w.T) + b)
+    return api._run("linear", (x, weight, bias))
 
 
 def _reduce_loss(name: str, per_item: Tensor, reduction: str) -> Tensor:
@@ -67,13 +72,16 @@ def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
             bad = int(t[(t < 0) | (t >= c)][0])
             raise IndexOutOfRangeError(f"cross_entropy: target {bad} is out of range for "
                                        f"{c} classes")
-    logp = api.log_softmax(logits, axis=1)
-    # pick logp[i, target[i]] with an (untracked) one-hot mask: the same values as
-    # gather(logp, 1, target[:, None]), with a cheaper backward (a multiply)
-    classes = api.arange(c, dtype=target.dtype, device=target.device)
-    one_hot = api.cast(api.eq(api.unsqueeze(target, 1), classes), logp.dtype)
-    picked = api.sum(api.mul(logp, one_hot), axis=1)
-    return _reduce_loss("cross_entropy", api.neg(picked), reduction)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    attrs = {"reduction": reduction}
+    if not (n and c):                       # empty: the primitive composition
+        from ..ops.catalogue import CATALOGUE
+        return CATALOGUE["cross_entropy"].decompose((logits, target), attrs)
+    # one catalogue op: log_softmax, the target's entry per row, the reduction; differentiated
+    # directly (softmax - onehot); captured as log_softmax and a one-hot pick
+    return api._run("cross_entropy", (logits, target), attrs)
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:

@@ -35,6 +35,12 @@ class OpSpec:
     # "unary", "binary" or "reduce" when ``kernel`` is exactly the kernel set's generic
     # ``unary``/``binary``/``reduce`` call for this op (dispatch may then call prepared kernels)
     lowering: Optional[str] = None
+    # Composite ops (``linear``, ``cross_entropy``): ``decompose(args, attrs) -> Tensor`` writes
+    # the op with primitive catalogue ops through the public API.  Recording devices (capture)
+    # call it, so captured graphs, ONNX export and graph.compile only ever see primitives;
+    # plain devices run ``kernel`` (a composition of existing kernel-set methods giving the
+    # same values) and autodiff records one node with the op's own backward rule.
+    decompose: Optional[Callable] = None
 
 
 CATALOGUE: dict[str, OpSpec] = {}
@@ -297,6 +303,12 @@ def _infer_matmul(args, attrs):
 def _kernel_matmul(ks, p, args, attrs, shape, dtype, device):
     a, b = args
     pa, pb = p
+    if len(a.shape) == 2 and len(b.shape) == 2 and a.dtype is dtype and b.dtype is dtype:
+        # two matrices of the output dtype: the same kernel call on the same views as below,
+        # minus the batch/broadcast bookkeeping
+        (m, k), n = a.shape, b.shape[1]
+        return ks.reshape(ks.matmul(ks.reshape(pa, (1, m, k)), ks.reshape(pb, (1, k, n))),
+                          shape)
     if a.dtype is not dtype:
         pa = ks.cast(pa, dtype.np)
     if b.dtype is not dtype:
@@ -515,6 +527,98 @@ def _make_random(name):
                   onnx="RandomUniform" if name == "rand" else "RandomNormal")
 
 
+# --------------------------------------------------------------------------- composite ops
+# ``linear`` and ``cross_entropy`` (``rt.nn.functional``): one catalogue op each, lowered onto
+# existing kernel-set methods (no kernel set needs a new method) and differentiated by one
+# rule each (runtime/autodiff/rules.py); recording devices get the primitive decomposition.
+def _infer_linear(args, attrs):
+    if len(args) not in (2, 3):
+        raise ShapeError(f"linear: expected (input, weight[, bias]), got {len(args)} operands")
+    x, w = args[0], args[1]
+    if w.ndim != 2:
+        raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got shape "
+                         f"{w.shape}")
+    shape, dt = _infer_matmul((x, _Meta((w.shape[1], w.shape[0]), w.dtype)), {})
+    if len(args) == 3:
+        shape = broadcast_shapes("add", shape, _shape(args[2]))
+        dt = binary_dtypes("add", _Meta(shape, dt), args[2])[1]
+    return shape, dt
+
+
+def _kernel_linear(ks, p, args, attrs, shape, dtype, device):
+    # exactly ``add(matmul(x, permute(w, (1, 0))), bias)``: the same kernel calls on the
+    # same views (the transposed weight is a strided view, never copied)
+    x, w = args[0], args[1]
+    wt = _Meta((w.shape[1], w.shape[0]), w.dtype)
+    mshape, mdt = _infer_matmul((x, wt), {}) if len(args) == 3 else (shape, dtype)
+    y = _kernel_matmul(ks, (p[0], ks.permute(p[1], (1, 0))), (x, wt), {}, mshape, mdt,
+                            device)
+    if len(args) == 2:
+        return y
+    compute, out = binary_dtypes("add", _Meta(mshape, mdt), args[2])
+    return ks.binary("add", y, p[2], compute.np, out.np)
+
+
+def _decompose_linear(args, attrs):
+    from . import api
+    y = api.matmul(args[0], api.transpose(args[1], 0, 1))
+    return y if len(args) == 2 else api.add(y, args[2])
+
+
+CROSS_ENTROPY_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _infer_cross_entropy(args, attrs):
+    logits, target = args
+    if len(logits.shape) != 2:
+        raise ShapeError(f"cross_entropy: logits must be 2-D (N, C), got shape {logits.shape}")
+    if not target.dtype.is_int:
+        raise DTypeError(f"cross_entropy: targets must be integer class indices, got "
+                         f"{target.dtype.name}")
+    if tuple(target.shape) != tuple(logits.shape[:1]):
+        raise ShapeError(f"cross_entropy: target of shape {target.shape} does not match "
+                         f"logits of shape {logits.shape} (expected ({logits.shape[0]},))")
+    reduction = attrs["reduction"]
+    if reduction not in CROSS_ENTROPY_REDUCTIONS:
+        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    dt = logits.dtype if logits.dtype.is_float else D.float32
+    return ((logits.shape[0],) if reduction == "none" else ()), dt
+
+
+def _kernel_cross_entropy(ks, p, args, attrs, shape, dtype, device):
+    # -log_softmax(logits)[i, target[i]], then the mean or sum: the values of the
+    # decomposition below (picking one entry per row is exact)
+    x = p[0]
+    if args[0].dtype is not dtype:
+        x = ks.cast(x, dtype.np)
+    n = args[0].shape[0]
+    logp = ks.softmax(x, 1, True)
+    picked = ks.reshape(ks.gather(logp, ks.reshape(p[1], (n, 1)), 1), (n,))
+    loss = ks.unary("neg", picked, dtype.np, {})
+    reduction = attrs["reduction"]
+    if reduction == "none":
+        return loss
+    return ks.reduce(reduction, loss, (0,), False, dtype.np, {})
+
+
+def _decompose_cross_entropy(args, attrs):
+    from . import api
+    logits, target = args
+    c = logits.shape[1]
+    logp = api.log_softmax(logits, axis=1)
+    # pick logp[i, target[i]] with an (untracked) one-hot mask
+    classes = api.arange(c, dtype=target.dtype, device=target.device)
+    one_hot = api.cast(api.eq(api.unsqueeze(target, 1), classes), logp.dtype)
+    loss = api.neg(api.sum(api.mul(logp, one_hot), axis=1))
+    reduction = attrs["reduction"]
+    if reduction == "mean":
+        return api.mean(loss)
+    if reduction == "sum":
+        return api.sum(loss)
+    return loss
+
+
 # --------------------------------------------------------------------------- custom ops
 def register_custom(name: str, forward, shape_fn=None, replace: bool = False) -> OpSpec:
     """Catalogue entry for a user op (``rt.custom_op``): ``forward`` runs on kernel-set arrays."""
@@ -546,6 +650,10 @@ register(OpSpec("where", "select", 3, _infer_where, _kernel_where, onnx="Where")
 register(OpSpec("cast", "unary", 1, _infer_cast, _kernel_cast, onnx="Cast"))
 register(OpSpec("matmul", "linalg", 2, _infer_matmul, _kernel_matmul, cost="compute",
                 onnx="MatMul"))
+register(OpSpec("linear", "linalg", None, _infer_linear, _kernel_linear, cost="compute",
+                decompose=_decompose_linear))
+register(OpSpec("cross_entropy", "loss", 2, _infer_cross_entropy, _kernel_cross_entropy,
+                cost="compute", decompose=_decompose_cross_entropy))
 register(OpSpec("reshape", "shape", 1, _infer_reshape,
                 lambda ks, p, a, at, s, d, dev: ks.reshape(p[0], tuple(at["shape"])), onnx="Reshape"))
 register(OpSpec("permute", "shape", 1, _infer_permute,
