@@ -619,6 +619,60 @@ def _decompose_cross_entropy(args, attrs):
     return loss
 
 
+def _ce_scale_dtype(g, n, reduction):
+    """dtype of the per-row factor the logits gradient is multiplied by: g, g / N or g[i]."""
+    return binary_dtypes("div", g, n)[1] if reduction == "mean" else g.dtype
+
+
+def _infer_cross_entropy_backward(args, attrs):
+    logits, target, g = args
+    want, dt = _infer_cross_entropy((logits, target), attrs)
+    if tuple(_shape(g)) != want or not hasattr(g, "dtype"):
+        raise ShapeError(f"cross_entropy_backward: gradient of shape {_shape(g)} does not match "
+                         f"the loss of shape {want}")
+    n = logits.shape[0]
+    sd = _ce_scale_dtype(g, max(n, 1), attrs["reduction"])
+    return tuple(logits.shape), binary_dtypes("mul", _Meta(logits.shape, dt), _Meta((), sd))[1]
+
+
+def _kernel_cross_entropy_backward(ks, p, args, attrs, shape, dtype, device):
+    # (softmax(logits) - onehot(target)) * scale, scale = g / N, g or g[:, None]: the kernels
+    # of the decomposition below, in its order
+    logits, _, g = args
+    n = logits.shape[0]
+    dt = logits.dtype if logits.dtype.is_float else D.float32
+    x = p[0] if logits.dtype is dt else ks.cast(p[0], dt.np)
+    prob = ks.softmax(x, 1, False)
+    d = ks.scatter_add(prob, ks.reshape(p[1], (n, 1)), ks.full((n, 1), -1, dt.np, device.index), 1)
+    reduction = attrs["reduction"]
+    scale = p[2]
+    if reduction == "none":
+        scale = ks.reshape(scale, (n, 1))
+    elif reduction == "mean":
+        sd = _ce_scale_dtype(g, max(n, 1), reduction)
+        compute, out = binary_dtypes("div", g, max(n, 1))
+        scale = ks.binary("div", scale, max(n, 1), compute.np, out.np)
+        g = _Meta((), sd)
+    compute, out = binary_dtypes("mul", _Meta(shape, dt), g)
+    return ks.binary("mul", d, scale, compute.np, out.np)
+
+
+def _decompose_cross_entropy_backward(args, attrs):
+    from . import api
+    x, t, g = args
+    n = x.shape[0]
+    p = api.softmax(x, axis=1)
+    d = api.scatter_add(p, 1, api.reshape(t, (n, 1)), api.full((n, 1), -1, p.dtype, p.device))
+    reduction = attrs["reduction"]
+    if reduction == "none":
+        scale = api.reshape(g, (n, 1))
+    elif reduction == "mean":
+        scale = api.div(g, max(n, 1))
+    else:
+        scale = g
+    return api.mul(d, scale)
+
+
 # --------------------------------------------------------------------------- custom ops
 def register_custom(name: str, forward, shape_fn=None, replace: bool = False) -> OpSpec:
     """Catalogue entry for a user op (``rt.custom_op``): ``forward`` runs on kernel-set arrays."""
@@ -654,6 +708,9 @@ register(OpSpec("linear", "linalg", None, _infer_linear, _kernel_linear, cost="c
                 decompose=_decompose_linear))
 register(OpSpec("cross_entropy", "loss", 2, _infer_cross_entropy, _kernel_cross_entropy,
                 cost="compute", decompose=_decompose_cross_entropy))
+register(OpSpec("cross_entropy_backward", "loss", 3, _infer_cross_entropy_backward,
+                _kernel_cross_entropy_backward, cost="compute", differentiable=False,
+                decompose=_decompose_cross_entropy_backward))
 register(OpSpec("reshape", "shape", 1, _infer_reshape,
                 lambda ks, p, a, at, s, d, dev: ks.reshape(p[0], tuple(at["shape"])), onnx="Reshape"))
 register(OpSpec("permute", "shape", 1, _infer_permute,

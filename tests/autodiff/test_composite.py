@@ -166,3 +166,19 @@ def test_capture_records_the_primitive_ops(rng):
     want = fn(rt.tensor(x))
     for a, e in zip(got, want):
         np.testing.assert_array_equal(a.numpy(), e.numpy())
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_backward_op_matches_its_decomposition(rng, reduction, dtype):
+    from runtime.dispatch import dispatch
+    z = rt.tensor((rng.normal(size=(7, 5)) * 3).astype(dtype))
+    t = rt.tensor(rng.integers(0, 5, size=7))
+    g = rt.tensor(rng.uniform(0.5, 2.0, size=(7,) if reduction == "none" else ()).astype(dtype))
+    attrs = {"reduction": reduction}
+    got = dispatch("cross_entropy_backward", (z, t, g), attrs)
+    want = _decomposed("cross_entropy_backward", z, t, g, **attrs)
+    assert got.shape == want.shape == (7, 5) and got.dtype is want.dtype
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(rt.ShapeError, match="does not match the loss"):
+        dispatch("cross_entropy_backward", (z, t, rt.ones(3)), attrs)
