@@ -323,6 +323,8 @@ _POOL_MIN = _pool.POOL_MIN_BYTES
 _pool_empty = _pool.empty
 _FLAT: dict = {}     # (op, in dtypes, cv dtypes, out dtype, mask) -> (serial, parallel, out dtype)
 _LAYOUT: dict = {}   # (out shape, ((shape, strides) per operand)) -> (shape i64, [strides i64])
+_BPLANS: dict = {}   # (op, (shape, strides, dtype) per array operand, cv dtypes, out dtype) ->
+#                      (out shape, size, strided kernel, layout shape, layout strides)
 
 
 def _flat_fns(op, in_dts, cv_dts, out_dt, mask):
@@ -432,6 +434,26 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
         in_dts = tuple(v.dtype if m == "a" else cv for v, m, cv in zip(vals, mask, cv_dts))
         fns = _flat_fns(op, in_dts, cv_dts, out_dt, mask)
         return _flat(fns, out_shape, size_of(out_shape), *vals)
+    if "s" not in mask:
+        # arrays only: a plan per (op, layouts, dtypes) holds the module, output shape and
+        # coalesced layout; C-contiguous operands then go straight to the strided kernel
+        pkey = (op, tuple((a.shape, a.strides, a.dtype) for a in arrs), cv_dts, out_dt)
+        plan = _BPLANS.get(pkey)
+        if plan is not None and all(a.flags.c_contiguous and a.flags.writeable for a in arrs):
+            out_shape, total, fn, shp, sts = plan
+            out = _new(out_shape, total, out_dt)
+            if fn is None:                  # empty output
+                return out
+            args = [shp]
+            for a, st in zip(arrs, sts):
+                args += [a.reshape(-1), 0, st]
+            if total >= PAR_THRESHOLD:
+                fn(*args, out.reshape(-1), nthreads())
+            else:
+                fn(*args, out.reshape(-1))
+            return out
+    else:
+        pkey = None
     arrs = [a if m == "a" else scalar_array(a, cv) for a, m, cv in zip(arrs, mask, cv_dts)]
     shapes = [a.shape for a in arrs]
     out_shape = shapes[0]
@@ -442,10 +464,17 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
     total = size_of(out_shape)
     out = _new(out_shape, total, out_dt)
     if total == 0:
+        if pkey is not None:
+            _BPLANS[pkey] = (out_shape, 0, None, None, None)
         return out
     in_dts = tuple(a.dtype for a in arrs)
     mod = _module(op, in_dts, cv_dts, out_dt)
     shp, sts = _layout(out_shape, arrs)
+    if pkey is not None:
+        if len(_BPLANS) > 4096:
+            _BPLANS.clear()
+        _BPLANS[pkey] = (out_shape, total,
+                         mod.strided_par if total >= PAR_THRESHOLD else mod.strided_serial, shp, sts)
     args = [shp]
     for a, st in zip(arrs, sts):
         if a.flags.c_contiguous and a.flags.writeable:

@@ -310,7 +310,62 @@ def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
     return out
 
 
+# Per-call plans for one-pass reductions of C-contiguous arrays, keyed by (op, shape, dtype,
+# axes, keepdims, out dtype): everything ``_plan.reduce`` and ``_run`` work out from the metadata
+# (kernel, its layout arguments, the result shape), so a repeated call only allocates and launches.
+_RPLANS: dict = {}
+_ONE_PASS = frozenset(("sum", "prod", "max", "min", "mean"))
+
+
+def _one_pass_plan(op, x, axes, keepdims, out_dt):
+    axes, kshape, K, R = _plan.reduce_shape(x.shape, axes, keepdims)
+    if K == 0 or R == 0:
+        return None
+    acc_dt = _plan.acc_dtype(op, x.dtype, out_dt)
+    fa = float(K) if op == "mean" else 0.0
+    kept, red, kept_shape, _, _ = _plan.split_axes(x.shape, axes)
+    isz = x.itemsize
+    es = [st // isz for st in x.strides]
+    mod = _module(op, x.dtype, acc_dt, out_dt)
+    oshape, (ostr,) = coalesce(kept_shape, [[es[d] for d in kept]])
+    rshape, (rstr,) = coalesce([x.shape[d] for d in red], [[es[d] for d in red]])
+    center = np.zeros(R, dtype=np.float64)      # read only (the one-pass ops ignore it)
+    par = R * K >= PAR_THRESHOLD
+    nt = nthreads()
+    rs, rst = i64(rshape), i64(rstr)
+    if len(oshape) == 1 and ostr[0] == 1 and R >= 16 and rstr[-1] != 1:
+        if par:
+            jb = max(256, -(-R // nt))
+            nj = -(-R // jb)
+            nsplit = max(1, min(-(-2 * nt // nj), K))
+            fn, pre, post = mod.cols_par, (R, rs, rst, center), (K, fa, nsplit, jb)
+        else:
+            fn, pre, post = mod.cols_serial, (R, rs, rst, center), (K, fa)
+    else:
+        os_, ost = i64(oshape), i64(ostr)
+        if par:
+            nsplit = 1 if R >= 2 * nt else max(1, min(-(-2 * nt // R), -(-K // 4096)))
+            fn, pre, post = mod.rows_par, (os_, ost, rs, rst, center), (K, fa, nsplit)
+        else:
+            fn, pre, post = mod.rows_serial, (os_, ost, rs, rst, center), (K, fa)
+    return fn, pre, post, R, out_dt, kshape
+
+
 def reduce(op, x, axes, keepdims, out_dtype, attrs):
+    if op in _ONE_PASS and type(x) is np.ndarray and x.flags.c_contiguous and x.flags.writeable:
+        key = (op, x.shape, x.dtype, axes, keepdims, out_dtype)
+        p = _RPLANS.get(key)
+        if p is None:
+            p = _one_pass_plan(op, x, axes, keepdims, np.dtype(out_dtype))
+            if p is not None:
+                if len(_RPLANS) > 4096:
+                    _RPLANS.clear()
+                _RPLANS[key] = p
+        if p is not None:
+            fn, pre, post, R, out_dt, kshape = p
+            out = np.empty(R, dtype=out_dt)
+            fn(x.reshape(-1), 0, *pre, out, *post)
+            return out.reshape(kshape)
     from jit_kernels.cpu import memory
     return _plan.reduce(op, x, axes, keepdims, out_dtype, attrs, run=_run,
                         full=lambda shape, fill, dt: memory.full(shape, fill, dt, 0),
@@ -593,7 +648,19 @@ def _softmax_par(xb, xoff, oshape, xostr, sx, ob, oostr, so, K, log):
         _softmax_row(xb, _row_pos(xoff, oshape, xostr, ri), sx, ob, _row_pos(0, oshape, oostr, ri), so, K, log)
 
 
+_SPLANS: dict = {}   # (shape, dtype, axis, log) of a C-contiguous input -> layout arguments
+
+
 def softmax(x, axis, log):
+    if type(x) is np.ndarray and x.ndim and x.size and x.flags.c_contiguous and x.flags.writeable:
+        key = (x.shape, x.dtype, axis, log)
+        p = _SPLANS.get(key)
+        if p is not None:
+            fn, args = p
+            out = np.empty(x.shape, dtype=x.dtype)
+            fn(x.reshape(-1), 0, *args[:3], out.reshape(-1), *args[3:])
+            return out
+    key_axis = axis
     axis %= max(x.ndim, 1)
     if x.ndim == 0:
         x = x.reshape(1)
@@ -609,8 +676,10 @@ def softmax(x, axis, log):
     oshape, (xostr, oostr) = coalesce(kshape, [[es[d] for d in kept], [oes[d] for d in kept]])
     K = x.shape[axis]
     args = (base, off, i64(oshape), i64(xostr), es[axis], out.reshape(-1), i64(oostr), oes[axis], K, bool(log))
-    if x.size >= PAR_THRESHOLD and size_of(kshape) > 1:
-        _softmax_par(*args)
-    else:
-        _softmax_serial(*args)
+    fn = _softmax_par if (x.size >= PAR_THRESHOLD and size_of(kshape) > 1) else _softmax_serial
+    fn(*args)
+    if x.flags.c_contiguous and x.flags.writeable:     # base is x itself, off 0
+        if len(_SPLANS) > 4096:
+            _SPLANS.clear()
+        _SPLANS[(x.shape, x.dtype, key_axis, log)] = (fn, args[2:5] + args[6:])
     return out

@@ -550,7 +550,10 @@ def _kernel_linear(ks, p, args, attrs, shape, dtype, device):
     # same views (the transposed weight is a strided view, never copied)
     x, w = args[0], args[1]
     wt = _Meta((w.shape[1], w.shape[0]), w.dtype)
-    mshape, mdt = _infer_matmul((x, wt), {}) if len(args) == 3 else (shape, dtype)
+    if len(args) == 3:                      # the product's shape and dtype, before the bias
+        mshape, mdt = tuple(x.shape[:-1]) + (w.shape[0],), D.promote(x.dtype, w.dtype)
+    else:
+        mshape, mdt = shape, dtype
     y = _kernel_matmul(ks, (p[0], ks.permute(p[1], (1, 0))), (x, wt), {}, mshape, mdt,
                             device)
     if len(args) == 2:

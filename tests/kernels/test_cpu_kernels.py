@@ -724,3 +724,38 @@ def test_custom():
     r = K.custom(lambda a, b: a * 2 + b, [x, x])
     assert isinstance(r, np.ndarray)
     np.testing.assert_allclose(r, x * 3)
+
+
+def test_cached_plans_repeat_and_layout_changes():
+    """Reductions, softmax and broadcasting binaries keep per-layout plans: repeated calls with
+    new values, the same shape as a view (not C-contiguous, read-only) and other keepdims/axes
+    give NumPy's results every time."""
+    rng = np.random.default_rng(7)
+    for shape in ((6, 5), (200, 300)):                    # serial and parallel
+        for _ in range(3):
+            x = rng.standard_normal(shape).astype(np.float32)
+            xt = np.ascontiguousarray(x.T).T               # same shape, not C-contiguous
+            ro = np.broadcast_to(x, shape)                 # read-only view
+            for a in (x, xt, ro, x):
+                for op in ("sum", "mean", "max", "min", "prod"):
+                    for axes, kd in (((0,), False), ((1,), True), ((0, 1), False)):
+                        ref = getattr(a.astype(np.float64), op)(axis=axes, keepdims=kd)
+                        got = K.reduce(op, a, axes, kd, F32)
+                        if op == "prod":
+                            np.testing.assert_allclose(got, ref.astype(np.float32), rtol=1e-4, atol=1e-30)
+                        else:
+                            check(got, ref, F32)
+                for axis, log in ((1, False), (0, True), (-1, True)):
+                    e = np.exp(a.astype(np.float64) - a.max(axis=axis, keepdims=True))
+                    s = e.sum(axis=axis, keepdims=True)
+                    ref = np.log(e / s) if log else e / s
+                    check(K.softmax(a, axis, log), ref, F32)
+                b = rng.standard_normal(shape[1:]).astype(np.float32)
+                check(K.binary("add", a, b, F32, F32), a.astype(np.float64) + b, F32)
+                check(K.binary("mul", a, np.float32(2.5) * np.ones((), np.float32), F32, F32),
+                      a.astype(np.float64) * 2.5, F32)
+                c = K.where(a > 0, a, np.zeros(shape[1:], np.float32), F32)
+                check(c, np.where(a > 0, a, 0), F32)
+    z = np.zeros((0, 4), np.float32)
+    for _ in range(2):
+        assert K.binary("add", z, np.ones(4, np.float32), F32, F32).shape == (0, 4)
