@@ -143,36 +143,54 @@ def module(op, in_dts, cv_dts, out_dt, scalars, nd):
     return mod
 
 
+#: launch plans of ``run_into`` by layout: (op, conversion dtypes, output shape/strides/dtype,
+#: (shape, strides, dtype) of each array operand or None for a scalar) -> (kernel, the
+#: coalesced inner sizes, the coalesced strides of each array operand and of the output)
+_PLANS: dict = {}
+
+
+def _plan_for(op, operands, cv_dts, out):
+    key = (op, cv_dts, out.shape, out.strides, out.dtype,
+           tuple((x.shape, x.strides, x.dtype) if type(x) is CudaArray else None for x in operands))
+    plan = _PLANS.get(key)
+    if plan is None:
+        out_shape = out.shape
+        scalars = tuple(not isinstance(x, CudaArray) for x in operands)
+        in_dts = []
+        strides = []
+        for x, cv in zip(operands, cv_dts):
+            if isinstance(x, CudaArray):
+                in_dts.append(x.dtype)
+                strides.append(broadcast_strides(x.shape, out_shape, x.strides))
+            else:
+                in_dts.append(cv)
+        strides.append(list(out.strides))
+        shp, sts = coalesce(out_shape, strides)
+        kern = module(op, tuple(in_dts), cv_dts, out.dtype, scalars, len(shp)).kern
+        plan = (kern, tuple(shp[1:]), [tuple(st) for st in sts])
+        if len(_PLANS) >= 4096:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
 def run_into(op: str, operands, cv_dts, out: CudaArray) -> CudaArray:
     """``out[...] = op(*operands)`` with broadcasting; ``out`` may be any strided view."""
     cv_dts = tuple(np.dtype(d) for d in cv_dts)
     total = out.size
     if total == 0:
         return out
-    out_shape = out.shape
-    scalars = tuple(not isinstance(x, CudaArray) for x in operands)
-    in_dts = []
-    strides = []
-    for x, cv in zip(operands, cv_dts):
-        if isinstance(x, CudaArray):
-            in_dts.append(x.dtype)
-            strides.append(broadcast_strides(x.shape, out_shape, x.strides))
-        else:
-            in_dts.append(cv)
-    strides.append(list(out.strides))
-    shp, sts = coalesce(out_shape, strides)
-    nd = len(shp)
-    mod = module(op, tuple(in_dts), cv_dts, out.dtype, scalars, nd)
-    args = [total] + list(shp[1:])
+    kern, inner, sts = _plan_for(op, operands, cv_dts, out)
+    args = [total, *inner]
     k = 0
-    for x, cv, sc in zip(operands, cv_dts, scalars):
-        if sc:
-            args.append(scalar_array(x, cv)[()])
-        else:
-            args += [x.buf, x.offset] + list(sts[k])
+    for x, cv in zip(operands, cv_dts):
+        if type(x) is CudaArray:
+            args += [x.buf, x.offset, *sts[k]]
             k += 1
-    args += [out.buf, out.offset] + list(sts[-1])
-    launch(mod.kern, blocks_for(total, out.index), TPB, *args)
+        else:
+            args.append(scalar_array(x, cv)[()])
+    args += [out.buf, out.offset, *sts[-1]]
+    launch(kern, blocks_for(total, out.index), TPB, *args)
     return out
 
 
