@@ -29,7 +29,7 @@ from jit_kernels import _plan
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu._layout import coalesce, size_of
 from jit_kernels.cpu.elementwise import _NP_NAME
-from jit_kernels.cuda._array import launch, RTPB, SIM, TPB, CudaArray, alloc, blocks_for, target_blocks
+from jit_kernels.cuda._array import launch, RTPB, SIM, CudaArray, alloc, alloc_c, target_blocks
 from jit_kernels.cuda.elementwise import cuda_conv
 
 I64 = np.dtype(np.int64)
@@ -268,37 +268,54 @@ def _module(op, in_dt, acc_dt, out_dt, nko, nkr, has_center):
     return mod
 
 
-def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArray:
-    """Reduce ``x`` over ``axes``; returns a flat C-ordered array of the kept-dims outputs."""
+#: launch plans by layout: (op, x's shape/strides/dtype, axes, acc/out dtypes, centred) ->
+#: (R, kernel module, kind, grid, S, chunk, layout arguments); see ``_make_plan``
+_PLANS: dict = {}
+
+
+def _make_plan(op, x: CudaArray, axes, acc_dt, out_dt, centred):
     kept, red, kshape, R, K = _plan.split_axes(x.shape, axes)
-    out = alloc((R,), out_dt, x.index)
     if R == 0:
-        return out
+        return (0,)
     oshape, (ostr,) = coalesce(kshape, [[x.strides[d] for d in kept]])
     rshape, (rstr,) = coalesce([x.shape[d] for d in red], [[x.strides[d] for d in red]])
-    mod = _module(op, x.dtype, acc_dt, np.dtype(out_dt), len(oshape), len(rshape),
-                  center is not None)
-    cbuf = center.buf if center is not None else out.buf
+    mod = _module(op, x.dtype, acc_dt, out_dt, len(oshape), len(rshape), centred)
     tb = target_blocks(x.index)
-    kr = list(rshape[1:]) + list(rstr)
+    kr = tuple(rshape[1:]) + tuple(rstr)
     if len(oshape) == 1 and ostr[0] == 1 and R >= 32 and rstr[-1] != 1:
+        # kept dims contiguous: one thread per output column, the reduced range split over y
         nbx = -(-R // RTPB)
         S = max(1, min(-(-tb // nbx), -(-K // 64), 65535))
         chunk = -(-K // S)
         S = -(-K // chunk)
-        part = alloc((R * S,), acc_dt, x.index) if S > 1 else out
-        launch(mod.cols, (nbx, S), RTPB, R, S, K, chunk, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
-    else:
-        S = 1 if R >= tb else max(1, min(-(-tb // R), -(-K // (RTPB * 8))))
-        chunk = -(-K // S)
-        S = -(-K // chunk)
-        part = alloc((R * S,), acc_dt, x.index) if S > 1 else out
-        ko = list(oshape[1:]) + list(ostr)
-        grid = min(R * S, 65535 * 16) if not SIM else R * S
-        launch(mod.rows, grid, RTPB, R, S, K, chunk, *ko, *kr, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
+        return R, mod.cols, (nbx, S), S, K, chunk, kr, mod.finish
+    S = 1 if R >= tb else max(1, min(-(-tb // R), -(-K // (RTPB * 8))))
+    chunk = -(-K // S)
+    S = -(-K // chunk)
+    grid = min(R * S, 65535 * 16) if not SIM else R * S
+    return R, mod.rows, grid, S, K, chunk, tuple(oshape[1:]) + tuple(ostr) + kr, mod.finish
+
+
+def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArray:
+    """Reduce ``x`` over ``axes``; returns a flat C-ordered array of the kept-dims outputs."""
+    out_dt = np.dtype(out_dt)
+    key = (op, x.shape, x.strides, x.dtype, tuple(axes), acc_dt, out_dt, center is None)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _make_plan(op, x, axes, acc_dt, out_dt, center is not None)
+        if len(_PLANS) >= 4096:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    R = plan[0]
+    out = alloc_c((R,), R, out_dt, x.index)
+    if R == 0:
+        return out
+    _, kern, grid, S, K, chunk, layout, finish = plan
+    cbuf = center.buf if center is not None else out.buf
+    part = alloc_c((R * S,), R * S, acc_dt, x.index) if S > 1 else out
+    launch(kern, grid, RTPB, R, S, K, chunk, *layout, x.buf, x.offset, cbuf, part.buf, out.buf, fa)
     if S > 1:
-        grid = R if SIM else min(R, 65535 * 16)
-        launch(mod.finish, grid, RTPB, R, S, part.buf, cbuf, out.buf, fa)
+        launch(finish, R if SIM else min(R, 65535 * 16), RTPB, R, S, part.buf, cbuf, out.buf, fa)
     return out
 
 
