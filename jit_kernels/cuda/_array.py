@@ -20,7 +20,6 @@ import os
 import numpy as np
 from numba import config, cuda
 
-from jit_kernels._plan import numpy_key
 from jit_kernels.cuda import _pool
 
 SIM = bool(config.ENABLE_CUDASIM)
@@ -208,11 +207,32 @@ def view_reshape(x: CudaArray, shape):
 
 
 def view_index(x: CudaArray, key) -> CudaArray:
-    """Basic indexing with a normalised key (``slice.indices`` form: a stop of -1 with a
-    negative step means "past index 0", which NumPy would read as the last element)."""
-    stand = _stand_in(x)
-    key = numpy_key(key)
-    return _from_stand_in(x, stand, stand[key + (Ellipsis,)])
+    """Basic indexing with a normalised key (one entry per axis: an int, or a slice in
+    ``slice.indices`` form, whose stop of -1 with a negative step means "past index 0"; plus
+    None entries inserting axes): NumPy's view rules, computed directly."""
+    shape = []
+    strides = []
+    off = x.offset
+    d = 0
+    for k in key:
+        if k is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        st = x.strides[d]
+        if type(k) is slice:
+            n = len(range(k.start, k.stop, k.step))
+            if n:
+                off += k.start * st
+            shape.append(n)
+            strides.append(st * k.step)
+        else:
+            k = int(k)
+            off += (k + x.shape[d] if k < 0 else k) * st
+        d += 1
+    shape.extend(x.shape[d:])
+    strides.extend(x.strides[d:])
+    return x.view(shape, strides, off)
 
 
 def view_permute(x: CudaArray, axes) -> CudaArray:
