@@ -131,12 +131,45 @@ def _dispatch(name, args, attrs):
                         return out
                 break
     spec = CATALOGUE[name]
-    attrs = {} if attrs is None else attrs
     device = common_device(name, args)
-    shape, dtype = spec.infer(args, attrs)
-    if not attrs and type(device) is PlainDevice and PlainDevice.execute is execute_plain:
-        _remember(name, spec, device, args, shape, dtype)
+    if attrs is None:
+        attrs = {}
+        key = _infer_key(name, args) if spec.family in _INFER_FAMILIES else None
+        hit = _INFER.get(key) if key is not None else None
+        if hit is not None and hit[0] is spec:
+            shape, dtype = hit[1], hit[2]
+        else:
+            shape, dtype = spec.infer(args, attrs)
+            if key is not None and len(_INFER) < _FAST_MAX:
+                _INFER[key] = (spec, shape, dtype)
+        if type(device) is PlainDevice and PlainDevice.execute is execute_plain:
+            _remember(name, spec, device, args, shape, dtype)
+    else:
+        shape, dtype = spec.infer(args, attrs)
     return device.execute(spec, args, attrs, shape, dtype)
+
+
+# Shape/dtype results of attr-less unary/binary ops by operand shapes and dtypes (Python
+# scalars by type: promotion treats them by kind), for devices that skip the fast path
+# (capture, autodiff): (op, shape/type, dtype per operand) -> (spec, shape, dtype).
+_INFER: dict = {}
+_INFER_FAMILIES = frozenset(("unary", "binary"))
+
+
+def _infer_key(name, args):
+    if len(args) == 1:
+        a = args[0]
+        return (name, a.shape, a.dtype) if isinstance(a, Tensor) else None
+    if len(args) == 2:
+        a, b = args
+        ka = (a.shape, a.dtype) if isinstance(a, Tensor) else (
+            type(a) if type(a) in _SCALAR_TYPES else None)
+        kb = (b.shape, b.dtype) if isinstance(b, Tensor) else (
+            type(b) if type(b) in _SCALAR_TYPES else None)
+        if ka is None or kb is None:
+            return None
+        return (name, ka, kb)
+    return None
 
 
 def _prepared_fn(name, spec, ks, args, dtype):
@@ -242,14 +275,16 @@ def _matmul_step(ks, metas, shape, dtype):
 
 
 def clear_dispatch_cache() -> None:
-    """Forget the cached per-op decisions of the small-op fast path."""
+    """Forget the cached per-op decisions of the small-op fast path and the cached inference."""
     _FAST.clear()
+    _INFER.clear()
 
 
 def empty_cache() -> None:
     """Release every cached device buffer (each loaded kernel set's ``empty_cache``) and the
     cached per-op decisions."""
     _FAST.clear()
+    _INFER.clear()
     for ks in list(_KERNELS.values()):
         fn = getattr(ks, "empty_cache", None)
         if fn is not None:
