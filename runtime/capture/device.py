@@ -29,6 +29,7 @@ BAD_TOKEN = ("capture_scope(fn): fn must return the token that scope.complete(in
 SEEDING = "seeding is not supported during graph capture"
 
 _ids = itertools.count(1)
+_wrap = Tensor._wrap
 _lock = threading.Lock()
 _DEVICES: dict = {}    # id -> CaptureDevice (every device ever created; ids are never reused)
 _SESSIONS: dict = {}   # id -> CaptureSession of the scope now open on that device
@@ -265,10 +266,13 @@ class CaptureDevice(Device):
         rec = _plain_attrs(attrs) if attrs else {}
         if scalars is not None:
             rec[SCALARS_ATTR] = scalars
-        out = session.tensor(shape, dtype)
-        session.produced.add(out.id)
-        session.operations.append(OperationIr(spec.name, tuple(ins), (out._payload.ir,), rec))
-        return out
+        # session.tensor inlined: this is the per-op cost of recording
+        tid = new_id()
+        ir = TensorIr(tid, shape, dtype)
+        session.tensors[tid] = ir
+        session.produced.add(tid)
+        session.operations.append(OperationIr(spec.name, tuple(ins), (ir,), rec))
+        return _wrap(_Ref(session, ir, None), shape, dtype, session.device, tid)
 
     def to_host(self, t):
         """The value of an initialized capture tensor (computed ones have none)."""
