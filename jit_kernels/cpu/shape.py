@@ -92,6 +92,8 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
 
 
 def copy(x):
+    if x.size < PAR_THRESHOLD:              # small: NumPy's copy (a memcpy when contiguous)
+        return x.copy(order="C")
     out = np.empty(x.shape, dtype=x.dtype)
     copy_into(out, x)
     return out

@@ -203,19 +203,39 @@ class AutodiffDevice(Device):
         return _wrap(t._payload.inner, None, self)
 
 
+_DEVICES: dict = {}      # (inner device, checkpointing) -> AutodiffDevice
+
+
+def _device(inner, checkpointing: str) -> AutodiffDevice:
+    """``AutodiffDevice(inner, checkpointing)``, one shared value per argument pair (devices are
+    immutable), so operands lifted by ``from_inner`` step after step are on the very device
+    object of ``rt.autodiff(...)`` and device checks succeed on identity."""
+    key = (inner, checkpointing)
+    try:
+        d = _DEVICES.get(key)
+    except TypeError:                       # an unhashable argument: let the constructor say so
+        return AutodiffDevice(inner, checkpointing)
+    if d is None:
+        d = AutodiffDevice(inner, checkpointing)
+        if len(_DEVICES) >= 256:
+            _DEVICES.clear()
+        _DEVICES[key] = d
+    return d
+
+
 def autodiff(inner=None, checkpointing: str = "none") -> AutodiffDevice:
     """The autodiff device over ``inner`` (default: the default device)."""
     if inner is None:
         from ..device import current_default
         inner = current_default()
-    return AutodiffDevice(inner, checkpointing)
+    return _device(_parse_device(inner), checkpointing)
 
 
 def from_inner(t: Tensor, checkpointing: str = "none") -> Tensor:
     """Lift a plain tensor onto ``rt.autodiff(t.device)``, untracked, sharing its id."""
     if not isinstance(t, Tensor):
         raise TypeError(f"from_inner: expected a Tensor, got {type(t).__name__}")
-    return _wrap(t, None, AutodiffDevice(t.device, checkpointing))
+    return _wrap(t, None, _device(t.device, checkpointing))
 
 
 def _parse(s: str) -> AutodiffDevice:

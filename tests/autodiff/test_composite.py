@@ -182,3 +182,16 @@ def test_cross_entropy_backward_op_matches_its_decomposition(rng, reduction, dty
     np.testing.assert_array_equal(got.numpy(), want.numpy())
     with pytest.raises(rt.ShapeError, match="does not match the loss"):
         dispatch("cross_entropy_backward", (z, t, rt.ones(3)), attrs)
+
+
+def test_autodiff_devices_are_shared_values():
+    ad = rt.autodiff(rt.cpu())
+    t = rt.from_inner(rt.ones(2))
+    assert t.device is ad and rt.autodiff("cpu") is ad
+    bal = rt.from_inner(rt.ones(2), checkpointing="balanced").device
+    assert bal is rt.autodiff(rt.cpu(), checkpointing="balanced") and bal.checkpointing == "balanced"
+    assert bal == ad and bal is not ad            # equal (SPEC §1), strategies kept apart
+    with pytest.raises(ValueError):
+        rt.autodiff(rt.cpu(), checkpointing="sometimes")
+    with pytest.raises(rt.NestedAutodiffError):
+        rt.autodiff(ad)
