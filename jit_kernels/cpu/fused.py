@@ -95,21 +95,34 @@ def _lower_op(fop):
 
 
 class _Gen:
-    """Source builder shared by the kernel kinds."""
+    """Source builder of a program's elementwise ops: one scalar function per op and the
+    expression of each op's value.  The cuda set subclasses it (its device functions, scalar
+    bodies and imports); everything else is shared."""
+
+    #: decorator of the per-op scalar functions
+    DECORATOR = '@njit(inline="always", error_model="numpy")'
+    IMPORTS = ("import math\nimport numpy as np\nfrom numba import njit, prange\n"
+               "from jit_kernels.cpu import scalar_math as sm\n")
+    #: ops computed by their own kernels (their values are precomputed operands here)
+    SKIP = ("matmul", "sum", "mean", "max", "min", "softmax", "log_softmax")
+
+    def body(self, name: str, cdt: np.dtype) -> str:
+        """Source of op ``name``'s scalar function body computing in ``cdt``."""
+        return _body(name, _kind(cdt))
 
     def __init__(self, prog):
         self.prog = prog
         self.funcs: list = []
         self.lowered = {}
         for j, fop in enumerate(prog.ops):
-            if fop.op in ("matmul", "sum", "mean", "max", "min", "softmax", "log_softmax"):
+            if fop.op in self.SKIP:
                 continue
             name, cv, od, args = _lower_op(fop)
             cdt = cv[1] if name == "where" else cv[0]
-            body = _body(name, _kind(cdt)).replace("C(", f"C{j}(")
+            body = self.body(name, cdt).replace("C(", f"C{j}(")
             xs = ", ".join(f"x{i}" for i in range(len(cv)))
             self.funcs.append(f"C{j} = {_NP_NAME[cdt.name]}\n\n\n"
-                              f"@njit(inline=\"always\", error_model=\"numpy\")\n"
+                              f"{self.DECORATOR}\n"
                               f"def f{j}({xs}):\n    {body}\n")
             self.lowered[j] = (name, cv, od, args)
 
@@ -130,8 +143,7 @@ class _Gen:
         return conv_expr(call, res, od) if (res != od or od.kind != "f") else call
 
     def header(self) -> str:
-        return ("import math\nimport numpy as np\nfrom numba import njit, prange\n"
-                "from jit_kernels.cpu import scalar_math as sm\n\n\n" + "\n\n".join(self.funcs))
+        return self.IMPORTS + "\n\n" + "\n\n".join(self.funcs)
 
 
 def _closure(prog, targets, level="elem"):
@@ -425,7 +437,6 @@ def _rows_source(prog, pattern) -> str:
     for j, o in enumerate(ops):
         if j in red_set:
             (x,) = o.args
-            xd = _NP_NAME[g.dtype_of(x).name]
             if x[0] == "in" and pattern[x[1]] == "1":
                 buf = f"v{x[1]}"
             else:
@@ -480,7 +491,7 @@ def _rows_source(prog, pattern) -> str:
                 f"    chunk = (R + nchunks - 1) // nchunks\n"
                 f"    for c in {rng}(nchunks):\n"
                 + "".join(f"        {a}\n" for a in allocs)
-                + f"        for r in range(c * chunk, min(R, (c + 1) * chunk)):\n"
+                + "        for r in range(c * chunk, min(R, (c + 1) * chunk)):\n"
                 + "\n".join(L) + "\n")
 
     return (g.header() + "\nEXP = sm.exp\n" + _REDUCERS + "\n\n" + kernel("rows_par", True) + "\n\n"
@@ -557,25 +568,33 @@ class _Epilogue:
                         and new_ops[outs[0]].dtype == mm.dtype)
 
 
-_EPI: dict = {}
+    _CACHE: dict = {}
+
+    @classmethod
+    def of(cls, prog) -> "_Epilogue":
+        """The (cached) epilogue of matmul program ``prog``."""
+        epi = cls._CACHE.get(prog)
+        if epi is None:
+            epi = cls._CACHE[prog] = cls(prog)
+        return epi
+
+    def outputs(self, prog, c, arrays, run_elementwise) -> list:
+        """``prog``'s outputs from its matmul result ``c``: the epilogue run by the kernel
+        set's ``run_elementwise`` (into ``c`` when it may), and ``c`` where it is an output,
+        in the program's order."""
+        ins = [c] + [arrays[k] for k in self.used]
+        res = run_elementwise(self.prog, ins, [c] if self.inplace else None) \
+            if self.prog.outputs else []
+        if self.mm_is_output:
+            k0 = list(prog.outputs).index(0)
+            res = list(res[:k0]) + [c] + list(res[k0:])
+        return res
 
 
 def run_matmul(prog, arrays):
-    epi = _EPI.get(prog)
-    if epi is None:
-        epi = _EPI[prog] = _Epilogue(prog)
     a, b = arrays[0], arrays[1]
     c = _matmul.matmul(a[None], b[None]).reshape(prog.shape)
-    ins = [c] + [arrays[k] for k in epi.used]
-    outs = [c] if epi.inplace else None
-    res = run_elementwise(epi.prog, ins, outs) if epi.prog.outputs else []
-    if epi.mm_is_output:
-        res = [c] + list(res)
-        # keep the program's output order
-        order = list(prog.outputs)
-        k0 = order.index(0)
-        res = res[1:k0 + 1] + [c] + res[k0 + 1:]
-    return res
+    return _Epilogue.of(prog).outputs(prog, c, arrays, run_elementwise)
 
 
 # ------------------------------------------------------------------------------ entry point

@@ -36,53 +36,27 @@ import numpy as np
 
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu._layout import broadcast_strides, coalesce, scalar_array, size_of
-from jit_kernels.cpu.elementwise import _NP_NAME, _kind, _result_dtype
-from jit_kernels.cpu.fused import _Epilogue, _lower_op
+from jit_kernels.cpu.elementwise import _NP_NAME, _kind
+from jit_kernels.cpu.fused import _Epilogue, _Gen as _CpuGen
 from jit_kernels.cuda._array import (RTPB, SIM, TPB, CudaArray, alloc, blocks_for, launch)
-from jit_kernels.cuda.elementwise import cuda_body, cuda_conv
+from jit_kernels.cuda.elementwise import cuda_body
+from jit_kernels.cuda.reduce import tree_reduce
 
 ROW_OPS = ("sum", "mean", "max", "min", "softmax", "log_softmax")
 _MODS: dict = {}
 
 
 # ------------------------------------------------------------------------------ source pieces
-class _Gen:
-    """Device functions (one per elementwise op) and operand expressions of a program."""
+class _Gen(_CpuGen):
+    """The cpu set's source builder with device functions, libdevice bodies and cuda imports."""
 
-    def __init__(self, prog):
-        self.prog = prog
-        self.funcs: list = []
-        self.lowered = {}
-        for j, fop in enumerate(prog.ops):
-            if fop.op in ROW_OPS or fop.op == "matmul":
-                continue
-            name, cv, od, args = _lower_op(fop)
-            cdt = cv[1] if name == "where" else cv[0]
-            body = cuda_body(name, _kind(cdt), cdt).replace("C(", f"C{j}(")
-            xs = ", ".join(f"x{i}" for i in range(len(cv)))
-            self.funcs.append(f"C{j} = {_NP_NAME[cdt.name]}\n\n\n"
-                              f"@cuda.jit(device=True)\n"
-                              f"def f{j}({xs}):\n    {body}\n")
-            self.lowered[j] = (name, cv, od, args)
+    DECORATOR = "@cuda.jit(device=True)"
+    IMPORTS = ("import math\nimport numpy as np\nimport numba\nfrom numba import cuda\n"
+               "from jit_kernels.cuda import scalar_math as sm\n")
+    SKIP = ROW_OPS + ("matmul",)
 
-    def dtype_of(self, r) -> np.dtype:
-        kind, k = r
-        if kind == "in":
-            return np.dtype(self.prog.inputs[k].dtype)
-        if kind == "sc":
-            return np.dtype(self.prog.scalars[k][1])
-        return np.dtype(self.prog.ops[k].dtype)
-
-    def expr(self, j, read) -> str:
-        name, cv, od, args = self.lowered[j]
-        res = _result_dtype(name, cv)
-        xs = ", ".join(cuda_conv(read(r), self.dtype_of(r), cv[i]) for i, r in enumerate(args))
-        call = f"f{j}({xs})"
-        return cuda_conv(call, res, od) if (res != od or od.kind != "f") else call
-
-    def header(self) -> str:
-        return ("import math\nimport numpy as np\nimport numba\nfrom numba import cuda\n"
-                "from jit_kernels.cuda import scalar_math as sm\n\n\n" + "\n\n".join(self.funcs))
+    def body(self, name, cdt):
+        return cuda_body(name, _kind(cdt), cdt)
 
 
 def _module(prog, variant, source_fn):
@@ -207,19 +181,8 @@ TPB = {TPB}
 
 
 @cuda.jit(device=True)
-def red_sum(a, sh):
-    t = cuda.threadIdx.x
-    sh[t] = a
-    cuda.syncthreads()
-    s = TPB // 2
-    while s > 0:
-        if t < s:
-            sh[t] = sh[t] + sh[t + s]
-        cuda.syncthreads()
-        s //= 2
-    r = sh[0]
-    cuda.syncthreads()
-    return r
+def add2(a, b):
+    return a + b
 
 
 @cuda.jit(device=True)
@@ -231,38 +194,8 @@ def pick_max(a, b):
 def pick_min(a, b):
     return a if a != a else (b if b != b else (b if b < a else a))
 
-
-@cuda.jit(device=True)
-def red_max(a, sh):
-    t = cuda.threadIdx.x
-    sh[t] = a
-    cuda.syncthreads()
-    s = TPB // 2
-    while s > 0:
-        if t < s:
-            sh[t] = pick_max(sh[t], sh[t + s])
-        cuda.syncthreads()
-        s //= 2
-    r = sh[0]
-    cuda.syncthreads()
-    return r
-
-
-@cuda.jit(device=True)
-def red_min(a, sh):
-    t = cuda.threadIdx.x
-    sh[t] = a
-    cuda.syncthreads()
-    s = TPB // 2
-    while s > 0:
-        if t < s:
-            sh[t] = pick_min(sh[t], sh[t + s])
-        cuda.syncthreads()
-        s //= 2
-    r = sh[0]
-    cuda.syncthreads()
-    return r
-'''
+''' + "\n\n".join(tree_reduce(n, c) for n, c in (("red_sum", "add2"), ("red_max", "pick_max"),
+                                                      ("red_min", "pick_min")))
 
 
 def _rows_source(prog, nko) -> str:
@@ -370,9 +303,9 @@ def _rows_source(prog, nko) -> str:
             f"    tid = cuda.threadIdx.x\n"
             f"    sh = cuda.shared.array(TPB, numba.float64)\n"
             f"    r = cuda.blockIdx.x\n"
-            f"    while r < R:\n"
+            "    while r < R:\n"
             + "\n".join(L) + "\n"
-            f"        r += cuda.gridDim.x\n")
+            "        r += cuda.gridDim.x\n")
 
 
 def run_rows(prog, arrays):
@@ -408,29 +341,14 @@ def run_rows(prog, arrays):
 
 
 # ------------------------------------------------------------------------------ matmul
-_EPI: dict = {}
-
-
 def run_matmul(prog, arrays):
     from jit_kernels.cuda import matmul as _matmul
-    index = _index_of(arrays)
-    arrays = _as_cuda(arrays, index)
-    epi = _EPI.get(prog)
-    if epi is None:
-        epi = _EPI[prog] = _Epilogue(prog)
+    arrays = _as_cuda(arrays, _index_of(arrays))
     a, b = arrays[0], arrays[1]
     a3 = a.view((1,) + a.shape, (0,) + a.strides)
     b3 = b.view((1,) + b.shape, (0,) + b.strides)
     c = _reshape(_matmul.matmul(a3, b3), prog.shape)
-    ins = [c] + [arrays[k] for k in epi.used]
-    outs = [c] if epi.inplace else None
-    res = run_elementwise(epi.prog, ins, outs) if epi.prog.outputs else []
-    if epi.mm_is_output:
-        res = [c] + list(res)
-        order = list(prog.outputs)
-        k0 = order.index(0)
-        res = res[1:k0 + 1] + [c] + res[k0 + 1:]
-    return res
+    return _Epilogue.of(prog).outputs(prog, c, arrays, run_elementwise)
 
 
 # ------------------------------------------------------------------------------ entry point

@@ -38,22 +38,34 @@ I32 = np.dtype(np.int32)
 _NB_NAME = {"float32": "numba.float32", "float64": "numba.float64", "int32": "numba.int32",
             "int64": "numba.int64"}
 
-# block reduction of one value ``a`` (result valid in thread 0); ``sh`` is shared[TPB]
-if SIM:
-    _BLOCK_REDUCE = '''\
+_TREE_REDUCE = '''\
 @cuda.jit(device=True)
-def block_reduce(a, sh):
+def {name}(a, sh):
     t = cuda.threadIdx.x
     sh[t] = a
     cuda.syncthreads()
     s = TPB // 2
     while s > 0:
         if t < s:
-            sh[t] = comb(sh[t], sh[t + s])
+            sh[t] = {comb}(sh[t], sh[t + s])
         cuda.syncthreads()
         s //= 2
-    return sh[0]
+    r = sh[0]
+    cuda.syncthreads()
+    return r
 '''
+
+
+def tree_reduce(name: str, comb: str) -> str:
+    """Source of device function ``name(a, sh)``: ``a`` combined over the block with device
+    function ``comb`` through a shared-memory tree (``sh`` is shared[TPB], TPB a power of two);
+    every thread gets the result, and ``sh`` is free again when it returns."""
+    return _TREE_REDUCE.format(name=name, comb=comb)
+
+
+# block reduction of one value ``a`` (result valid in thread 0); ``sh`` is shared[TPB]
+if SIM:  # the simulator has no warp shuffles
+    _BLOCK_REDUCE = tree_reduce("block_reduce", "comb")
 else:
     _BLOCK_REDUCE = '''\
 @cuda.jit(device=True)
