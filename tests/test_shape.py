@@ -63,6 +63,28 @@ def test_basic_indexing(shape, data):
     np.testing.assert_array_equal(t[..., 0].numpy(), a[..., 0])
 
 
+def test_permute_axes_and_errors():
+    x = rt.tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    np.testing.assert_array_equal(x.permute(2, 0, 1).numpy(), x.numpy().transpose(2, 0, 1))
+    np.testing.assert_array_equal(x.permute(-1, -3, 1).numpy(), x.numpy().transpose(2, 0, 1))
+    np.testing.assert_array_equal(x.permute((np.int64(1), 0, 2)).numpy(),
+                                  x.numpy().transpose(1, 0, 2))
+    assert x.permute(0, 1, 2) is x
+    with pytest.raises(rt.errors.ShapeError,
+                       match=r"^permute: expected 3 axes for shape \(2, 3, 4\), got \(0, 1\)$"):
+        x.permute(0, 1)
+    with pytest.raises(rt.errors.ShapeError, match=r"^permute: \(0, 0, 1\) is not a permutation "
+                                                   r"of the axes of shape \(2, 3, 4\)$"):
+        x.permute(0, 0, 1)
+    with pytest.raises(rt.errors.ShapeError, match=r"^permute: \(0, 2, -1\) is not a permutation"):
+        x.permute(0, 2, -1)
+    with pytest.raises(rt.errors.ShapeError, match=r"^permute: axis 3 is out of range for a tensor "
+                                                   r"of shape \(2, 3, 4\)$"):
+        x.permute(0, 1, 3)
+    with pytest.raises(rt.errors.ShapeError, match=r"^permute: axis must be an int, got 'a'$"):
+        x.permute("a", 0, 2)
+
+
 def test_index_errors():
     t = rt.zeros(2, 3)
     with pytest.raises(rt.IndexOutOfRangeError, match=r"index 3 is out of bounds for axis 1 with size 3"):

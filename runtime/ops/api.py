@@ -407,12 +407,16 @@ def permute(x, *axes) -> Tensor:
     x = _tensor_arg("permute", x)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
-    if len(axes) != x.ndim:
-        raise ShapeError(f"permute: expected {x.ndim} axes for shape {x.shape}, got {axes}")
-    norm = tuple(normalize_axis("permute", a, x.ndim, x.shape) for a in axes)
-    if sorted(norm) != list(range(x.ndim)):
+    nd = len(x.shape)
+    if len(axes) != nd:
+        raise ShapeError(f"permute: expected {nd} axes for shape {x.shape}, got {axes}")
+    if all(type(a) is int and 0 <= a < nd for a in axes):  # already normalised (x.T, ...)
+        norm = tuple(axes)
+    else:
+        norm = tuple(normalize_axis("permute", a, nd, x.shape) for a in axes)
+    if len(set(norm)) != nd:
         raise ShapeError(f"permute: {axes} is not a permutation of the axes of shape {x.shape}")
-    if norm == tuple(range(x.ndim)):
+    if norm == tuple(range(nd)):
         return x
     return _run("permute", (x,), {"axes": norm})
 
