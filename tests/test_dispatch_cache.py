@@ -1,0 +1,59 @@
+"""The dispatch layer's caches (small-op fast path, cached inference) never change a result:
+repeated calls on autodiff and capture devices (which use the cached inference) give the same
+shapes, dtypes and errors as the first call."""
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime import dispatch
+
+
+@pytest.fixture(params=["cpu", "autodiff", "capture"])
+def run_on(request):
+    """fn(build) -> (shape, dtype) of build(x, y) with x int32 (2, 3), y float32 (3,)."""
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    y = np.array([0.5, 1.5, 2.5], np.float32)
+
+    def run(build):
+        if request.param == "capture":
+            dev = rt.CaptureDevice()
+            with dev.capture_scope() as scope:
+                out = build(rt.tensor(x, device=dev), rt.tensor(y, device=dev))
+                scope.complete(outputs=[out])
+            return out.shape, out.dtype
+        dev = rt.cpu() if request.param == "cpu" else rt.autodiff(rt.cpu())
+        out = build(rt.tensor(x, device=dev), rt.tensor(y, device=dev))
+        return out.shape, out.dtype
+    return run
+
+
+CASES = [
+    (lambda x, y: x + 1, ((2, 3), rt.int32)),
+    (lambda x, y: x + 1.0, ((2, 3), rt.float32)),
+    (lambda x, y: x + True, ((2, 3), rt.int32)),
+    (lambda x, y: x + y, ((2, 3), rt.float32)),
+    (lambda x, y: x / 2, ((2, 3), rt.float32)),
+    (lambda x, y: x < y, ((2, 3), rt.bool_)),
+    (lambda x, y: rt.exp(x), ((2, 3), rt.float32)),
+    (lambda x, y: -x, ((2, 3), rt.int32)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(CASES)))
+def test_repeated_calls_infer_the_same(run_on, k):
+    build, want = CASES[k]
+    dispatch.clear_dispatch_cache()
+    assert run_on(build) == want
+    assert run_on(build) == want          # from the caches
+    for other, other_want in CASES:       # other scalar types / shapes do not collide
+        assert run_on(other) == other_want
+
+
+def test_a_cached_shape_never_hides_a_broadcast_error(run_on):
+    ok = run_on(lambda x, y: x * y)
+    assert ok == ((2, 3), rt.float32)
+    with pytest.raises(rt.errors.ShapeError, match="mul"):
+        run_on(lambda x, y: x * y[:2])
+    with pytest.raises(rt.errors.DTypeError, match="sub"):
+        run_on(lambda x, y: (x < 1) - (x > 1))
+    assert run_on(lambda x, y: x * y) == ok
