@@ -280,8 +280,8 @@ def _module(op, in_dt, acc_dt, out_dt, nko, nkr, has_center):
     return mod
 
 
-#: launch plans by layout: (op, x's shape/strides/dtype, axes, acc/out dtypes, centred) ->
-#: (R, kernel module, kind, grid, S, chunk, layout arguments); see ``_make_plan``
+#: launch plans by layout: (op, x's shape/strides/dtype, axes, acc/out dtypes, centred, GPU) ->
+#: (R, kernel, grid, S, K, chunk, layout arguments, second-pass kernel); see ``_make_plan``
 _PLANS: dict = {}
 
 
@@ -311,7 +311,7 @@ def _make_plan(op, x: CudaArray, axes, acc_dt, out_dt, centred):
 def _run(op, x: CudaArray, axes, acc_dt, out_dt, fa=0.0, center=None) -> CudaArray:
     """Reduce ``x`` over ``axes``; returns a flat C-ordered array of the kept-dims outputs."""
     out_dt = np.dtype(out_dt)
-    key = (op, x.shape, x.strides, x.dtype, tuple(axes), acc_dt, out_dt, center is None)
+    key = (op, x.shape, x.strides, x.dtype, tuple(axes), acc_dt, out_dt, center is None, x.index)
     plan = _PLANS.get(key)
     if plan is None:
         plan = _make_plan(op, x, axes, acc_dt, out_dt, center is not None)
