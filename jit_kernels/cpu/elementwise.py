@@ -598,8 +598,22 @@ def unary_fn(op, x_dtype, out_dtype):
     return f
 
 
+_PY_SCALARS = (int, float, bool)
+
+
 def where(cond, a, b, out_dtype):
     od = np.dtype(out_dtype)
+    if type(cond) is _ndarray and cond.flags.c_contiguous:
+        # same-shape C-contiguous arrays and Python scalars: straight to the flat kernel (what
+        # ``run`` picks for them, without its generic operand loop)
+        shape = cond.shape
+        ta, tb = type(a) is _ndarray, type(b) is _ndarray
+        if ((a.shape == shape and a.flags.c_contiguous) if ta else type(a) in _PY_SCALARS) and \
+                ((b.shape == shape and b.flags.c_contiguous) if tb else type(b) in _PY_SCALARS):
+            fns = _flat_fns("where", (cond.dtype, a.dtype if ta else od, b.dtype if tb else od),
+                            (BOOL, od, od), od, "a" + ("a" if ta else "s") + ("a" if tb else "s"))
+            return _flat(fns, shape, cond.size, cond, a if ta else _scalar(a, od),
+                         b if tb else _scalar(b, od))
     return run("where", [cond, a, b], (BOOL, od, od), od)
 
 

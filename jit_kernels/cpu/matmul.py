@@ -212,7 +212,9 @@ def _gemm(a, b, out, Bo, M, N, K):
         mod.gemm_batch(*args)
         return out
     ngroups = 1
-    if nic < 2 * nt:  # too few row panels: split the column slivers of each too
+    if nic < nt:  # fewer row panels than threads: split the column slivers of each too
+        # (at one panel per thread a split only packs each A panel twice: measured slower for
+        # 128-row products on 2 threads, e.g. 128x784 @ 784x256 175 vs 195 us)
         njr = (min(N, _CFG[dt][4]) + NR - 1) // NR
         ngroups = max(1, min(njr // 4, (2 * nt + nic - 1) // nic))
     mod.gemm_rows(*args, ngroups)

@@ -756,6 +756,11 @@ def test_cached_plans_repeat_and_layout_changes():
                       a.astype(np.float64) * 2.5, F32)
                 c = K.where(a > 0, a, np.zeros(shape[1:], np.float32), F32)
                 check(c, np.where(a > 0, a, 0), F32)
+                m = np.ascontiguousarray(a > 0)
+                check(K.where(m, a, 0, F32), np.where(m, a, 0), F32)
+                check(K.where(m, -1, a, F64), np.where(m, -1.0, a), F64)
+                check(K.where(m, 1.5, True, F32), np.where(m, 1.5, 1.0), F32)
+                check(K.where(m, np.float32(2), a, F32), np.where(m, 2.0, a), F32)
     z = np.zeros((0, 4), np.float32)
     for _ in range(2):
         assert K.binary("add", z, np.ones(4, np.float32), F32, F32).shape == (0, 4)
