@@ -22,6 +22,7 @@ the steps run in order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..ops.catalogue import CATALOGUE, _Meta, binary_dtypes
 from .ir import SCALARS_ATTR
@@ -87,6 +88,11 @@ class FusedProgram:
 
     def key(self) -> str:
         """The structure the generated kernel depends on: kind, ops, dtypes and ranks."""
+        return self._key
+
+    @cached_property
+    def _key(self) -> str:
+        # computed once per program: kernel sets look their kernels up by it on every call
         ins = ",".join(f"{i.dtype}{len(i.shape)}" for i in self.inputs)
         sc = ",".join(d for _, d in self.scalars)
         ops = ";".join(f"{o.op}:{o.level}:{o.compute}>{o.dtype}({','.join(map(_ref, o.args))})"
