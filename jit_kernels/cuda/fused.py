@@ -148,16 +148,12 @@ def _closure(prog, targets, level="elem", through_softmax=False):
     return sorted(need)
 
 
-def run_elementwise(prog, arrays, outs=None):
-    """Evaluate an elementwise program on ``CudaArray`` inputs; ``outs`` may supply (some)
-    C-contiguous output arrays of the full shape (e.g. an input, updated in place)."""
+def run_elementwise(prog, arrays):
+    """Evaluate an elementwise program on ``CudaArray`` inputs into new arrays."""
     S = tuple(prog.shape)
     index = _index_of(arrays)
     arrays = _as_cuda(arrays, index)
-    res = []
-    for q, j in enumerate(prog.outputs):
-        o = outs[q] if outs is not None and q < len(outs) and outs[q] is not None else None
-        res.append(o if o is not None else alloc(S, prog.ops[j].dtype, index))
+    res = [alloc(S, prog.ops[j].dtype, index) for j in prog.outputs]
     total = size_of(S)
     if total == 0:
         return [_reshape(r, s) for r, s in zip(res, prog.output_shapes)]
