@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import dtypes as D
 from .device import Device, PlainDevice
 from .errors import DeviceError, DeviceMismatchError, IndexOutOfRangeError
-from .ops.catalogue import CATALOGUE, OpSpec, _Meta, _kernel_matmul
+from .ops.catalogue import CATALOGUE, OpSpec, _Meta
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "execute_plain", "kernels_for", "kernels_for_kind",
@@ -243,10 +243,6 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, shape, dtype)
         fn = _prepared_fn(name, spec, ks, metas, dtype)
         if fn is not None:
             return fn
-        if kernel is _kernel_matmul:
-            fn = _matmul_step(ks, metas, shape, dtype)
-            if fn is not None:
-                return fn
     if kq == "reduce" and len(metas) == 1:
         reduce, axes, keepdims, onp = ks.reduce, attrs["axes"], attrs["keepdims"], dtype.np
 
@@ -256,21 +252,6 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, shape, dtype)
 
     def step(*p):
         return kernel(ks, p, metas, attrs, shape, dtype, device)
-    return step
-
-
-def _matmul_step(ks, metas, shape, dtype):
-    """Two matrices of the output dtype: ``_kernel_matmul`` minus its per-call shape work
-    (no batch, no cast: reshape both to one-matrix batches, multiply, drop the batch)."""
-    a, b = metas
-    if (not isinstance(a, _Meta) or not isinstance(b, _Meta) or len(a.shape) != 2
-            or len(b.shape) != 2 or a.dtype is not dtype or b.dtype is not dtype):
-        return None
-    sa, sb = (1,) + tuple(a.shape), (1,) + tuple(b.shape)
-    mm, reshape = ks.matmul, ks.reshape
-
-    def step(pa, pb):
-        return reshape(mm(reshape(pa, sa), reshape(pb, sb)), shape)
     return step
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from ..ops import api
-from ..ops.catalogue import CATALOGUE, index_shape, set_backward
+from ..ops.catalogue import CATALOGUE, set_backward
 from ..ops.shapes import prod
 
 __all__ = ["RULES", "install"]
@@ -399,10 +399,9 @@ def _slice_assign(c, g):
     return gx, gv
 
 
-def _scatter_back(g, axis, idx, x_shape):
+def _scatter_back(c, g, axis, idx, x_shape):
     """``scatter_add(zeros(x_shape), axis, idx, g)``: the gradient of a gather-like read."""
-    zeros = api.full(x_shape, 0, g.dtype, g.device)
-    return api.scatter_add(zeros, axis, idx, g)
+    return api.scatter_add(_zeros(c, x_shape, g.dtype), axis, idx, g)
 
 
 @rule("take")
@@ -420,7 +419,7 @@ def _take(c, g):
     g2 = api.reshape(g, pre + (k,) + post)
     i2 = api.reshape(idx, (1,) * len(pre) + (k,) + (1,) * len(post))
     i2 = api.expand(i2, g2.shape)
-    gx = _scatter_back(g2, axis, i2, shape)
+    gx = _scatter_back(c, g2, axis, i2, shape)
     return api.reshape(gx, x_shape), None
 
 
@@ -428,7 +427,7 @@ def _take(c, g):
 def _gather(c, g):
     # out[p] = x[p with p[axis] = idx[p]]: the same positions, scatter-added (idx may be
     # smaller than x off the axis: the other entries get 0)
-    return _scatter_back(g, c.attrs["axis"], c.input(1), c.input_shape(0)), None
+    return _scatter_back(c, g, c.attrs["axis"], c.input(1), c.input_shape(0)), None
 
 
 @rule("scatter_add")

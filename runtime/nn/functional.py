@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import DTypeError, ShapeError
+from ..errors import ShapeError
 from ..ops import api
+from ..ops.catalogue import CATALOGUE
 from ..tensor import Tensor
 
 __all__ = ["linear", "mse_loss", "cross_entropy", "dropout"]
@@ -58,12 +59,9 @@ def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
         raise ShapeError(f"cross_entropy: logits must be 2-D (N, C), got shape {logits.shape}")
     if not isinstance(target, Tensor):
         target = api.tensor(np.asarray(target, dtype=np.int64), device=logits.device)
-    if not target.dtype.is_int:
-        raise DTypeError(f"cross_entropy: targets must be integer class indices, got "
-                         f"{target.dtype.name}")
-    if target.shape != logits.shape[:1]:
-        raise ShapeError(f"cross_entropy: target of shape {target.shape} does not match "
-                         f"logits of shape {logits.shape} (expected ({logits.shape[0]},))")
+    spec = CATALOGUE["cross_entropy"]
+    attrs = {"reduction": reduction}
+    spec.infer((logits, target), attrs)     # the target's dtype and shape, the reduction
     n, c = logits.shape
     if n and c:
         t = target.numpy() if target.device.innermost.family != "capture" else None
@@ -72,13 +70,8 @@ def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
             bad = int(t[(t < 0) | (t >= c)][0])
             raise IndexOutOfRangeError(f"cross_entropy: target {bad} is out of range for "
                                        f"{c} classes")
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
-                         f"{reduction!r}")
-    attrs = {"reduction": reduction}
     if not (n and c):                       # empty: the primitive composition
-        from ..ops.catalogue import CATALOGUE
-        return CATALOGUE["cross_entropy"].decompose((logits, target), attrs)
+        return spec.decompose((logits, target), attrs)
     # one catalogue op: log_softmax, the target's entry per row, the reduction; differentiated
     # directly (softmax - onehot); captured as log_softmax and a one-hot pick
     return api._run("cross_entropy", (logits, target), attrs)

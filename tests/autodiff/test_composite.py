@@ -195,3 +195,30 @@ def test_autodiff_devices_are_shared_values():
         rt.autodiff(rt.cpu(), checkpointing="sometimes")
     with pytest.raises(rt.NestedAutodiffError):
         rt.autodiff(ad)
+
+
+def test_linear_and_cross_entropy_errors():
+    x = rt.tensor(np.ones((4, 3), np.float32))
+    with pytest.raises(rt.errors.ShapeError, match=r"^linear: weight must be 2-D \(out_features, "
+                                                   r"in_features\), got shape \(3,\)$"):
+        F.linear(x, rt.tensor(np.ones(3, np.float32)))
+    y = rt.tensor(np.array([0, 1, 2, 0]))
+    with pytest.raises(rt.errors.ShapeError,
+                       match=r"^cross_entropy: logits must be 2-D \(N, C\), got shape \(12,\)$"):
+        F.cross_entropy(x.reshape(12), y)
+    with pytest.raises(rt.errors.DTypeError, match=r"^cross_entropy: targets must be integer "
+                                                   r"class indices, got float32$"):
+        F.cross_entropy(x, rt.tensor(np.zeros(4, np.float32)))
+    with pytest.raises(rt.errors.ShapeError, match=r"^cross_entropy: target of shape \(3,\) does "
+                                                   r"not match logits of shape \(4, 3\) "
+                                                   r"\(expected \(4,\)\)$"):
+        F.cross_entropy(x, [0, 1, 2])
+    with pytest.raises(ValueError, match=r"^cross_entropy: reduction must be 'mean', 'sum' or "
+                                         r"'none', got 'avg'$"):
+        F.cross_entropy(x, y, reduction="avg")
+    with pytest.raises(ValueError, match=r"^cross_entropy: reduction must be 'mean', 'sum' or "
+                                         r"'none', got 'avg'$"):
+        F.cross_entropy(rt.tensor(np.ones((0, 3), np.float32)), [], reduction="avg")
+    with pytest.raises(rt.errors.IndexOutOfRangeError,
+                       match=r"^cross_entropy: target 3 is out of range for 3 classes$"):
+        F.cross_entropy(x, [0, 3, 1, 2])
