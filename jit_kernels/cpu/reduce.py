@@ -278,35 +278,42 @@ def _module(op, in_dt, acc_dt, out_dt):
     return mod
 
 
-def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
-    """Reduce ``x`` over ``axes`` with op; returns a flat C-ordered array of kept-dims outputs."""
-    kept, red, kshape, R, K = _plan.split_axes(x.shape, axes)
-    out = np.empty(R, dtype=out_dt)
+def _kernel_plan(op, shape, es, axes, in_dt, acc_dt, out_dt):
+    """How to reduce an array of ``shape`` and element strides ``es`` over ``axes``:
+    ``(kernel, args, tail, R, K)`` for the call ``kernel(base, off, *args, center, out, K, fa,
+    *tail)`` (kernel None when there is no output, R == 0)."""
+    kept, red, kshape, R, K = _plan.split_axes(shape, axes)
     if R == 0:
-        return out
-    base, off, es = flat_base(x)
-    mod = _module(op, x.dtype, acc_dt, out_dt)
+        return None, (), (), R, K
+    mod = _module(op, in_dt, acc_dt, out_dt)
     oshape, (ostr,) = coalesce(kshape, [[es[d] for d in kept]])
-    rshape, (rstr,) = coalesce([x.shape[d] for d in red], [[es[d] for d in red]])
-    if center is None:
-        center = np.zeros(R, dtype=np.float64)
+    rshape, (rstr,) = coalesce([shape[d] for d in red], [[es[d] for d in red]])
     par = R * K >= PAR_THRESHOLD
     nt = nthreads()
+    rs, rst = i64(rshape), i64(rstr)
     if len(oshape) == 1 and ostr[0] == 1 and R >= 16 and rstr[-1] != 1:
         if par:
             jb = max(256, -(-R // nt))
             nj = -(-R // jb)
             nsplit = max(1, min(-(-2 * nt // nj), K))
-            mod.cols_par(base, off, R, i64(rshape), i64(rstr), center, out, K, fa, nsplit, jb)
-        else:
-            mod.cols_serial(base, off, R, i64(rshape), i64(rstr), center, out, K, fa)
-        return out
+            return mod.cols_par, (R, rs, rst), (nsplit, jb), R, K
+        return mod.cols_serial, (R, rs, rst), (), R, K
+    os_, ost = i64(oshape), i64(ostr)
     if par:
         nsplit = 1 if R >= 2 * nt else max(1, min(-(-2 * nt // R), -(-K // 4096)))
-        mod.rows_par(base, off, i64(oshape), i64(ostr), i64(rshape), i64(rstr), center, out, K, fa,
-                     nsplit)
-    else:
-        mod.rows_serial(base, off, i64(oshape), i64(ostr), i64(rshape), i64(rstr), center, out, K, fa)
+        return mod.rows_par, (os_, ost, rs, rst), (nsplit,), R, K
+    return mod.rows_serial, (os_, ost, rs, rst), (), R, K
+
+
+def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
+    """Reduce ``x`` over ``axes`` with op; returns a flat C-ordered array of kept-dims outputs."""
+    base, off, es = flat_base(x)
+    fn, args, tail, R, K = _kernel_plan(op, x.shape, es, axes, x.dtype, acc_dt, out_dt)
+    out = np.empty(R, dtype=out_dt)
+    if fn is not None:
+        if center is None:
+            center = np.zeros(R, dtype=np.float64)
+        fn(base, off, *args, center, out, K, fa, *tail)
     return out
 
 
@@ -323,32 +330,10 @@ def _one_pass_plan(op, x, axes, keepdims, out_dt):
         return None
     acc_dt = _plan.acc_dtype(op, x.dtype, out_dt)
     fa = float(K) if op == "mean" else 0.0
-    kept, red, kept_shape, _, _ = _plan.split_axes(x.shape, axes)
-    isz = x.itemsize
-    es = [st // isz for st in x.strides]
-    mod = _module(op, x.dtype, acc_dt, out_dt)
-    oshape, (ostr,) = coalesce(kept_shape, [[es[d] for d in kept]])
-    rshape, (rstr,) = coalesce([x.shape[d] for d in red], [[es[d] for d in red]])
+    es = [st // x.itemsize for st in x.strides]
+    fn, args, tail, R, K = _kernel_plan(op, x.shape, es, axes, x.dtype, acc_dt, out_dt)
     center = np.zeros(R, dtype=np.float64)      # read only (the one-pass ops ignore it)
-    par = R * K >= PAR_THRESHOLD
-    nt = nthreads()
-    rs, rst = i64(rshape), i64(rstr)
-    if len(oshape) == 1 and ostr[0] == 1 and R >= 16 and rstr[-1] != 1:
-        if par:
-            jb = max(256, -(-R // nt))
-            nj = -(-R // jb)
-            nsplit = max(1, min(-(-2 * nt // nj), K))
-            fn, pre, post = mod.cols_par, (R, rs, rst, center), (K, fa, nsplit, jb)
-        else:
-            fn, pre, post = mod.cols_serial, (R, rs, rst, center), (K, fa)
-    else:
-        os_, ost = i64(oshape), i64(ostr)
-        if par:
-            nsplit = 1 if R >= 2 * nt else max(1, min(-(-2 * nt // R), -(-K // 4096)))
-            fn, pre, post = mod.rows_par, (os_, ost, rs, rst, center), (K, fa, nsplit)
-        else:
-            fn, pre, post = mod.rows_serial, (os_, ost, rs, rst, center), (K, fa)
-    return fn, pre, post, R, out_dt, kshape
+    return fn, args + (center,), (K, fa) + tail, R, out_dt, kshape
 
 
 def reduce(op, x, axes, keepdims, out_dtype, attrs):
