@@ -43,7 +43,11 @@ def collect(args):
         for name, f_rt, f_np, f_t in m.cases():
             rows.append((mod.split(".")[-1].replace("_cases", ""), name, f_rt, f_np, f_t))
     if args.only:
+        groups = sorted({r[0] for r in rows})
         rows = [r for r in rows if r[0] == args.only]
+        if not rows:
+            raise SystemExit(f"python -m bench: no group {args.only!r}; the groups are "
+                             + ", ".join(groups))
     return rows
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from . import errors
 from .tensor import Tensor  # first: the front-end functions bind to it
-from .device import Device, cpu, cuda, default_device, device, devices
+from .device import Device, cpu, cuda, cuda_unavailable_reason, default_device, device, devices
 from .dtypes import DType, bool_, float32, float64, int32, int64
 from .errors import (AutodiffMoveError, AutodiffNotMarkedError, CaptureAutodiffError,
                      CaptureError, CaptureMoveError, CaptureScopeError, CaptureValueError,

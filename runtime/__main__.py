@@ -1,28 +1,57 @@
-"""``python -m runtime devices | demo | warmup``."""
+"""``python -m runtime {devices,demo,warmup,bench}``."""
 from __future__ import annotations
 
+import argparse
 import sys
 
 
+def _devices(args) -> int:
+    import runtime as rt
+    for d in rt.devices():
+        print(d)
+    why = rt.cuda_unavailable_reason()
+    if why is not None:
+        print(f"(no cuda device: {why})")
+    return 0
+
+
+def _demo(args) -> int:
+    from .demo import main as demo
+    return demo([])
+
+
+def _warmup(args) -> int:
+    from .warmup import main as warmup
+    return warmup([])
+
+
+def _bench(args) -> int:
+    from bench.__main__ import main as bench
+    return bench(args.rest)
+
+
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    cmd = argv[0] if argv else "help"
-    if cmd == "devices":
-        import runtime as rt
-        for d in rt.devices():
-            print(d)
-        return 0
-    if cmd == "demo":
-        from .demo import main as demo
-        return demo(argv[1:])
-    if cmd == "warmup":
-        from .warmup import main as warmup
-        return warmup(argv[1:])
-    if cmd == "bench":
-        from bench.__main__ import main as bench
-        return bench(argv[1:])
-    print("usage: python -m runtime {devices|demo|warmup|bench}")
-    return 0 if cmd in ("help", "-h", "--help") else 2
+    p = argparse.ArgumentParser(prog="python -m runtime",
+                                description="numba-tensor-runtime command line")
+    sub = p.add_subparsers(dest="cmd", metavar="{devices,demo,warmup,bench}")
+    sub.add_parser("devices", help="list the usable devices (and why no GPU is listed)",
+                   description="List the usable devices; say why no cuda device is listed.")
+    sub.add_parser("demo", help="tour the ops, train an MLP, capture/replay/compile its graph",
+                   description="Tour the ops with NumPy timings, train an MLP with autodiff, "
+                   "capture, replay, compile and save its inference graph.  The first run "
+                   "compiles its kernels (see the README's 'First run' note).")
+    sub.add_parser("warmup", help="compile the common kernels into the disk cache",
+                   description="Compile (or load from the disk cache) the common kernels so "
+                   "later processes start fast.")
+    b = sub.add_parser("bench", help="the benchmark ratio table (python -m bench)",
+                       description="Run python -m bench; arguments after 'bench' go to it.",
+                       add_help=False)
+    b.add_argument("rest", nargs=argparse.REMAINDER)
+    args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.cmd is None:
+        p.print_help()
+        return 2
+    return {"devices": _devices, "demo": _demo, "warmup": _warmup, "bench": _bench}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -159,6 +159,23 @@ def devices() -> list:
     return out
 
 
+def cuda_unavailable_reason() -> str | None:
+    """Why ``devices()`` lists no GPU (numba-cuda missing, no driver, no device), or None when
+    at least one is usable."""
+    from . import dispatch
+    try:
+        ks = dispatch.kernels_for_kind("cuda")
+    except ImportError as exc:
+        return f"numba-cuda is not installed (pip install '.[cuda]'): {exc}"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    try:
+        ks.device_count()
+    except Exception as exc:  # the kernel set names the cause (driver library, no GPU)
+        return str(exc)
+    return None
+
+
 class _DefaultDevice(threading.local):
     def __init__(self):
         self.stack = [_CPU]

@@ -1,5 +1,6 @@
 """A second process reuses the generated-module cache: compiling and first-calling the same
-graph costs (almost) no compile time, and no new cache file is written."""
+graph compiles nothing (Numba fires no ``numba:compile`` event: every kernel is a cache hit),
+and no new cache file is written.  Counted, not timed: timings depend on the machine."""
 import os
 import subprocess
 import sys
@@ -8,17 +9,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
-import time, numpy as np, runtime as rt
+import numpy as np, runtime as rt
+from numba.core import event
+compiled = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Count())
 x = np.random.default_rng(0).standard_normal((64, 300)).astype(np.float32)
 g = rt.capture(lambda t: (rt.softmax(rt.tanh(t * 0.5) + 1.0, axis=-1), rt.relu(t - 0.5) * t), x)
-rt.relu(rt.tensor(x))                    # warm numba itself (first njit call in a process)
-t0 = time.perf_counter()
+rt.relu(rt.tensor(x))
 exe = g.compile()
 out = exe(x)
-dt = time.perf_counter() - t0
 ref = g.run(x)
 assert all(np.allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6) for a, b in zip(out, ref))
-print(dt)
+print(" ".join(sorted(set(compiled))) or "-")
+print(len(compiled))
 """
 
 
@@ -29,13 +37,16 @@ def _files(d):
 def test_second_process_reuses_compiled_kernels(tmp_path):
     env = dict(os.environ, JIT_KERNELS_CACHE_DIR=str(tmp_path),
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    run = lambda: float(subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=ROOT,  # noqa: E731
-                                       check=True, capture_output=True, text=True)
-                        .stdout.strip().splitlines()[-1])
-    cold = run()
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout.strip().splitlines()
+        return int(out[-1]), out[-2]
+
+    cold, _ = run()
     files = _files(tmp_path)
     assert any(str(f).startswith("_jkgen_fused_") for f in files)
-    warm = run()
-    print(f"compile + first call: cold process {cold:.3f} s, second process {warm:.3f} s")
-    assert _files(tmp_path) == files, "the second process compiled something again"
-    assert warm < 0.25 * cold and warm < 1.0
+    assert cold > 0  # the counter sees compiles (the empty cache dir forces the fused ones)
+    warm, names = run()
+    assert _files(tmp_path) == files, "the second process wrote new cache files"
+    assert warm == 0, f"the second process compiled {warm} specialisations: {names}"

@@ -1,0 +1,66 @@
+"""The command line: ``python -m runtime`` subcommands print help instead of running, ``devices``
+says why no GPU is listed, ``python -m bench --only`` rejects an unknown group by name."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import runtime as rt
+from runtime.__main__ import main
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("cmd", ["demo", "warmup", "devices"])
+def test_subcommand_help_prints_usage_and_runs_nothing(cmd, capsys, monkeypatch):
+    import runtime.demo
+    import runtime.warmup
+    monkeypatch.setattr(runtime.demo, "main", lambda argv=None: pytest.fail("demo ran"))
+    monkeypatch.setattr(runtime.warmup, "main", lambda argv=None: pytest.fail("warmup ran"))
+    with pytest.raises(SystemExit) as e:
+        main([cmd, "--help"])
+    assert e.value.code == 0
+    assert f"usage: python -m runtime {cmd}" in capsys.readouterr().out
+
+
+def test_no_subcommand_prints_help_and_fails(capsys):
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    assert "usage: python -m runtime" in out and "warmup" in out and "demo" in out
+
+
+def test_unknown_subcommand_is_an_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["nosuch"])
+    assert e.value.code == 2
+    assert "invalid choice: 'nosuch'" in capsys.readouterr().err
+
+
+def test_devices_lists_cpu_and_says_why_no_gpu(capsys):
+    assert main(["devices"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "cpu"
+    why = rt.cuda_unavailable_reason()
+    if len(rt.devices()) == 1:
+        assert why is not None and lines[-1] == f"(no cuda device: {why})"
+    else:
+        assert why is None and lines[1] == "cuda:0"
+
+
+def test_cuda_reason_names_missing_numba_cuda(monkeypatch):
+    from runtime import dispatch
+
+    def missing(kind):
+        raise ImportError("No module named 'numba_cuda'")
+    monkeypatch.setattr(dispatch, "kernels_for_kind", missing)
+    assert rt.cuda_unavailable_reason() == (
+        "numba-cuda is not installed (pip install '.[cuda]'): No module named 'numba_cuda'")
+
+
+def test_bench_unknown_group_names_the_groups():
+    r = subprocess.run([sys.executable, "-m", "bench", "--only", "nosuch"], cwd=REPO,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    assert "python -m bench: no group 'nosuch'; the groups are" in r.stderr
+    assert "matmul" in r.stderr and "Traceback" not in r.stderr
