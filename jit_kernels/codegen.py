@@ -61,10 +61,15 @@ def load_generated_module(source: str, name_hint: str):
     hits in later processes.  The file is written atomically (temp file + ``os.replace``) and
     only when absent, so concurrent processes never see a partial file.
     """
+    return once(_MODULES, _LOCK, module_name(source, name_hint),
+                lambda name: _import_source(source, name))
+
+
+def module_name(source: str, name_hint: str) -> str:
+    """The module (and file) name ``load_generated_module`` gives ``source``."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
     safe = "".join(c if c.isalnum() else "_" for c in name_hint)[:80]
-    modname = f"_jkgen_{safe}_{digest}"
-    return once(_MODULES, _LOCK, modname, lambda name: _import_source(source, name))
+    return f"_jkgen_{safe}_{digest}"
 
 
 def once(cache: dict, lock, key, build):

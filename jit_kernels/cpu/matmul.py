@@ -17,6 +17,12 @@ Three paths, chosen per call:
   in L2; the inner loop ``c_row[j] += a_ik * b_row[j]`` vectorises).  ``b`` needs a contiguous
   last dim there and is copied when it has none.  Integer matmul wraps on overflow.
 
+From an empty disk cache the packed gemm takes 10-12 s to compile, so the first call that needs
+it starts that compile in a child process (``_background``) and the blocked kernel serves the
+float products until the child is done: it sums each output in the gemm's order (an FMA chain
+per KC block, the blocks added in order), so the switch changes no bit, only the speed (1.5-3.5x
+slower meanwhile).  ``warmup()`` waits for the gemm.
+
 K = 0 gives zeros.  SLP is off in Numba by default (an LLVM miscompile); ``_gemm_module``
 switches it on only around the eager compile of the micro-kernel ``uk`` (with ``cache=True`` a
 cache hit there loads the SLP-compiled code; a fresh process never compiles it again), then
@@ -31,10 +37,11 @@ import numpy as np
 from numba import njit, prange
 
 from jit_kernels.codegen import once
+from jit_kernels.cpu import _background
 from jit_kernels.cpu._layout import flat_base, nthreads
 
 MB = 32
-KB = 256
+KB = 512  # == the packed gemm's KC (asserted below): the same summation order
 NB = 512
 
 GEMM_MIN = 1 << 15  # M*N*K below which ``_mm_small`` (no packing, no blocking) is used
@@ -43,13 +50,13 @@ GEMM_PAR_MIN = 1 << 20  # total multiply-adds below which the packed gemm runs s
 
 @njit(error_model="numpy", fastmath={"contract"})
 def _mm_task(a, ao, sab, sam, sak, b, bo, sbb, sbk, c, M, N, K, bi, ib):
+    """Rows [ib*MB, ib*MB+MB) of product ``bi``.  Each output is summed in K order within KB
+    blocks (an FMA chain from zero), the block sums added to it in order: the packed gemm's
+    order (KB == its KC), so for floats the two paths give the same bits."""
     i0 = ib * MB
     i1 = min(i0 + MB, M)
     cb = bi * M * N
-    for i in range(i0, i1):
-        crow = c[cb + i * N:cb + (i + 1) * N]
-        for j in range(N):
-            crow[j] = 0
+    tmp = np.empty(min(NB, N), c.dtype)
     for k0 in range(0, K, KB):
         k1 = min(k0 + KB, K)
         for j0 in range(0, N, NB):
@@ -57,13 +64,19 @@ def _mm_task(a, ao, sab, sam, sak, b, bo, sbb, sbk, c, M, N, K, bi, ib):
             w = j1 - j0
             for i in range(i0, i1):
                 crow = c[cb + i * N + j0:cb + i * N + j1]
+                acc = crow if k0 == 0 else tmp[:w]
+                for j in range(w):
+                    acc[j] = 0
                 pa = ao + bi * sab + i * sam
                 for k in range(k0, k1):
                     aik = a[pa + k * sak]
                     pb = bo + bi * sbb + k * sbk + j0
                     brow = b[pb:pb + w]
                     for j in range(w):
-                        crow[j] += aik * brow[j]
+                        acc[j] += aik * brow[j]
+                if k0 > 0:
+                    for j in range(w):
+                        crow[j] += acc[j]
 
 
 @njit(cache=True, error_model="numpy")
@@ -89,25 +102,64 @@ _CFG = {
     np.dtype(np.float32): (8, 32, 64, 512, 2048),
     np.dtype(np.float64): (8, 16, 64, 512, 2048),
 }
+assert all(cfg[3] == KB for cfg in _CFG.values())  # the blocked kernel sums like the gemm
 _GEMM: dict = {}
 _GEMM_LOCK = threading.Lock()
 
 
 def _gemm_module(dtype):
-    """The generated gemm module for ``dtype``, compiled (or loaded from the cache) on first use.
+    """The generated gemm module for ``dtype``, compiled (or loaded from the cache) on first use,
+    in this thread (after a background build of it started by this process has ended).
 
     Only the micro-kernel ``uk`` is compiled with ``numba.config.SLP_VECTORIZE`` on (see
     ``_matmul_gen``); the drivers are ordinary kernels that inline its vectorised code.
     """
-    return once(_GEMM, _GEMM_LOCK, dtype, _build_gemm)
+    mod = _GEMM.get(dtype)
+    if mod is None:
+        _background.wait(_gemm_source(dtype)[1])
+        mod = once(_GEMM, _GEMM_LOCK, dtype, _build_gemm)
+    return mod
+
+
+def _gemm_now(dtype):
+    """The gemm module for ``dtype`` if it can be had without compiling it in this process now,
+    else None.  From an empty cache the first call starts a background build
+    (``_background``) and the callers use the blocked kernel, which sums in the same order (the
+    same bits), until it is done; then the module loads from the disk cache."""
+    mod = _GEMM.get(dtype)
+    if mod is not None:
+        return mod
+    if _background.ENABLED and _background.poll(_gemm_source(dtype)[1], __name__,
+                                                 "_build_gemm_named", dtype.name):
+        return None
+    return _gemm_module(dtype)
+
+
+_SOURCES: dict = {}
+
+
+def _gemm_source(dtype):
+    """(source, module name) of the generated gemm for ``dtype``."""
+    got = _SOURCES.get(dtype)
+    if got is None:
+        from jit_kernels.codegen import module_name
+        from jit_kernels.cpu import _matmul_gen
+        src = _matmul_gen.source(*_CFG[dtype])
+        got = _SOURCES[dtype] = (src, module_name(src, f"cpu_gemm_{dtype.name}"))
+    return got
+
+
+def _build_gemm_named(dtype_name: str) -> None:
+    """The background build's entry point (``python -c``): compile into the disk cache."""
+    once(_GEMM, _GEMM_LOCK, np.dtype(dtype_name), _build_gemm)
 
 
 def _build_gemm(dtype):
     import numba
     from jit_kernels.codegen import load_generated_module
-    from jit_kernels.cpu import _matmul_gen
 
-    mod = load_generated_module(_matmul_gen.source(*_CFG[dtype]), f"cpu_gemm_{dtype.name}")
+    src, name = _gemm_source(dtype)
+    mod = load_generated_module(src, f"cpu_gemm_{dtype.name}")
     T = numba.from_dtype(dtype)
     A = T[::1]
     i = numba.int64
@@ -125,6 +177,7 @@ def _build_gemm(dtype):
     for f in (mod.gemm_serial, mod.gemm_batch):
         f.compile(dsig)
     mod.gemm_rows.compile(dsig + (i,))
+    _background.mark_ready(name)
     return mod
 
 
@@ -166,7 +219,9 @@ def matmul(a, b):
         return memory.fill(out, 0)
     dt = out.dtype
     if dt in _CFG and M >= 4:
-        return _gemm(a, b, out, Bo, M, N, K)
+        mod = _gemm_now(dt)
+        if mod is not None:
+            return _gemm(mod, a, b, out, Bo, M, N, K)
     if b.shape[2] > 1 and b.strides[2] != b.itemsize:
         if b.strides[0] == 0:
             b = np.broadcast_to(shape.copy(b[:1]), b.shape)
@@ -179,16 +234,15 @@ def matmul(a, b):
     if b.shape[0] == 1:
         sbb = 0
     args = (ab, ao, sab, sam, sak, bb, bo, sbb, sbk, out.reshape(-1), Bo, M, N, K)
-    if Bo * M * N * K >= (1 << 18):
+    if Bo * M * N * K >= GEMM_PAR_MIN:
         _mm_par(*args)
     else:
         _mm_serial(*args)
     return out
 
 
-def _gemm(a, b, out, Bo, M, N, K):
+def _gemm(mod, a, b, out, Bo, M, N, K):
     dt = out.dtype
-    mod = _gemm_module(dt)
     ab, ao, (sab, sam, sak) = flat_base(a)
     bb, bo, (sbb, sbk, sbn) = flat_base(b)
     if not (ab.flags.aligned and bb.flags.aligned):  # the compiled kernels take aligned arrays

@@ -16,7 +16,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from jit_kernels.cpu import matmul as mm
 
@@ -24,6 +24,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HSET = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 DTYPES = [np.float32, np.float64, np.int32, np.int64]
 LAYOUTS = ["c", "t", "step", "neg"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gemm_compiled():
+    """These tests are of the packed gemm: wait for it rather than let the blocked kernel stand
+    in while a background build runs (``matmul._gemm_now``)."""
+    mm.warmup()
 
 
 def _operand(rng, batch, rows, cols, dtype, layout, bcast):
@@ -69,9 +76,11 @@ def _check(a, b, dtype):
     np_err = np.abs(np_res - ref).max() if got.size else 0.0
     scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64)).max() if got.size else 0
     eps = np.finfo(dtype).eps
-    # No worse than NumPy's own error (x2 for the luck of the draw), plus one ulp of the scale
-    # for products NumPy happens to get exactly.
-    assert err <= 2.0 * np_err + eps * scale, (err, np_err, scale)
+    # No worse than NumPy's own error (x2 for the luck of the draw), plus a few ulp of the scale:
+    # NumPy's error depends on the OpenBLAS kernel this CPU gets (its small-N kernels split K
+    # over SIMD lanes), ours is one in-order FMA chain; 4 eps covers that on any host, and a
+    # dropped or doubled term is still far outside it.
+    assert err <= 2.0 * np_err + 4 * eps * scale, (err, np_err, scale)
 
 
 @HSET
@@ -135,7 +144,8 @@ def test_matmul_accuracy_long_k(dtype):
                     b.astype(np.longdouble if dtype == np.float64 else np.float64))
     err = float(np.abs(mm.matmul(a, b) - ref).max())
     np_err = float(np.abs(np.matmul(a, b) - ref).max())
-    assert err <= 1.5 * np_err + np.finfo(dtype).eps * float(np.abs(ref).max())
+    # + 4 eps of the scale: NumPy's error depends on OpenBLAS's K blocking for this CPU
+    assert err <= 1.5 * np_err + 4 * np.finfo(dtype).eps * float(np.abs(ref).max())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -200,3 +210,25 @@ def test_import_compiles_nothing():
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+
+@HSET
+@given(M=st.integers(4, 150), N=st.integers(1, 150), K=st.sampled_from([1, 7, 64, 511, 512, 513, 1100]),
+       dtype=st.sampled_from([np.float32, np.float64]), la=st.sampled_from(LAYOUTS),
+       lb=st.sampled_from(LAYOUTS), batch=st.sampled_from([1, 3]), seed=st.integers(0, 2**16))
+def test_stand_in_kernel_gives_the_gemms_bits(M, N, K, dtype, la, lb, batch, seed):
+    """While the packed gemm builds in the background the blocked kernel serves float products
+    (``matmul._gemm_now`` returns None): it sums in the gemm's order, so the switch between them
+    changes no bit (K around KC = 512, edge tiles, strided and negative layouts, batches)."""
+    rng = np.random.default_rng(seed)
+    a = _operand(rng, batch, M, K, dtype, la, False)
+    b = _operand(rng, batch, K, N, dtype, lb, False)
+    assume(M * N * K >= mm.GEMM_MIN)  # below it both go to _mm_small
+    fast = mm.matmul(a, b)
+    orig = mm._gemm_now
+    mm._gemm_now = lambda dt: None
+    try:
+        stand_in = mm.matmul(a, b)
+    finally:
+        mm._gemm_now = orig
+    np.testing.assert_array_equal(stand_in, fast)
