@@ -65,6 +65,15 @@ def load_generated_module(source: str, name_hint: str):
                 lambda name: _import_source(source, name))
 
 
+def import_generated(modname: str):
+    """The generated module ``modname`` whose file another process already wrote to
+    ``cache_dir()`` (the background worker builds kernels of the parent's modules)."""
+    path = os.path.join(cache_dir(), modname + ".py")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no generated module {modname} in {cache_dir()}")
+    return once(_MODULES, _LOCK, modname, lambda name: _load(name, path))
+
+
 def module_name(source: str, name_hint: str) -> str:
     """The module (and file) name ``load_generated_module`` gives ``source``."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
@@ -99,6 +108,10 @@ def _import_source(source: str, modname: str):
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+    return _load(modname, path)
+
+
+def _load(modname: str, path: str):
     spec = importlib.util.spec_from_file_location(modname, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[modname] = mod

@@ -13,7 +13,7 @@ from .errors import (AutodiffMoveError, AutodiffNotMarkedError, CaptureAutodiffE
                      DeviceError, DeviceMismatchError, DTypeError, GradientError,
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
                      ShapeError, TensorRuntimeError)
-from .dispatch import empty_cache
+from .dispatch import empty_cache, synchronize
 from .movement import can_move
 from .ops.api import (abs, add, arange, argmax, argmin, broadcast_to, cast, cat, ceil, chunk,
                       clamp, clip, concatenate, cos, div, empty, eq, erf, exp, expand, eye,

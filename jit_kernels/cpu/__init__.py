@@ -116,6 +116,11 @@ class CpuKernels:
     def randn(self, shp, dtype, seed, offset, index=0):
         return _random.randn(shp, dtype, seed, offset, index)
 
+    def synchronize(self, index: int = 0) -> None:
+        """Wait for the background kernel builds this process started (``_background``): after
+        it every kernel runs its final variant (the packed gemm, the prange kernels)."""
+        _matmul.synchronize()
+
     # -- allocation
     def empty_cache(self):
         """Free the caching allocator's pooled blocks; returns the bytes released."""

@@ -9,7 +9,9 @@ Layout: operands are read by strides, never materialised when broadcast (stride 
 scalars are 0-d arrays (stride 0).  The strided kernels coalesce adjacent dims and walk "rows"
 (all dims but the last) with fast branches for inner strides 1/0.  Negative strides are read in
 place.  Zero-size outputs are returned without calling a kernel.  Above ``PAR_THRESHOLD``
-elements the work is split into contiguous chunks run with ``prange``.
+elements the work is split into contiguous chunks run with ``prange`` (from an empty cache the
+serial kernel serves meanwhile, the same bits, while the parallel one builds in the background:
+``_background.parallel_ready``).
 
 Semantics (compute in ``compute_dtype``, store as ``out_dtype``):
 - operands are converted to the compute dtype; conversions follow ``cast`` below.
@@ -36,6 +38,7 @@ import numpy as np
 from jit_kernels import _plan
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import _pool
+from jit_kernels.cpu._background import parallel_ready as _parallel_ready
 from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
                                      nthreads, scalar_array, size_of)
 
@@ -324,7 +327,7 @@ _pool_empty = _pool.empty
 _FLAT: dict = {}     # (op, in dtypes, cv dtypes, out dtype, mask) -> (serial, parallel, out dtype)
 _LAYOUT: dict = {}   # (out shape, ((shape, strides) per operand)) -> (shape i64, [strides i64])
 _BPLANS: dict = {}   # (op, (shape, strides, dtype) per array operand, cv dtypes, out dtype) ->
-#                      (out shape, size, strided kernel, layout shape, layout strides)
+#                      (out shape, size, module, layout shape, layout strides)
 
 
 def _flat_fns(op, in_dts, cv_dts, out_dt, mask):
@@ -374,10 +377,12 @@ def _flat(fns, shape, n, *args):
     else:  # ravel: a view of a C-contiguous array, and half the cost of reshape(-1)
         o = out.ravel()
         args = [a.ravel() if isinstance(a, _ndarray) else a for a in args]
-    if n < PAR_THRESHOLD:
-        fns[0](*args, o)
-    else:
-        fns[1](*args, o, nthreads())
+    if n >= PAR_THRESHOLD:
+        nt = nthreads()
+        if _parallel_ready(fns[1], (*args, o, nt)):
+            fns[1](*args, o, nt)
+            return out
+    fns[0](*args, o)  # (the serial variant also stands in while the parallel one builds)
     return out
 
 
@@ -440,17 +445,14 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
         pkey = (op, tuple((a.shape, a.strides, a.dtype) for a in arrs), cv_dts, out_dt)
         plan = _BPLANS.get(pkey)
         if plan is not None and all(a.flags.c_contiguous and a.flags.writeable for a in arrs):
-            out_shape, total, fn, shp, sts = plan
+            out_shape, total, mod, shp, sts = plan
             out = _new(out_shape, total, out_dt)
-            if fn is None:                  # empty output
+            if mod is None:                 # empty output
                 return out
             args = [shp]
             for a, st in zip(arrs, sts):
                 args += [a.reshape(-1), 0, st]
-            if total >= PAR_THRESHOLD:
-                fn(*args, out.reshape(-1), nthreads())
-            else:
-                fn(*args, out.reshape(-1))
+            _strided(mod, total, args, out.reshape(-1))
             return out
     else:
         pkey = None
@@ -473,8 +475,7 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
     if pkey is not None:
         if len(_BPLANS) > 4096:
             _BPLANS.clear()
-        _BPLANS[pkey] = (out_shape, total,
-                         mod.strided_par if total >= PAR_THRESHOLD else mod.strided_serial, shp, sts)
+        _BPLANS[pkey] = (out_shape, total, mod, shp, sts)
     args = [shp]
     for a, st in zip(arrs, sts):
         if a.flags.c_contiguous and a.flags.writeable:
@@ -482,12 +483,17 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
         else:
             b, off, _ = flat_base(a)
             args += [b, off, st]
-    out1 = out.reshape(-1)
-    if total >= PAR_THRESHOLD:
-        mod.strided_par(*args, out1, nthreads())
-    else:
-        mod.strided_serial(*args, out1)
+    _strided(mod, total, args, out.reshape(-1))
     return out
+
+
+def _strided(mod, total, args, out1):
+    if total >= PAR_THRESHOLD:
+        nt = nthreads()
+        if _parallel_ready(mod.strided_par, (*args, out1, nt)):
+            mod.strided_par(*args, out1, nt)
+            return
+    mod.strided_serial(*args, out1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -552,10 +558,12 @@ def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype):
                     return out
                 out = _pool_empty(shape, od)
                 o = out.ravel()
-                if n < PAR_THRESHOLD:
-                    ser(a.ravel(), b.ravel(), o)
-                else:
-                    par(a.ravel(), b.ravel(), o, nthreads())
+                if n >= PAR_THRESHOLD:
+                    nt = nthreads()
+                    if _parallel_ready(par, (a.ravel(), b.ravel(), o, nt)):
+                        par(a.ravel(), b.ravel(), o, nt)
+                        return out
+                ser(a.ravel(), b.ravel(), o)
                 return out
             return binary(op, a, b, cd, od)
         return f

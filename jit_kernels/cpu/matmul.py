@@ -108,31 +108,59 @@ _GEMM_LOCK = threading.Lock()
 
 
 def _gemm_module(dtype):
-    """The generated gemm module for ``dtype``, compiled (or loaded from the cache) on first use,
-    in this thread (after a background build of it started by this process has ended).
+    """The generated gemm module for ``dtype`` with its micro-kernel compiled (or loaded from
+    the cache), in this thread; its drivers are compiled on first use (``_driver``).
 
     Only the micro-kernel ``uk`` is compiled with ``numba.config.SLP_VECTORIZE`` on (see
     ``_matmul_gen``); the drivers are ordinary kernels that inline its vectorised code.
     """
     mod = _GEMM.get(dtype)
     if mod is None:
-        _background.wait(_gemm_source(dtype)[1])
         mod = once(_GEMM, _GEMM_LOCK, dtype, _build_gemm)
     return mod
 
 
-def _gemm_now(dtype):
-    """The gemm module for ``dtype`` if it can be had without compiling it in this process now,
-    else None.  From an empty cache the first call starts a background build
-    (``_background``) and the callers use the blocked kernel, which sums in the same order (the
-    same bits), until it is done; then the module loads from the disk cache."""
-    mod = _GEMM.get(dtype)
-    if mod is not None:
-        return mod
-    if _background.ENABLED and _background.poll(_gemm_source(dtype)[1], __name__,
-                                                 "_build_gemm_named", dtype.name):
+DRIVERS = ("gemm_serial", "gemm_batch", "gemm_rows")
+_DRIVERS: set = set()  # (dtype, driver) compiled or loaded in this process
+
+
+def _driver(dtype, name):
+    """The gemm module for ``dtype`` with driver ``name`` compiled (or loaded), in this thread."""
+    mod = _gemm_module(dtype)
+    if (dtype, name) not in _DRIVERS:
+        with _GEMM_LOCK:
+            import numba
+            T = numba.from_dtype(dtype)
+            A = T[::1]
+            i = numba.int64
+            sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
+            getattr(mod, name).compile(sig + (i,) if name == "gemm_rows" else sig)
+            _DRIVERS.add((dtype, name))
+            _background.mark_ready(_job(dtype, name))
+    return mod
+
+
+def _job(dtype, driver):
+    return f"{_gemm_source(dtype)[1]}.{driver}"
+
+
+def _gemm_now(dtype, driver):
+    """The gemm module for ``dtype`` with ``driver`` ready, if it can be had without compiling
+    in this process now, else None.  From an empty cache the first call sends the build
+    (micro-kernel and driver) to the background worker (``_background``) and the callers use
+    the blocked kernel, which sums in the same order (the same bits), until it is done; then
+    it loads from the disk cache."""
+    if (dtype, driver) in _DRIVERS:
+        return _GEMM[dtype]
+    if _background.submit(_job(dtype, driver),
+                          {"call": [__name__, "_build_gemm_named", f"{dtype.name}:{driver}"]}):
         return None
-    return _gemm_module(dtype)
+    return _driver(dtype, driver)
+
+
+def synchronize():
+    """Wait for the background builds this process started."""
+    _background.wait()
 
 
 _SOURCES: dict = {}
@@ -149,9 +177,10 @@ def _gemm_source(dtype):
     return got
 
 
-def _build_gemm_named(dtype_name: str) -> None:
-    """The background build's entry point (``python -c``): compile into the disk cache."""
-    once(_GEMM, _GEMM_LOCK, np.dtype(dtype_name), _build_gemm)
+def _build_gemm_named(what: str) -> None:
+    """The background build's entry point: ``"float32:gemm_rows"`` into the disk cache."""
+    dt, driver = what.split(":")
+    _driver(np.dtype(dt), driver)
 
 
 def _build_gemm(dtype):
@@ -173,18 +202,16 @@ def _build_gemm(dtype):
     finally:
         numba.config.SLP_VECTORIZE = old
     mod.uk.disable_compile()  # never a second, scalar specialisation
-    dsig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
-    for f in (mod.gemm_serial, mod.gemm_batch):
-        f.compile(dsig)
-    mod.gemm_rows.compile(dsig + (i,))
-    _background.mark_ready(name)
     return mod
 
 
 def warmup():
-    """Compile (or load from the disk cache) the float gemm kernels."""
+    """Compile (or load from the disk cache) every float gemm kernel, waiting for background
+    builds of them first."""
     for dt in _CFG:
-        _gemm_module(dt)
+        for d in DRIVERS:
+            _background.wait(_job(dt, d))
+            _driver(dt, d)
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
@@ -218,10 +245,13 @@ def matmul(a, b):
     if K == 0:
         return memory.fill(out, 0)
     dt = out.dtype
+    standin = False
     if dt in _CFG and M >= 4:
-        mod = _gemm_now(dt)
+        driver, ngroups = _plan_gemm(dt, Bo, M, N, K)
+        mod = _gemm_now(dt, driver)
         if mod is not None:
-            return _gemm(mod, a, b, out, Bo, M, N, K)
+            return _gemm(getattr(mod, driver), ngroups, a, b, out, Bo, M, N, K)
+        standin = True  # while the gemm builds: serial (a parallel build would be wasted)
     if b.shape[2] > 1 and b.strides[2] != b.itemsize:
         if b.strides[0] == 0:
             b = np.broadcast_to(shape.copy(b[:1]), b.shape)
@@ -234,14 +264,34 @@ def matmul(a, b):
     if b.shape[0] == 1:
         sbb = 0
     args = (ab, ao, sab, sam, sak, bb, bo, sbb, sbk, out.reshape(-1), Bo, M, N, K)
-    if Bo * M * N * K >= GEMM_PAR_MIN:
+    if Bo * M * N * K >= GEMM_PAR_MIN and (_mm_par.signatures if standin
+                                            else _background.parallel_ready(_mm_par, args)):
         _mm_par(*args)
-    else:
+    else:  # (also while _mm_par builds in the background: the same tasks, the same bits)
         _mm_serial(*args)
     return out
 
 
-def _gemm(mod, a, b, out, Bo, M, N, K):
+def _plan_gemm(dt, Bo, M, N, K):
+    """(driver, ngroups): serial below GEMM_PAR_MIN multiply-adds; parallel over batch elements
+    for batched small matrices; else over row panels (and column slivers)."""
+    if Bo * M * N * K < GEMM_PAR_MIN:
+        return "gemm_serial", 0
+    MR, NR, MC = _CFG[dt][:3]
+    nic = (M + MC - 1) // MC
+    nt = nthreads()
+    if Bo >= nt and nic < 2 * nt:
+        return "gemm_batch", 0
+    ngroups = 1
+    if nic < nt:  # fewer row panels than threads: split the column slivers of each too
+        # (at one panel per thread a split only packs each A panel twice: measured slower for
+        # 128-row products on 2 threads, e.g. 128x784 @ 784x256 175 vs 195 us)
+        njr = (min(N, _CFG[dt][4]) + NR - 1) // NR
+        ngroups = max(1, min(njr // 4, (2 * nt + nic - 1) // nic))
+    return "gemm_rows", ngroups
+
+
+def _gemm(kernel, ngroups, a, b, out, Bo, M, N, K):
     dt = out.dtype
     ab, ao, (sab, sam, sak) = flat_base(a)
     bb, bo, (sbb, sbk, sbn) = flat_base(b)
@@ -255,21 +305,8 @@ def _gemm(mod, a, b, out, Bo, M, N, K):
     if b.shape[0] == 1:
         sbb = 0
     args = (ab, ao, sab, sam, sak, bb, bo, sbb, sbk, sbn, out.reshape(-1), Bo, M, N, K, dt.type(0))
-    work = Bo * M * N * K
-    if work < GEMM_PAR_MIN:
-        mod.gemm_serial(*args)
-        return out
-    MR, NR, MC = _CFG[dt][:3]
-    nic = (M + MC - 1) // MC
-    nt = nthreads()
-    if Bo >= nt and nic < 2 * nt:
-        mod.gemm_batch(*args)
-        return out
-    ngroups = 1
-    if nic < nt:  # fewer row panels than threads: split the column slivers of each too
-        # (at one panel per thread a split only packs each A panel twice: measured slower for
-        # 128-row products on 2 threads, e.g. 128x784 @ 784x256 175 vs 195 us)
-        njr = (min(N, _CFG[dt][4]) + NR - 1) // NR
-        ngroups = max(1, min(njr // 4, (2 * nt + nic - 1) // nic))
-    mod.gemm_rows(*args, ngroups)
+    if ngroups:
+        kernel(*args, ngroups)
+    else:
+        kernel(*args)
     return out

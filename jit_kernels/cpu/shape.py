@@ -21,6 +21,7 @@ from numba import njit, prange
 from jit_kernels import _plan
 from jit_kernels._plan import numpy_key
 from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
+from jit_kernels.cpu._background import parallel_ready
 
 
 @njit(error_model="numpy")
@@ -86,9 +87,11 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
     shp, (ss, ds) = coalesce(dst.shape, [ses, des])
     args = (total, i64(shp), sb, so, i64(ss), db, do, i64(ds))
     if total >= PAR_THRESHOLD:
-        _copy_par(*args, nthreads())
-    else:
-        _copy_serial(*args)
+        nt = nthreads()
+        if parallel_ready(_copy_par, (*args, nt)):
+            _copy_par(*args, nt)
+            return
+    _copy_serial(*args)  # (also while _copy_par builds in the background: the same copy)
 
 
 def copy(x):
@@ -203,8 +206,11 @@ def take(x, indices, axis):
         return out
     _check_indices(idx, axis, n)
     if O * I:
-        kern = _take_par if out.size >= PAR_THRESHOLD else _take_serial
-        kern(contiguous(x).reshape(O, n, I), idx, out.reshape(O, J, I))
+        args = (contiguous(x).reshape(O, n, I), idx, out.reshape(O, J, I))
+        if out.size >= PAR_THRESHOLD and parallel_ready(_take_par, args):
+            _take_par(*args)
+        else:  # (also while _take_par builds in the background: the same gather)
+            _take_serial(*args)
     return out
 
 

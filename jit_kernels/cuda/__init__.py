@@ -177,6 +177,10 @@ class CudaKernels:
         return self._rand.randn(shp, dtype, seed, offset, index)
 
     # -- allocation
+    def synchronize(self, index: int = 0) -> None:
+        """Wait for every kernel queued on GPU ``index``."""
+        synchronize(index)
+
     def empty_cache(self):
         """Give the caching allocator's pooled buffers back to numba.cuda; returns the bytes."""
         from jit_kernels.cuda import _pool

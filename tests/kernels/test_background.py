@@ -1,12 +1,15 @@
-"""The background builds (``jit_kernels.cpu._background``): a child process builds, marks the
-build ready in the cache directory and removes its lock; a failed build is not marked and its
-output is kept in the log; a live lock holder means no second child; a stale lock is taken
-over; a marker written for another Numba cache does not count."""
+"""The background builds (``jit_kernels.cpu._background``): the worker process runs a job,
+marks it ready in the cache directory and removes its lock; a failed job is marked failed and
+its traceback logged; a live lock holder means the job is not sent twice; a stale lock is taken
+over; a marker written for another Numba cache does not count; a prange kernel built by the
+worker is loaded from the disk cache by the parent, not compiled again."""
+import importlib
 import os
 import subprocess
-import time
+import sys
 import uuid
 
+import numpy as np
 import pytest
 
 from jit_kernels import codegen
@@ -15,66 +18,74 @@ from jit_kernels.cpu import _background as bg
 pytestmark = pytest.mark.skipif(not bg.ENABLED, reason="background builds are disabled here")
 
 JOB = '''
-from jit_kernels.cpu import _background
+import numpy as np
+from numba import njit, prange
 def build(name):
-    _background.mark_ready(name)
+    pass
 def fail(name):
     1 / 0
+@njit(cache=True, parallel=True)
+def twice(x, out):
+    for i in prange(x.shape[0]):
+        out[i] = 2 * x[i]
 '''
 
 
+@pytest.fixture(scope="module")
+def job_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bgjobs")
+    (d / "bgjob_mod.py").write_text(JOB)
+    sys.path.insert(0, str(d))
+    yield str(d)
+    sys.path.remove(str(d))
+    sys.modules.pop("bgjob_mod", None)
+
+
 @pytest.fixture
-def job(tmp_path, monkeypatch):
-    mod = "bgjob_" + uuid.uuid4().hex[:8]
-    (tmp_path / f"{mod}.py").write_text(JOB)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return mod
+def job(job_dir):
+    """A job spec maker: (function, name) -> job (the worker imports from ``job_dir``)."""
+    return lambda func, name: {"call": ["bgjob_mod", func, name], "path": job_dir}
 
 
 def _name():
     return "test_bg_" + uuid.uuid4().hex
 
 
-def _until_done(name, mod, func, limit=120):
-    t0 = time.time()
-    while bg.poll(name, mod, func, name):
-        assert time.time() - t0 < limit, "the background build never finished"
-        time.sleep(0.05)
-
-
 def _path(name, ext):
     return os.path.join(codegen.cache_dir(), name + ext)
 
 
-def test_build_runs_in_a_child_and_is_marked_ready(job):
+def test_job_runs_in_the_worker_and_is_marked_ready(job):
     name = _name()
+    spec = job("build", name)
     assert not bg.is_ready(name)
-    assert bg.poll(name, job, "build", name) is True  # started, not done yet
-    assert bg._CHILDREN[name] > 0 and bg._CHILDREN[name] != os.getpid()
-    _until_done(name, job, "build")
+    assert bg.submit(name, spec) is True  # sent, not done yet
+    assert bg._worker is not None and bg._worker[1] != os.getpid()
+    bg.wait(name)
     assert bg.is_ready(name)
     assert not os.path.exists(_path(name, ".building"))
-    assert bg.poll(name, job, "build", name) is False  # ready: nothing more to do
+    assert bg.submit(name, spec) is False  # ready: nothing more to do
 
 
-def test_failed_build_is_not_marked_and_logs_its_error(job):
+def test_failed_job_is_marked_failed_and_logged(job):
     name = _name()
-    assert bg.poll(name, job, "fail", name) is True
-    _until_done(name, job, "fail")
+    assert bg.submit(name, job("fail", name)) is True
+    bg.wait(name)
     assert not bg.is_ready(name)
-    assert not os.path.exists(_path(name, ".building"))
-    with open(_path(name, ".log")) as f:
+    with open(_path(name, ".failed")) as f:
         assert "ZeroDivisionError" in f.read()
-    assert bg.poll(name, job, "fail", name) is False  # no second try: the caller builds it
+    with open(_path("_worker", ".log")) as f:
+        assert f"FAILED {name}" in f.read()
+    assert bg.submit(name, job("fail", name)) is False  # the caller builds it
 
 
-def test_live_lock_holder_means_no_second_child(job):
+def test_live_lock_holder_means_the_job_is_not_sent(job):
     name = _name()
     with open(_path(name, ".building"), "w") as f:
         f.write(str(os.getpid()))  # a live process is building it
     try:
-        assert bg.poll(name, job, "build", name) is True
-        assert name not in bg._CHILDREN
+        assert bg.submit(name, job("build", name)) is True
+        assert name not in bg._JOBS or not os.path.exists(_path(name, ".ready"))
     finally:
         os.unlink(_path(name, ".building"))
 
@@ -85,9 +96,8 @@ def test_stale_lock_is_taken_over(job):
     dead.wait()
     with open(_path(name, ".building"), "w") as f:
         f.write(str(dead.pid))
-    assert bg.poll(name, job, "build", name) is True
-    assert bg._CHILDREN[name] > 0
-    _until_done(name, job, "build")
+    assert bg.submit(name, job("build", name)) is True
+    bg.wait(name)
     assert bg.is_ready(name)
 
 
@@ -98,3 +108,17 @@ def test_marker_for_another_numba_cache_does_not_count():
     assert not bg.is_ready(name)
     bg.mark_ready(name)
     assert bg.is_ready(name)
+
+
+def test_prange_kernel_built_by_the_worker_is_loaded_not_compiled(job_dir):
+    fn = importlib.import_module("bgjob_mod").twice
+    x = np.arange(5.0)
+    out = np.empty_like(x)
+    assert bg.parallel_ready(fn, (x, out)) is False  # the caller runs a serial stand-in
+    assert bg._FN_JOBS[fn][1]["path"] == job_dir
+    assert fn.signatures == []
+    bg.wait()
+    assert bg.parallel_ready(fn, (x, out)) is True
+    fn(x, out)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert sum(fn.stats.cache_hits.values()) == 1 and not fn.stats.cache_misses

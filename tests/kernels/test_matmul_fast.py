@@ -183,7 +183,8 @@ def test_gemm_kernels_vectorised_in_fresh_process():
         import re, numpy as np
         from jit_kernels.cpu import matmul as mm
         for dt, ty in ((np.float32, "float"), (np.float64, "double")):
-            m = mm._gemm_module(np.dtype(dt))
+            mm.warmup()
+            m = mm._GEMM[np.dtype(dt)]
             assert len(m.uk.signatures) == 1, m.uk.signatures
             for f in (m.uk, m.gemm_serial, m.gemm_batch, m.gemm_rows):
                 lib = f.overloads[f.signatures[0]].library
@@ -226,7 +227,7 @@ def test_stand_in_kernel_gives_the_gemms_bits(M, N, K, dtype, la, lb, batch, see
     assume(M * N * K >= mm.GEMM_MIN)  # below it both go to _mm_small
     fast = mm.matmul(a, b)
     orig = mm._gemm_now
-    mm._gemm_now = lambda dt: None
+    mm._gemm_now = lambda dt, driver: None
     try:
         stand_in = mm.matmul(a, b)
     finally:
