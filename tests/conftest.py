@@ -1,9 +1,14 @@
 """Shared test settings: NumPy is the oracle; hypothesis kept small (JIT compile dominates)."""
 import os
 
-import numpy as np
-import pytest
-from hypothesis import HealthCheck, settings
+# Tests build every kernel in-process, so each test runs the kernel variant its sizes select
+# (with background builds a serial stand-in could run instead of the prange variant under
+# test).  tests/kernels/test_background.py switches them on for itself.
+os.environ.setdefault("JIT_KERNELS_BACKGROUND_COMPILE", "0")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
     "default", max_examples=25, deadline=None,
