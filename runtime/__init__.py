@@ -10,7 +10,7 @@ from .device import Device, cpu, cuda, cuda_unavailable_reason, default_device, 
 from .dtypes import DType, bool_, float32, float64, int32, int64
 from .errors import (AutodiffMoveError, AutodiffNotMarkedError, CaptureAutodiffError,
                      CaptureError, CaptureMoveError, CaptureScopeError, CaptureValueError,
-                     DeviceError, DeviceMismatchError, DTypeError, GradientError,
+                     DeviceError, DeviceMismatchError, DTypeError, GradientError, GraphFileError,
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
                      ShapeError, TensorRuntimeError)
 from .dispatch import empty_cache, synchronize

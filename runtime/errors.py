@@ -4,7 +4,7 @@ from __future__ import annotations
 __all__ = [
     "TensorRuntimeError", "CaptureScopeError", "CaptureMoveError", "CaptureAutodiffError",
     "CaptureValueError", "AutodiffMoveError", "AutodiffNotMarkedError", "RequiresAutodiffError",
-    "NestedAutodiffError", "GradientError", "CaptureError", "DeviceMismatchError", "DeviceError",
+    "NestedAutodiffError", "GradientError", "CaptureError", "GraphFileError", "DeviceMismatchError", "DeviceError",
     "ShapeError", "DTypeError", "IndexOutOfRangeError",
 ]
 
@@ -85,6 +85,15 @@ class CaptureError(TensorRuntimeError):
         self.kind = kind
         self.boundary = boundary
         self.tensor = tensor
+
+
+class GraphFileError(CaptureError, ValueError):
+    """``load_graph``: the file is not a saved graph, or is damaged (``.kind`` is
+    ``"BadGraphFile"``; a file that parses but whose ops disagree with its shapes gets
+    ``CaptureError`` with ``.kind == "InvalidGraph"``)."""
+
+    def __init__(self, message: str):
+        super().__init__("BadGraphFile", message)
 
 
 class DeviceMismatchError(TensorRuntimeError):

@@ -325,3 +325,12 @@ def test_empty_negative_step_slices_on_inner_axes():
         w = a.copy()
         w[key] = 7
         np.testing.assert_array_equal(r.numpy(), w)
+
+
+def test_softmax_of_0d_checks_its_axis():
+    """Was accepted while sum rejects the same axis (0-d: only 0 and -1, as NumPy/PyTorch)."""
+    x = rt.tensor(1.0)
+    assert rt.softmax(x, axis=-1).item() == 1.0 and rt.log_softmax(x, axis=0).item() == 0.0
+    with pytest.raises(rt.ShapeError, match="softmax: axis 1 is out of range for a tensor of "
+                                            "0 dimension"):
+        rt.softmax(x, axis=1)

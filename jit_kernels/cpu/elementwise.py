@@ -73,6 +73,10 @@ def _body(op: str, kind: str) -> str:
         "clamp": "y = x1 if x0 < x1 else x0\n    return x2 if y > x2 else y",
     }
     if op in simple:
+        if kind == "b" and op in ("add", "sub", "mul", "neg"):
+            # Numba's bool arithmetic gives an int (True + True == 2); the result is a bool
+            # (nonzero), as the stored output is, so a fused consumer sees the same value
+            return f"return ({simple[op][7:]}) != 0"
         return simple[op]
     if fl:
         fbodies = {

@@ -160,6 +160,13 @@ class CapturedGraph:
         return (f"<CapturedGraph: {len(self.operations)} ops, inputs={self.inputs}, "
                 f"outputs={self.outputs}>")
 
+    def check(self) -> None:
+        """Re-run every op's shape/dtype rule and check ids and stored values; raises
+        ``CaptureError`` (``.kind == "InvalidGraph"``) naming the first op that disagrees.
+        ``rt.load_graph`` calls it on every file it reads."""
+        from .check import check_graph
+        check_graph(self)
+
     # ---- consumers --------------------------------------------------------------------
     def bind(self, device=None, trainable=None):
         """An executable for ``device``: constants uploaded once as ``.params``, the dispatch

@@ -2,13 +2,20 @@
 
 Layout: the magic line ``b"RTGRAPH1\\n"``, the header length (8 bytes, little endian), a JSON
 header (sorted keys, no whitespace), then the raw little-endian bytes of every value in
-canonical id order.  Ids are renumbered 1, 2, ... in order of first appearance (declared
+canonical id order, then (format version 2) the SHA-256 of everything before it.
+
+A file is untrusted input: ``load_graph`` checks the magic, the lengths, the checksum, the
+header's structure, every value's byte length against its declared shape and dtype, and then
+the whole graph against the catalogue's shape/dtype rules (``check.check_graph``), and raises
+``GraphFileError`` (``.kind == "BadGraphFile"``) or ``CaptureError`` (``"InvalidGraph"``)
+instead of returning a graph that could make a kernel read or write out of bounds.  Ids are renumbered 1, 2, ... in order of first appearance (declared
 inputs first, then each op's outputs), so the same computation captured twice saves the
 same bytes.  Attr values keep their exact Python types (tuple vs list, int vs float vs bool,
 slices) through tagged JSON.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import struct
@@ -16,12 +23,15 @@ import struct
 import numpy as np
 
 from .. import dtypes as D
+from ..errors import GraphFileError
+from .check import check_graph
 from .ir import CapturedGraph, OperationIr, TensorIr
 
 __all__ = ["save_graph", "load_graph", "canonicalize", "MAGIC"]
 
 MAGIC = b"RTGRAPH1\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a SHA-256 trailer; version 1 files (no trailer) still load
+_DIGEST = 32
 
 
 # ---- canonical ids ---------------------------------------------------------------------
@@ -102,8 +112,12 @@ def _dec(v):
         return D.as_dtype(body)
     if tag == "array":
         name, shape, hexbytes = body
-        return np.frombuffer(bytes.fromhex(hexbytes), dtype=np.dtype(name).newbyteorder("<")
-                             ).astype(np.dtype(name)).reshape(shape)
+        dt = np.dtype(name)
+        if dt.kind not in "biuf" or not isinstance(shape, list) \
+                or not all(type(d) is int and d >= 0 for d in shape):
+            raise ValueError(f"bad array attribute ({name}, {shape!r})")
+        return np.frombuffer(bytes.fromhex(hexbytes), dtype=dt.newbyteorder("<")
+                             ).astype(dt).reshape(shape)
     raise ValueError(f"load_graph: unknown attribute tag {tag!r}")
 
 
@@ -111,8 +125,16 @@ def _tir(t: TensorIr) -> list:
     return [t.id, list(t.shape), t.dtype.name]
 
 
+def _int(x) -> int:
+    if type(x) is not int:
+        raise ValueError(f"{x!r} is not an integer")
+    return x
+
+
 def _untir(x) -> TensorIr:
-    return TensorIr(int(x[0]), tuple(int(d) for d in x[1]), D.as_dtype(x[2]))
+    if not isinstance(x, list) or len(x) != 3 or not isinstance(x[1], list):
+        raise ValueError(f"bad tensor entry {x!r:.80}")
+    return TensorIr(_int(x[0]), tuple(_int(d) for d in x[1]), D.as_dtype(x[2]))
 
 
 # ---- save / load ---------------------------------------------------------------------------
@@ -141,38 +163,85 @@ def save_graph(graph: CapturedGraph, path) -> None:
         "values": values,
     }
     text = json.dumps(header, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    digest = hashlib.sha256()
     with open(os.fspath(path), "wb") as f:
-        f.write(MAGIC)
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for raw in blobs:
-            f.write(raw)
+        for part in (MAGIC, struct.pack("<Q", len(text)), text, *blobs):
+            digest.update(part)
+            f.write(part)
+        f.write(digest.digest())
 
 
 def load_graph(path) -> CapturedGraph:
     """Read a graph written by ``graph.save`` (exact round trip of ops, attrs, boundaries,
-    values and dtypes, with canonical ids)."""
-    with open(os.fspath(path), "rb") as f:
+    values and dtypes, with canonical ids).  The file is validated whole first: a file that is
+    not a saved graph, or is damaged, raises ``GraphFileError``; one whose ops disagree with
+    its declared shapes, ``CaptureError`` with ``.kind == "InvalidGraph"``."""
+    name = os.fspath(path)
+    with open(name, "rb") as f:
         data = f.read()
+
+    def bad(msg):
+        return GraphFileError(f"load_graph: {name!r} {msg}")
+
     if not data.startswith(MAGIC):
-        raise ValueError(f"load_graph: {os.fspath(path)!r} is not a saved capture graph "
-                         f"(bad magic bytes)")
+        raise bad("is not a saved capture graph (bad magic bytes)")
     pos = len(MAGIC)
+    if len(data) < pos + 8:
+        raise bad("is truncated (no header length)")
     (n,) = struct.unpack_from("<Q", data, pos)
     pos += 8
-    header = json.loads(data[pos:pos + n].decode())
-    if header.get("version") != FORMAT_VERSION:
-        raise ValueError(f"load_graph: unsupported graph format version {header.get('version')!r}")
-    body = memoryview(data)[pos + n:]
+    if n > len(data) - pos:
+        raise bad(f"is truncated (a {n}-byte header, {len(data) - pos} bytes left)")
+    try:
+        header = json.loads(data[pos:pos + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise bad(f"has a damaged header ({type(exc).__name__})") from None
+    if not isinstance(header, dict):
+        raise bad("has a damaged header (not an object)")
+    version = header.get("version")
+    if version not in (1, 2) or type(version) is not int:
+        raise bad(f"has an unsupported graph format version {version!r}")
+    end = len(data)
+    if version >= 2:
+        end -= _DIGEST
+        if end < pos + n or hashlib.sha256(data[:end]).digest() != data[end:]:
+            raise bad("is damaged (its SHA-256 checksum does not match)")
+    body = memoryview(data)[pos + n:end]
+    try:
+        graph = _decode(header, body)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError,
+            RecursionError) as exc:
+        raise bad(f"has a malformed header ({type(exc).__name__}: {exc})"[:300]) from None
+    check_graph(graph)
+    return graph
+
+
+def _decode(header: dict, body) -> CapturedGraph:
     values = {}
     for v in header["values"]:
+        tid, offset, nbytes = _int(v["id"]), _int(v["offset"]), _int(v["nbytes"])
         dt = D.as_dtype(v["dtype"])
-        raw = body[v["offset"]:v["offset"] + v["nbytes"]]
-        values[v["id"]] = np.frombuffer(raw, dtype=dt.np.newbyteorder("<")).astype(
-            dt.np).reshape(tuple(v["shape"]))
-    ops = [OperationIr(o["op"], tuple(_untir(t) for t in o["inputs"]),
-                       tuple(_untir(t) for t in o["outputs"]),
-                       {k: _dec(x) for k, x in o["attrs"].items()})
-           for o in header["operations"]]
+        shape = tuple(_int(d) for d in v["shape"])
+        if tid in values:
+            raise ValueError(f"value {tid} is stored twice")
+        count = 1
+        for d in shape:
+            if d < 0:
+                raise ValueError(f"value {tid} has shape {shape}")
+            count *= d
+        if nbytes != count * dt.np.itemsize or offset < 0 or offset + nbytes > len(body):
+            raise ValueError(f"value {tid} ({dt.name}{list(shape)}) is stored as {nbytes} bytes "
+                             f"at offset {offset} of a {len(body)}-byte payload")
+        raw = body[offset:offset + nbytes]
+        values[tid] = np.frombuffer(raw, dtype=dt.np.newbyteorder("<")).astype(dt.np).reshape(shape)
+    ops = []
+    for o in header["operations"]:
+        if not isinstance(o["op"], str) or not isinstance(o["attrs"], dict):
+            raise ValueError(f"bad operation entry {o!r:.80}")
+        ops.append(OperationIr(o["op"], tuple(_untir(t) for t in o["inputs"]),
+                               tuple(_untir(t) for t in o["outputs"]),
+                               {k: _dec(x) for k, x in o["attrs"].items()}))
     tensors = {t.id: t for t in (_untir(x) for x in header["tensors"])}
-    return CapturedGraph(ops, header["inputs"], header["outputs"], values, tensors)
+    inputs = [_int(i) for i in header["inputs"]]
+    outputs = [_int(i) for i in header["outputs"]]
+    return CapturedGraph(ops, inputs, outputs, values, tensors)

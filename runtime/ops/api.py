@@ -367,6 +367,7 @@ def argmin(x, axis=None, keepdims=False) -> Tensor:
 def _softmax(name, x, axis):
     x = _tensor_arg(name, x)
     if x.ndim == 0:
+        normalize_axis(name, axis, 0)  # 0 or -1, as NumPy and PyTorch accept for a 0-d tensor
         return reshape(_run(name, (reshape(x, (1,)),), {"axis": 0}), ())
     return _run(name, (x,), {"axis": normalize_axis(name, axis, x.ndim, x.shape)})
 

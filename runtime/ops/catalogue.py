@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
-from .shapes import broadcast_shapes, prod
+from .shapes import broadcast_shapes, normalize_axis, prod
 
 __all__ = ["OpSpec", "CATALOGUE", "UNARY", "BINARY", "REDUCTIONS", "spec", "register",
            "register_custom", "set_backward"]
@@ -259,6 +259,11 @@ def _make_arg_reduce(name: str, onnx):
 def _make_softmax(name: str, log: bool, onnx):
     def infer(args, attrs):
         (x,) = args
+        axis = attrs["axis"]
+        # the front end records a normalised axis; anything else (a crafted graph) is refused
+        if normalize_axis(name, axis, x.ndim, x.shape) != axis or x.ndim == 0:
+            raise ShapeError(f"{name}: axis {axis!r} is not a normalised axis of a tensor of "
+                             f"shape {tuple(x.shape)}")
         return x.shape, (x.dtype if x.dtype.is_float else D.float32)
 
     def kernel(ks, p, args, attrs, shape, dtype, device):

@@ -196,3 +196,20 @@ def test_compile_on_unusable_cuda_names_the_device():
         pytest.skip("the cuda kernel set has fused kernels")
     with pytest.raises(rt.DeviceError, match="cuda"):
         CompiledGraph(g, dev)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: (a + a).astype(rt.float32),
+    lambda a: ((a + a) + 1).astype(rt.float32),
+    lambda a: (a + True).astype(rt.float32),
+    lambda a: (a * a + a).astype(rt.float32),
+])
+def test_compiled_bool_arithmetic_matches_replay(fn):
+    """Bool arithmetic inside a fused kernel gives a bool (nonzero), as eager stores it: compiled
+    bool ``add`` was integer addition ([2, 0, 2] instead of [1, 0, 1])."""
+    x = np.array([True, False, True])
+    g = rt.capture(fn, x)
+    (want,) = g.run(x)
+    (got,) = g.compile()(x)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(want.numpy(), fn(rt.tensor(x)).numpy())

@@ -1,0 +1,263 @@
+"""rt.load_graph on untrusted files: every crafted or damaged file gets a typed error
+(``GraphFileError``, kind "BadGraphFile", or ``CaptureError``, kind "InvalidGraph") before
+anything runs; none reaches a kernel with shapes that disagree with its data."""
+import hashlib
+import json
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import runtime as rt
+from runtime.capture.serialize import MAGIC
+
+X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+
+
+def _scatter(x):
+    idx = rt.tensor(np.array([[1, 0, 1]], np.int64), device=x.device)
+    src = rt.tensor(np.ones((1, 3), np.float32), device=x.device)
+    return x.scatter_add(0, idx, src)
+
+
+def _gather(x):
+    return x.gather(1, rt.tensor(np.array([[2, 0, 1], [0, 0, 2]], np.int64), device=x.device))
+
+
+def _mlp(x):
+    w = rt.tensor(np.arange(12, dtype=np.float32).reshape(3, 4) / 10, device=x.device)
+    b = rt.tensor(np.array([0.1, -0.2, 0.3], np.float32), device=x.device)
+    return rt.softmax(rt.relu(x @ w)[:, :3] + b, axis=-1)
+
+
+def _parts(path):
+    data = path.read_bytes()
+    pos = len(MAGIC)
+    (n,) = struct.unpack_from("<Q", data, pos)
+    header = json.loads(data[pos + 8:pos + 8 + n])
+    return header, data[pos + 8 + n:-32]
+
+
+def _write(path, header, body):
+    """A file with a valid checksum: what someone crafting a file would write."""
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    data = MAGIC + struct.pack("<Q", len(text)) + text + body
+    path.write_bytes(data + hashlib.sha256(data).digest())
+
+
+def _saved(tmp_path, fn, x=X):
+    p = tmp_path / "g.rtg"
+    rt.capture(fn, x).save(p)
+    return p
+
+
+def _value(header, shape):
+    return next(v for v in header["values"] if v["shape"] == shape)
+
+
+def _invalid(path, match):
+    with pytest.raises(rt.CaptureError, match=match) as e:
+        rt.load_graph(path)
+    assert e.value.kind == "InvalidGraph" and not isinstance(e.value, rt.GraphFileError)
+
+
+def _bad(path, match):
+    with pytest.raises(rt.GraphFileError, match=match) as e:
+        rt.load_graph(path)
+    assert e.value.kind == "BadGraphFile"
+    assert isinstance(e.value, rt.CaptureError) and isinstance(e.value, ValueError)
+
+
+def test_scatter_index_stored_larger_than_declared(tmp_path):
+    """Was: SIGSEGV (an out-of-bounds write) at run."""
+    p = _saved(tmp_path, _scatter)
+    header, body = _parts(p)
+    v = next(v for v in header["values"] if v["dtype"] == "int64")
+    big = np.zeros((1, 300000), np.int64).tobytes()
+    v.update(shape=[1, 300000], nbytes=len(big), offset=len(body))
+    _write(p, header, body + big)
+    _invalid(p, r"invalid graph: the stored value of tensor \d+ is int64\[1, 300000\], "
+                r"declared %\d+:int64\[1, 3\]")
+
+
+def test_gather_index_stored_larger_than_declared(tmp_path):
+    """Was: .shape (2, 3) but .numpy() (200000, 3) of heap contents."""
+    p = _saved(tmp_path, _gather)
+    header, body = _parts(p)
+    v = next(v for v in header["values"] if v["dtype"] == "int64")
+    big = np.zeros((200000, 3), np.int64).tobytes()
+    v.update(shape=[200000, 3], nbytes=len(big), offset=len(body))
+    for t in header["tensors"]:  # declare it that size too: then gather's rule disagrees
+        if t[0] == v["id"]:
+            t[1] = [200000, 3]
+    for o in header["operations"]:
+        for t in o["inputs"] + o["outputs"]:
+            if t[0] == v["id"]:
+                t[1] = [200000, 3]
+    _write(p, header, body + big)
+    _invalid(p, r"invalid graph: operation \d+ \('gather'\) rejects its operands: gather: indices "
+                r"of shape \(200000, 3\) exceed the input of shape \(2, 3\) on axis 0")
+
+
+def test_value_bytes_shorter_than_its_shape(tmp_path):
+    """Was: compile() results varied run to run (a read past the value)."""
+    p = _saved(tmp_path, _mlp)
+    header, body = _parts(p)
+    v = _value(header, [3])
+    v["nbytes"] = 8  # 2 float32 of the declared 3
+    _write(p, header, body)
+    _bad(p, r"has a malformed header \(ValueError: value \d+ \(float32\[3\]\) is stored as "
+            r"8 bytes at offset \d+ of a \d+-byte payload\)")
+
+
+def test_value_past_the_end_of_the_file(tmp_path):
+    p = _saved(tmp_path, _mlp)
+    header, body = _parts(p)
+    _value(header, [3])["offset"] = len(body)
+    _write(p, header, body)
+    _bad(p, "is stored as 12 bytes at offset")
+
+
+def test_declared_output_shape_disagrees_with_its_op(tmp_path):
+    p = _saved(tmp_path, _mlp)
+    header, body = _parts(p)
+    soft = next(o for o in header["operations"] if o["op"] == "softmax")
+    out = soft["outputs"][0]
+    out[1] = [2, 5]
+    for t in header["tensors"]:
+        if t[0] == out[0]:
+            t[1] = [2, 5]
+    _write(p, header, body)
+    _invalid(p, r"operation \d+ \('softmax'\) gives float32\[2, 3\], the graph declares "
+                r"float32\[2, 5\]")
+
+
+def test_operand_never_defined(tmp_path):
+    """Was: KeyError: 12345 at run."""
+    p = _saved(tmp_path, _mlp)
+    header, body = _parts(p)
+    relu = next(o for o in header["operations"] if o["op"] == "relu")
+    relu["inputs"][0][0] = 12345
+    _write(p, header, body)
+    _invalid(p, r"operation \d+ \('relu'\): operand %12345:float32\[2, 4\] is not the graph's "
+                r"tensor 12345|operation \d+ \('relu'\) reads tensor 12345 before it is defined")
+
+
+def test_unknown_op_and_missing_output(tmp_path):
+    p = _saved(tmp_path, _mlp)
+    header, body = _parts(p)
+    header["operations"][-1]["op"] = "launch_missiles"
+    _write(p, header, body)
+    _invalid(p, r"operation \d+ \('launch_missiles'\) is not an op of the catalogue")
+    header, body = _parts(p)
+    header["operations"][-1]["op"] = "softmax"
+    header["outputs"] = [999]
+    _write(p, header, body)
+    _invalid(p, "graph output 999 is not a tensor of the graph")
+
+
+def test_malformed_attr_is_a_typed_error(tmp_path):
+    p = _saved(tmp_path, _mlp)
+    header, body = _parts(p)
+    soft = next(o for o in header["operations"] if o["op"] == "softmax")
+    soft["attrs"]["axis"] = "minus one"
+    _write(p, header, body)
+    _invalid(p, r"operation \d+ \('softmax'\) rejects its operands: softmax: axis must be an int, "
+                r"got 'minus one'")
+    soft["attrs"]["axis"] = -1  # the front end records normalised axes only
+    _write(p, header, body)
+    _invalid(p, r"softmax: axis -1 is not a normalised axis of a tensor of shape \(2, 3\)")
+
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda d: d[:5], "bad magic bytes"),
+    (lambda d: d[:len(MAGIC) + 3], r"truncated \(no header length\)"),
+    (lambda d: d[:len(MAGIC) + 20], r"truncated \(a \d+-byte header"),
+    (lambda d: d[:-1], "SHA-256 checksum does not match"),
+    (lambda d: d[:-40] + bytes([d[-40] ^ 1]) + d[-39:], "SHA-256 checksum does not match"),
+    (lambda d: d + b"x", "SHA-256 checksum does not match"),
+])
+def test_damaged_file(tmp_path, damage, match):
+    p = _saved(tmp_path, _mlp)
+    p.write_bytes(damage(p.read_bytes()))
+    _bad(p, match)
+
+
+@pytest.mark.parametrize("header, match", [
+    (b"\xff\xfe", r"damaged header \(UnicodeDecodeError\)"),
+    (b"{not json", r"damaged header \(JSONDecodeError\)"),
+    (b"[1, 2]", r"damaged header \(not an object\)"),
+    (b'{"version": 2}', r"malformed header \(KeyError: 'values'\)"),
+    (b'{"version": 7}', "unsupported graph format version 7"),
+    (b'{"version": 2, "values": [], "operations": [{"op": "relu", "inputs": [], "outputs": [],'
+     b' "attrs": ' + b'{"a": ' * 100000 + b'1' + b'}' * 100000 + b'}], "tensors": [],'
+     b' "inputs": [], "outputs": []}', r"damaged header \(RecursionError\)"),
+    (b'{"version": 2, "values": [{"id": 1.5, "offset": 0, "nbytes": 0, "dtype": "float32",'
+     b' "shape": []}], "operations": [], "tensors": [], "inputs": [], "outputs": []}',
+     r"malformed header \(ValueError: 1.5 is not an integer\)"),
+    (b'{"version": 2, "values": [], "operations": [], "tensors": [[1, [2, -3], "float32"]],'
+     b' "inputs": [1], "outputs": [1]}', r"invalid graph: tensor 1 is declared as"),
+])
+def test_damaged_header(tmp_path, header, match):
+    p = tmp_path / "h.rtg"
+    data = MAGIC + struct.pack("<Q", len(header)) + header
+    p.write_bytes(data + hashlib.sha256(data).digest())
+    with pytest.raises(rt.CaptureError, match=match):
+        rt.load_graph(p)
+
+
+def test_version_1_files_still_load(tmp_path):
+    """Files saved before the checksum (format version 1) load, validated the same way."""
+    p = _saved(tmp_path, _mlp)
+    header, body = _parts(p)
+    header["version"] = 1
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    p.write_bytes(MAGIC + struct.pack("<Q", len(text)) + text + body)
+    (y,) = rt.load_graph(p).run(X)
+    np.testing.assert_array_equal(y.numpy(), _mlp(rt.tensor(X)).numpy())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fuzz_header_edits_never_crash(tmp_path_factory, data):
+    """Random edits of shapes, dtypes, ids and attrs in a re-signed file: a typed error at load,
+    or a graph that runs (or refuses the input with a typed error) and gives results of the
+    declared shapes and dtypes, the same from replay and compile."""
+    tmp = tmp_path_factory.mktemp("fuzz")
+    fn = data.draw(st.sampled_from([_mlp, _scatter, _gather]))
+    p = _saved(tmp, fn)
+    header, body = _parts(p)
+    tensors = [t for o in header["operations"] for t in o["inputs"] + o["outputs"]] \
+        + header["tensors"]
+    for _ in range(data.draw(st.integers(1, 3))):
+        what = data.draw(st.sampled_from(["dim", "dtype", "id", "value_shape", "axis"]))
+        if what == "dim" and tensors:
+            t = data.draw(st.sampled_from(tensors))
+            if t[1]:
+                t[1][data.draw(st.integers(0, len(t[1]) - 1))] = data.draw(st.integers(0, 9))
+        elif what == "dtype" and tensors:
+            data.draw(st.sampled_from(tensors))[2] = data.draw(
+                st.sampled_from(["float32", "float64", "int32", "int64", "bool"]))
+        elif what == "id" and tensors:
+            data.draw(st.sampled_from(tensors))[0] = data.draw(st.integers(0, 30))
+        elif what == "value_shape" and header["values"]:
+            v = data.draw(st.sampled_from(header["values"]))
+            v["shape"] = data.draw(st.lists(st.integers(0, 6), max_size=3))
+        elif what == "axis":
+            for o in header["operations"]:
+                if "axis" in o["attrs"]:
+                    o["attrs"]["axis"] = data.draw(st.integers(-4, 4))
+    _write(p, header, body)
+    try:
+        g = rt.load_graph(p)
+    except rt.CaptureError:
+        return
+    try:
+        ys = g.run(X)
+    except rt.TensorRuntimeError:
+        return
+    for y, t in zip(ys, g.output_tensors):
+        assert y.shape == t.shape and y.dtype == t.dtype and y.numpy().shape == t.shape
+    for y, z in zip(ys, g.compile()(X)):
+        np.testing.assert_array_equal(y.numpy(), z.numpy())
