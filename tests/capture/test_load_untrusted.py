@@ -69,105 +69,83 @@ def _bad(path, match):
     assert isinstance(e.value, rt.CaptureError) and isinstance(e.value, ValueError)
 
 
-def test_scatter_index_stored_larger_than_declared(tmp_path):
-    """Was: SIGSEGV (an out-of-bounds write) at run."""
-    p = _saved(tmp_path, _scatter)
+def _enlarged_index(tmp_path, fn, shape):
+    """A saved ``fn`` graph whose int64 index constant is stored with ``shape`` (zeros)."""
+    p = _saved(tmp_path, fn)
     header, body = _parts(p)
     v = next(v for v in header["values"] if v["dtype"] == "int64")
-    big = np.zeros((1, 300000), np.int64).tobytes()
-    v.update(shape=[1, 300000], nbytes=len(big), offset=len(body))
-    _write(p, header, body + big)
+    big = np.zeros(shape, np.int64).tobytes()
+    v.update(shape=list(shape), nbytes=len(big), offset=len(body))
+    return p, header, body + big, v["id"]
+
+
+def _redeclare(header, tid, shape):
+    """Declare tensor ``tid`` with ``shape`` everywhere the header names it."""
+    for t in header["tensors"] + [t for o in header["operations"]
+                                  for t in o["inputs"] + o["outputs"]]:
+        if t[0] == tid:
+            t[1] = list(shape)
+
+
+def test_scatter_index_stored_larger_than_declared(tmp_path):
+    """Was: SIGSEGV (an out-of-bounds write) at run."""
+    p, header, body, _ = _enlarged_index(tmp_path, _scatter, (1, 300000))
+    _write(p, header, body)
     _invalid(p, r"invalid graph: the stored value of tensor \d+ is int64\[1, 300000\], "
                 r"declared %\d+:int64\[1, 3\]")
 
 
 def test_gather_index_stored_larger_than_declared(tmp_path):
     """Was: .shape (2, 3) but .numpy() (200000, 3) of heap contents."""
-    p = _saved(tmp_path, _gather)
-    header, body = _parts(p)
-    v = next(v for v in header["values"] if v["dtype"] == "int64")
-    big = np.zeros((200000, 3), np.int64).tobytes()
-    v.update(shape=[200000, 3], nbytes=len(big), offset=len(body))
-    for t in header["tensors"]:  # declare it that size too: then gather's rule disagrees
-        if t[0] == v["id"]:
-            t[1] = [200000, 3]
-    for o in header["operations"]:
-        for t in o["inputs"] + o["outputs"]:
-            if t[0] == v["id"]:
-                t[1] = [200000, 3]
-    _write(p, header, body + big)
+    p, header, body, tid = _enlarged_index(tmp_path, _gather, (200000, 3))
+    _redeclare(header, tid, (200000, 3))  # declared that size too: gather's rule refuses it
+    _write(p, header, body)
     _invalid(p, r"invalid graph: operation \d+ \('gather'\) rejects its operands: gather: indices "
                 r"of shape \(200000, 3\) exceed the input of shape \(2, 3\) on axis 0")
 
 
-def test_value_bytes_shorter_than_its_shape(tmp_path):
-    """Was: compile() results varied run to run (a read past the value)."""
+@pytest.mark.parametrize("field, value, stored", [
+    ("nbytes", 8, r"8 bytes at offset \d+"),      # 2 float32 of the declared 3: was a read past
+    ("offset", None, r"12 bytes at offset (\d+)"),  # the value (compile() varied run to run)
+])
+def test_value_bytes_that_do_not_fit(tmp_path, field, value, stored):
     p = _saved(tmp_path, _mlp)
     header, body = _parts(p)
-    v = _value(header, [3])
-    v["nbytes"] = 8  # 2 float32 of the declared 3
+    _value(header, [3])[field] = len(body) if value is None else value
     _write(p, header, body)
     _bad(p, r"has a malformed header \(ValueError: value \d+ \(float32\[3\]\) is stored as "
-            r"8 bytes at offset \d+ of a \d+-byte payload\)")
+            + stored + r" of a \d+-byte payload\)")
 
 
-def test_value_past_the_end_of_the_file(tmp_path):
+def _op(header, name):
+    return next(o for o in header["operations"] if o["op"] == name)
+
+
+def _set(d, key, value):
+    d[key] = value
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda h: _redeclare(h, _op(h, "softmax")["outputs"][0][0], (2, 5)),
+     r"operation \d+ \('softmax'\) gives float32\[2, 3\], the graph declares float32\[2, 5\]"),
+    # was: KeyError: 12345 at run
+    (lambda h: _set(_op(h, "relu")["inputs"][0], 0, 12345),
+     r"operation \d+ \('relu'\) reads tensor 12345 before it is defined"),
+    (lambda h: _set(h["operations"][-1], "op", "launch_missiles"),
+     r"operation \d+ \('launch_missiles'\) is not an op of the catalogue"),
+    (lambda h: _set(h, "outputs", [999]), "graph output 999 is not a tensor of the graph"),
+    (lambda h: _set(_op(h, "softmax")["attrs"], "axis", "minus one"),
+     r"operation \d+ \('softmax'\) rejects its operands: softmax: axis must be an int, "
+     r"got 'minus one'"),
+    (lambda h: _set(_op(h, "softmax")["attrs"], "axis", -1),  # recorded axes are normalised
+     r"softmax: axis -1 is not a normalised axis of a tensor of shape \(2, 3\)"),
+])
+def test_inconsistent_graph_is_refused(tmp_path, edit, match):
     p = _saved(tmp_path, _mlp)
     header, body = _parts(p)
-    _value(header, [3])["offset"] = len(body)
+    edit(header)
     _write(p, header, body)
-    _bad(p, "is stored as 12 bytes at offset")
-
-
-def test_declared_output_shape_disagrees_with_its_op(tmp_path):
-    p = _saved(tmp_path, _mlp)
-    header, body = _parts(p)
-    soft = next(o for o in header["operations"] if o["op"] == "softmax")
-    out = soft["outputs"][0]
-    out[1] = [2, 5]
-    for t in header["tensors"]:
-        if t[0] == out[0]:
-            t[1] = [2, 5]
-    _write(p, header, body)
-    _invalid(p, r"operation \d+ \('softmax'\) gives float32\[2, 3\], the graph declares "
-                r"float32\[2, 5\]")
-
-
-def test_operand_never_defined(tmp_path):
-    """Was: KeyError: 12345 at run."""
-    p = _saved(tmp_path, _mlp)
-    header, body = _parts(p)
-    relu = next(o for o in header["operations"] if o["op"] == "relu")
-    relu["inputs"][0][0] = 12345
-    _write(p, header, body)
-    _invalid(p, r"operation \d+ \('relu'\): operand %12345:float32\[2, 4\] is not the graph's "
-                r"tensor 12345|operation \d+ \('relu'\) reads tensor 12345 before it is defined")
-
-
-def test_unknown_op_and_missing_output(tmp_path):
-    p = _saved(tmp_path, _mlp)
-    header, body = _parts(p)
-    header["operations"][-1]["op"] = "launch_missiles"
-    _write(p, header, body)
-    _invalid(p, r"operation \d+ \('launch_missiles'\) is not an op of the catalogue")
-    header, body = _parts(p)
-    header["operations"][-1]["op"] = "softmax"
-    header["outputs"] = [999]
-    _write(p, header, body)
-    _invalid(p, "graph output 999 is not a tensor of the graph")
-
-
-def test_malformed_attr_is_a_typed_error(tmp_path):
-    p = _saved(tmp_path, _mlp)
-    header, body = _parts(p)
-    soft = next(o for o in header["operations"] if o["op"] == "softmax")
-    soft["attrs"]["axis"] = "minus one"
-    _write(p, header, body)
-    _invalid(p, r"operation \d+ \('softmax'\) rejects its operands: softmax: axis must be an int, "
-                r"got 'minus one'")
-    soft["attrs"]["axis"] = -1  # the front end records normalised axes only
-    _write(p, header, body)
-    _invalid(p, r"softmax: axis -1 is not a normalised axis of a tensor of shape \(2, 3\)")
+    _invalid(p, match)
 
 
 @pytest.mark.parametrize("damage, match", [
