@@ -78,6 +78,7 @@ def main(argv=None) -> int:
             for f in failed:
                 print("   failed:", f)
     rt.zeros(4).numpy()
+    rt.synchronize()  # the parallel variants this left to the background worker
     print(f"warmed {total} op calls in {time.perf_counter() - t0:.2f} s "
           f"(kernels are now in Numba's disk cache)")
     return 0
