@@ -249,9 +249,11 @@ def _prod(c, g):
 def _var(c, g):
     x = c.input(0)
     axes = c.attrs["axes"]
-    n = _count(c) - c.attrs.get("ddof", 0)
+    # the forward divides by max(N - ddof, 0): with no degrees of freedom left it is nan/inf,
+    # and so is the gradient (0 * inf = nan where x equals the mean), as in PyTorch
+    n = max(_count(c) - c.attrs.get("ddof", 0), 0)
     centred = api.sub(x, api.mean(x, axis=axes, keepdims=True))
-    return (api.mul(centred, api.mul(_kept(c, g), 2.0 / n)),)
+    return (api.mul(centred, api.mul(_kept(c, g), 2.0 / n if n else float("inf"))),)
 
 
 @rule("logsumexp")

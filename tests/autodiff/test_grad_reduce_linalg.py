@@ -119,3 +119,26 @@ def test_matmul_mixed_dtypes_and_constant_operand(rng):
     y = rt.tensor(rng.normal(size=(3, 2)), dtype=rt.float64, device=AD).require_grad()
     g = rt.sum(x @ y).backward()
     assert x.grad(g).dtype is rt.float32 and y.grad(g).dtype is rt.float64
+
+
+@pytest.mark.parametrize("x, axis, ddof, want", [
+    # N - ddof = 0: the forward is 0/0 = nan, the gradient 0 * inf = nan (PyTorch: nan);
+    # was ZeroDivisionError in the rule
+    ([[1.0], [2.0]], 1, 1, [[np.nan], [np.nan]]),
+    # ddof > N: the forward divides by max(N - ddof, 0) = 0; the gradient is nan/inf too
+    # (was finite: 2 / (N - ddof) < 0)
+    ([[1.0, 3.0]], 1, 3, [[-np.inf, np.inf]]),
+])
+def test_var_gradient_without_degrees_of_freedom(x, axis, ddof, want):
+    t = rt.tensor(x, device=AD).require_grad()
+    y = t.var(axis=axis, ddof=ddof)
+    assert not np.isfinite(y.inner().numpy()).any()
+    got = t.grad(y.sum().backward()).numpy()
+    np.testing.assert_array_equal(got, np.array(want, np.float32))
+
+
+def test_var_gradient_of_an_empty_tensor():
+    """Was ZeroDivisionError: N = 0."""
+    t = rt.zeros(0, device=AD).require_grad()
+    g = t.grad(t.var().backward())
+    assert g.shape == (0,)
