@@ -333,8 +333,9 @@ def _linear(c, g):
         gx = api.matmul(g, w)               # (..., out) @ (out, in)
     if c.needs(1):                          # g2.T @ x2 over all leading dims: (out, in)
         out_f, in_f = w.shape
-        g2 = g if g.ndim == 2 else api.reshape(g, (-1, out_f))
-        x2 = x if x.ndim == 2 else api.reshape(x, (-1, in_f))
+        rows = prod(x.shape[:-1])  # not -1: ambiguous when a feature dim is 0
+        g2 = g if g.ndim == 2 else api.reshape(g, (rows, out_f))
+        x2 = x if x.ndim == 2 else api.reshape(x, (rows, in_f))
         gw = api.matmul(api.transpose(g2, 0, 1), x2)
     if c.arity == 3 and c.needs(2):
         gb = g                              # the tape sums it over the broadcast dims

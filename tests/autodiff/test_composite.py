@@ -222,3 +222,16 @@ def test_linear_and_cross_entropy_errors():
     with pytest.raises(rt.errors.IndexOutOfRangeError,
                        match=r"^cross_entropy: target 3 is out of range for 3 classes$"):
         F.cross_entropy(x, [0, 3, 1, 2])
+
+
+@pytest.mark.parametrize("x_shape, w_shape", [((2, 1, 3), (0, 3)), ((2, 1, 0), (4, 0)),
+                                              ((0, 2, 3), (4, 3))])
+def test_linear_gradients_with_a_zero_size_dim(x_shape, w_shape):
+    """Was ShapeError: cannot reshape tensor of shape (2, 1, 0) into (-1, 0)."""
+    x = rt.ones(*x_shape, device=AD).require_grad()
+    w = rt.ones(*w_shape, device=AD).require_grad()
+    grads = F.linear(x, w).sum().backward()
+    gx, gw = x.grad(grads), w.grad(grads)
+    assert gx.shape == x_shape and gw.shape == w_shape
+    np.testing.assert_array_equal(gx.numpy(), np.full(x_shape, w_shape[0], np.float32))
+    np.testing.assert_array_equal(gw.numpy(), np.full(w_shape, np.prod(x_shape[:-1]), np.float32))
