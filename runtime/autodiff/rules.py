@@ -163,8 +163,8 @@ def _pow(c, g):
     if c.needs(1):                          # a^b log a; 0 where a == 0 and b >= 0
         y = c.output()
         if a_scalar:
-            if a == 0:
-                gb = api.where(api.ge(b, 0), 0, api.mul(g, math.nan))
+            if a == 0:  # b < 0: 0^b log 0 = inf * -inf = -inf, as for a tensor base (PyTorch)
+                gb = api.where(api.ge(b, 0), 0, api.mul(g, -math.inf))
             else:
                 gb = api.mul(g, api.mul(y, math.log(a) if a > 0 else math.nan))
         else:

@@ -156,3 +156,15 @@ def test_zero_dim_gradients():
     g = y.backward()
     assert x.grad(g).shape == ()
     np.testing.assert_allclose(x.grad(g).numpy(), np.exp(1.3) * 2.3)
+
+
+def test_pow_gradient_of_a_scalar_zero_base():
+    """d/db 0^b: 0 for b >= 0, -inf for b < 0 (0^b log 0 = inf * -inf), the same as for a tensor
+    base of zeros and as PyTorch (was nan for the Python-scalar base)."""
+    b = rt.tensor([-2.0, -1.0, 0.0, 2.0], device=AD).require_grad()
+    got = b.grad(rt.pow(0.0, b).sum().backward()).numpy()
+    want = np.array([-np.inf, -np.inf, 0.0, 0.0], np.float32)
+    np.testing.assert_array_equal(got, want)
+    base = rt.zeros(4, device=AD)
+    b2 = rt.tensor([-2.0, -1.0, 0.0, 2.0], device=AD).require_grad()
+    np.testing.assert_array_equal(b2.grad(rt.pow(base, b2).sum().backward()).numpy(), want)
