@@ -262,21 +262,22 @@ def clear_dispatch_cache() -> None:
 
 
 def synchronize(device=None) -> None:
-    """Wait for ``device``'s outstanding work (every loaded kernel set's when None): on cuda the
-    queued kernels; on cpu the kernel builds this process left to a background worker (after it,
-    every kernel runs its final variant; benchmarks call it before timing)."""
+    """Wait for ``device``'s outstanding work (every usable device's, ``rt.devices()``, when
+    None): on cuda the queued kernels; on cpu the kernel builds this process left to a
+    background worker (after it, every kernel runs its final variant; benchmarks call it before
+    timing)."""
+    from .device import device as _parse, devices
     if device is None:
-        sets = [(ks, 0) for ks in list(_KERNELS.values())]
+        targets = devices()
     else:
-        from .device import device as _parse
         d = getattr(_parse(device), "innermost", None)
         if not isinstance(d, PlainDevice):
             raise DeviceError(f"synchronize: {device} runs on no kernel set")
-        sets = [(kernels_for(d), d.index)]
-    for ks, index in sets:
-        fn = getattr(ks, "synchronize", None)
+        targets = [d]
+    for d in targets:
+        fn = getattr(kernels_for(d), "synchronize", None)
         if fn is not None:
-            fn(index)
+            fn(d.index)
 
 
 def empty_cache() -> None:

@@ -35,7 +35,7 @@ ENABLED = (os.environ.get("JIT_KERNELS_BACKGROUND_COMPILE", "1") != "0"
 _RECHECK_S = 0.02  # how often a pending job's marker is looked at
 
 _LOCK = threading.RLock()
-_worker: tuple | None = None  # (owner pid, worker pid, pipe write fd)
+_worker = None                # (owner pid, worker pid, pipe write fd); False: it failed
 _PENDING: dict = {}           # job name -> monotonic time of the last marker check
 _JOBS: dict = {}              # job name -> job (what the worker is sent)
 _SENT: dict = {}              # job name -> how often it was sent
@@ -133,25 +133,25 @@ _WORKER_CODE = "from jit_kernels.cpu._background import _worker_main; _worker_ma
 
 
 def _worker_alive() -> bool:
+    """Whether this process's worker runs; one that exited while its parent lives has failed
+    (it only ends when the pipe closes), and no other is started."""
     global _worker
-    if _worker is None or _worker[0] != os.getpid():  # none, or inherited across a fork
+    if not _worker or _worker[0] != os.getpid():  # none, failed, or inherited across a fork
         return False
     done, _ = os.waitpid(_worker[1], os.WNOHANG)
     if done:
         os.close(_worker[2])
-        _worker = None
+        _worker = False
         return False
     return True
 
 
 def _send(name: str, job: dict) -> bool:
     global _worker
+    if _worker is None:
+        _worker = _start_worker() or False
     if not _worker_alive():
-        if _worker is None and "worker failed" not in _DONE:
-            _worker = _start_worker()
-        if _worker is None:
-            _DONE.add("worker failed")
-            return False
+        return False
     _write(_path(name, ".building"), str(_worker[1]))
     _SENT[name] = _SENT.get(name, 0) + 1
     try:

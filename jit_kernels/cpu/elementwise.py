@@ -381,12 +381,10 @@ def _flat(fns, shape, n, *args):
     else:  # ravel: a view of a C-contiguous array, and half the cost of reshape(-1)
         o = out.ravel()
         args = [a.ravel() if isinstance(a, _ndarray) else a for a in args]
-    if n >= PAR_THRESHOLD:
-        nt = nthreads()
-        if _parallel_ready(fns[1], (*args, o, nt)):
-            fns[1](*args, o, nt)
-            return out
-    fns[0](*args, o)  # (the serial variant also stands in while the parallel one builds)
+    if n >= PAR_THRESHOLD and _parallel_ready(fns[1], (*args, o, nt := nthreads())):
+        fns[1](*args, o, nt)
+    else:  # (the serial variant also stands in while the parallel one builds)
+        fns[0](*args, o)
     return out
 
 
@@ -492,12 +490,10 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
 
 
 def _strided(mod, total, args, out1):
-    if total >= PAR_THRESHOLD:
-        nt = nthreads()
-        if _parallel_ready(mod.strided_par, (*args, out1, nt)):
-            mod.strided_par(*args, out1, nt)
-            return
-    mod.strided_serial(*args, out1)
+    if total >= PAR_THRESHOLD and _parallel_ready(mod.strided_par, (*args, out1, nt := nthreads())):
+        mod.strided_par(*args, out1, nt)
+    else:
+        mod.strided_serial(*args, out1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -562,12 +558,11 @@ def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype):
                     return out
                 out = _pool_empty(shape, od)
                 o = out.ravel()
-                if n >= PAR_THRESHOLD:
-                    nt = nthreads()
-                    if _parallel_ready(par, (a.ravel(), b.ravel(), o, nt)):
-                        par(a.ravel(), b.ravel(), o, nt)
-                        return out
-                ser(a.ravel(), b.ravel(), o)
+                a, b = a.ravel(), b.ravel()
+                if n >= PAR_THRESHOLD and _parallel_ready(par, (a, b, o, nt := nthreads())):
+                    par(a, b, o, nt)
+                else:
+                    ser(a, b, o)
                 return out
             return binary(op, a, b, cd, od)
         return f

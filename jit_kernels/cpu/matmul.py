@@ -18,10 +18,11 @@ Three paths, chosen per call:
   last dim there and is copied when it has none.  Integer matmul wraps on overflow.
 
 From an empty disk cache the packed gemm takes 10-12 s to compile, so the first call that needs
-it starts that compile in a child process (``_background``) and the blocked kernel serves the
-float products until the child is done: it sums each output in the gemm's order (an FMA chain
-per KC block, the blocks added in order), so the switch changes no bit, only the speed (1.5-3.5x
-slower meanwhile).  ``warmup()`` waits for the gemm.
+a driver sends its build (micro-kernel and that driver) to the background worker
+(``_background``) and the blocked kernel serves the float products until it is done: it sums
+each output in the gemm's order (an FMA chain per KC block, the blocks added in order), so the
+switch changes no bit, only the speed (1.5-3.5x slower meanwhile).  ``warmup()`` waits for
+every driver.
 
 K = 0 gives zeros.  SLP is off in Numba by default (an LLVM miscompile); ``_gemm_module``
 switches it on only around the eager compile of the micro-kernel ``uk`` (with ``cache=True`` a
@@ -114,10 +115,7 @@ def _gemm_module(dtype):
     Only the micro-kernel ``uk`` is compiled with ``numba.config.SLP_VECTORIZE`` on (see
     ``_matmul_gen``); the drivers are ordinary kernels that inline its vectorised code.
     """
-    mod = _GEMM.get(dtype)
-    if mod is None:
-        mod = once(_GEMM, _GEMM_LOCK, dtype, _build_gemm)
-    return mod
+    return once(_GEMM, _GEMM_LOCK, dtype, _build_gemm)
 
 
 DRIVERS = ("gemm_serial", "gemm_batch", "gemm_rows")
@@ -129,15 +127,19 @@ def _driver(dtype, name):
     mod = _gemm_module(dtype)
     if (dtype, name) not in _DRIVERS:
         with _GEMM_LOCK:
-            import numba
-            T = numba.from_dtype(dtype)
-            A = T[::1]
-            i = numba.int64
+            T, A, i = _types(dtype)
             sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
             getattr(mod, name).compile(sig + (i,) if name == "gemm_rows" else sig)
             _DRIVERS.add((dtype, name))
             _background.mark_ready(_job(dtype, name))
     return mod
+
+
+def _types(dtype):
+    """(element type, C-contiguous 1-d array type, int64) of the gemm's signatures."""
+    import numba
+    T = numba.from_dtype(dtype)
+    return T, T[::1], numba.int64
 
 
 def _job(dtype, driver):
@@ -187,11 +189,8 @@ def _build_gemm(dtype):
     import numba
     from jit_kernels.codegen import load_generated_module
 
-    src, name = _gemm_source(dtype)
-    mod = load_generated_module(src, f"cpu_gemm_{dtype.name}")
-    T = numba.from_dtype(dtype)
-    A = T[::1]
-    i = numba.int64
+    mod = load_generated_module(_gemm_source(dtype)[0], f"cpu_gemm_{dtype.name}")
+    T, A, i = _types(dtype)
     sig = (i, A, i, A, i, A, i, i, numba.boolean, T)
     old = numba.config.SLP_VECTORIZE
     numba.config.SLP_VECTORIZE = 1

@@ -86,12 +86,10 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
     ses = [0 if n == 1 else s for n, s in zip(src.shape, ses)]
     shp, (ss, ds) = coalesce(dst.shape, [ses, des])
     args = (total, i64(shp), sb, so, i64(ss), db, do, i64(ds))
-    if total >= PAR_THRESHOLD:
-        nt = nthreads()
-        if parallel_ready(_copy_par, (*args, nt)):
-            _copy_par(*args, nt)
-            return
-    _copy_serial(*args)  # (also while _copy_par builds in the background: the same copy)
+    if total >= PAR_THRESHOLD and parallel_ready(_copy_par, (*args, nt := nthreads())):
+        _copy_par(*args, nt)
+    else:  # (also while _copy_par builds in the background: the same copy)
+        _copy_serial(*args)
 
 
 def copy(x):

@@ -261,7 +261,8 @@ def _make_softmax(name: str, log: bool, onnx):
         (x,) = args
         axis = attrs["axis"]
         # the front end records a normalised axis; anything else (a crafted graph) is refused
-        if normalize_axis(name, axis, x.ndim, x.shape) != axis or x.ndim == 0:
+        if type(axis) is not int or not 0 <= axis < x.ndim:
+            normalize_axis(name, axis, x.ndim, x.shape)  # not an int, or out of range: says so
             raise ShapeError(f"{name}: axis {axis!r} is not a normalised axis of a tensor of "
                              f"shape {tuple(x.shape)}")
         return x.shape, (x.dtype if x.dtype.is_float else D.float32)

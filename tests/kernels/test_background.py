@@ -128,3 +128,21 @@ def test_prange_kernel_built_by_the_worker_is_loaded_not_compiled(job_dir):
     fn(x, out)
     np.testing.assert_array_equal(out, 2 * x)
     assert sum(fn.stats.cache_hits.values()) == 1 and not fn.stats.cache_misses
+
+
+def test_rt_synchronize_waits_for_the_background_builds(job):
+    import runtime as rt
+    name = _name()
+    assert bg.submit(name, job("build", name)) is True
+    rt.synchronize("cpu")
+    assert bg.is_ready(name) and name not in bg._PENDING
+    rt.synchronize()                      # every loaded kernel set
+    rt.synchronize(rt.autodiff(rt.cpu()))  # an autodiff device waits for its inner device
+
+
+def test_rt_synchronize_of_a_capture_device_is_an_error():
+    import runtime as rt
+    cap = rt.CaptureDevice()
+    with pytest.raises(rt.DeviceError) as e:
+        rt.synchronize(cap)
+    assert str(e.value) == f"synchronize: {cap} runs on no kernel set"
