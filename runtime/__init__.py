@@ -15,15 +15,7 @@ from .errors import (AutodiffMoveError, AutodiffNotMarkedError, CaptureAutodiffE
                      ShapeError, TensorRuntimeError)
 from .dispatch import empty_cache, synchronize
 from .movement import can_move
-from .ops.api import (abs, add, arange, argmax, argmin, broadcast_to, cast, cat, ceil, chunk,
-                      clamp, clip, concatenate, cos, div, empty, eq, erf, exp, expand, eye,
-                      flatten, floor, from_numpy, full, gather, ge, gelu, getitem, gt, le, log,
-                      log_softmax, logical_and, logical_not, logical_or, logsumexp, lt,
-                      manual_seed, matmul, max, maximum, mean, min, minimum, mul, ne, neg,
-                      ones, ones_like, permute, pow, prod, rand, randn, reciprocal, relu,
-                      reshape, rsqrt, scatter_add, sigmoid, sign, sin, slice_assign, softmax,
-                      split, sqrt, squeeze, stack, sub, sum, take, tanh, tensor, transpose,
-                      unsqueeze, var, where, zeros, zeros_like)
+from .ops.api import *  # noqa: E402,F401,F403  (every front-end function: rt.add, rt.sum, ...)
 from . import nn  # noqa: E402
 from .autodiff import *  # noqa: E402,F401,F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
 from .capture import *  # noqa: E402,F401,F403  (CaptureDevice, capture(), load_graph(), ...)

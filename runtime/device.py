@@ -72,7 +72,12 @@ class Device:
 
 
 class PlainDevice(Device):
-    """A device whose ops run on a kernel set (``cpu``, ``cuda:N``)."""
+    """A device whose ops run on a kernel set (``cpu``, ``cuda:N``).
+
+    ``execute(spec, args, attrs, shape, dtype)`` lowers a catalogue op onto the kernel set and
+    ``to_host(t)`` reads a tensor back: they are ``runtime.dispatch.execute_plain`` and
+    ``to_host_plain`` (the dispatch layer is the one module that reaches kernel sets), bound
+    at the end of this module."""
 
     __slots__ = ("kind", "index")
 
@@ -203,3 +208,10 @@ def default_device(d=None):
 
 def current_default() -> Device:
     return _default.stack[-1]
+
+
+# PlainDevice's execute/to_host (see its docstring); dispatch imports this module, so bind last
+from .dispatch import execute_plain as _execute_plain, to_host_plain as _to_host_plain  # noqa: E402
+
+PlainDevice.execute = _execute_plain
+PlainDevice.to_host = _to_host_plain

@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import dtypes as D
 from .device import Device, PlainDevice
 from .errors import DeviceError, DeviceMismatchError, IndexOutOfRangeError
-from .ops.catalogue import CATALOGUE, OpSpec, _Meta
+from .ops.registry import CATALOGUE, Meta as _Meta, OpSpec
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "execute_plain", "kernels_for", "kernels_for_kind",
@@ -65,8 +65,9 @@ def _mix(name: str, d1: Device, d2: Device) -> Device:
 
 # Per-op decisions for the small-op fast path: (op, plain device kind, shape/dtype or scalar type
 # per operand) -> (spec, shape, dtype, fn), where fn(payloads...) is the kernel set's prepared kernel
-# for those dtypes.  Filled by ``_dispatch`` after a successful infer for attr-less unary/binary
-# ops on plain devices; an entry is used only while the catalogue still holds the same spec.
+# for those dtypes (a composite's fused decomposition).  Filled by ``execute_plain`` after an
+# attr-less unary/binary op ran on plain tensors (directly or as an autodiff device's inner op);
+# an entry is used only while the catalogue still holds the same spec.
 _FAST: dict = {}
 _FAST_MAX = 8192
 _SCALAR_TYPES = (int, float, bool)
@@ -80,7 +81,31 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
         out = fast_plain(name, args)
         if out is not None:
             return out
-    return _dispatch(name, args, attrs)
+        # A device may take attr-less ops before infer (``execute_fast``: autodiff, when its
+        # inner device has a cached fast-path decision); None means "go the general way".
+        for a in args:
+            if type(a) is Tensor:
+                fast = a.device.execute_fast
+                if fast is not None:
+                    out = fast(name, args)
+                    if out is not None:
+                        return out
+                break
+    spec = CATALOGUE[name]
+    device = common_device(name, args)
+    if attrs is None:
+        attrs = {}
+        key = _infer_key(name, args) if spec.family in _INFER_FAMILIES else None
+        hit = _INFER.get(key) if key is not None else None
+        if hit is not None and hit[0] is spec:
+            shape, dtype = hit[1], hit[2]
+        else:
+            shape, dtype = spec.infer(args, attrs)
+            if key is not None and len(_INFER) < _FAST_MAX:
+                _INFER[key] = (spec, shape, dtype)
+    else:
+        shape, dtype = spec.infer(args, attrs)
+    return device.execute(spec, args, attrs, shape, dtype)
 
 
 def fast_plain(name: str, args: tuple):
@@ -118,37 +143,6 @@ def fast_plain(name: str, args: tuple):
     return None
 
 
-def _dispatch(name, args, attrs):
-    if attrs is None:
-        # A device may take attr-less ops before infer (``execute_fast``: autodiff, when its
-        # inner device has a cached fast-path decision); None means "go the general way".
-        for a in args:
-            if type(a) is Tensor:
-                fast = a.device.execute_fast
-                if fast is not None:
-                    out = fast(name, args)
-                    if out is not None:
-                        return out
-                break
-    spec = CATALOGUE[name]
-    device = common_device(name, args)
-    if attrs is None:
-        attrs = {}
-        key = _infer_key(name, args) if spec.family in _INFER_FAMILIES else None
-        hit = _INFER.get(key) if key is not None else None
-        if hit is not None and hit[0] is spec:
-            shape, dtype = hit[1], hit[2]
-        else:
-            shape, dtype = spec.infer(args, attrs)
-            if key is not None and len(_INFER) < _FAST_MAX:
-                _INFER[key] = (spec, shape, dtype)
-        if type(device) is PlainDevice and PlainDevice.execute is execute_plain:
-            _remember(name, spec, device, args, shape, dtype)
-    else:
-        shape, dtype = spec.infer(args, attrs)
-    return device.execute(spec, args, attrs, shape, dtype)
-
-
 # Shape/dtype results of attr-less unary/binary ops by operand shapes and dtypes (Python
 # scalars by type: promotion treats them by kind), for devices that skip the fast path
 # (capture, autodiff): (op, shape/type, dtype per operand) -> (spec, shape, dtype).
@@ -172,14 +166,24 @@ def _infer_key(name, args):
     return None
 
 
-def _prepared_fn(name, spec, ks, args, dtype):
+def _prepared_fn(name, spec, ks, device, args, dtype):
     """The kernel set's prepared kernel for attr-less unary/binary op ``spec`` on operands
     ``args`` (tensors or (shape, dtype) stand-ins, and int/float/bool scalars), or None."""
+    if spec.lowering == "composite":
+        # its fused decomposition, for tensor operands only (a scalar is baked into it)
+        if not all(isinstance(a, _OPERAND_TYPES) for a in args):
+            return None
+        from .ops.composite import runner
+        run = runner(spec, device, args, {})
+
+        def composite(*payloads):
+            return run(payloads)
+        return composite
     if spec.family == "binary" and len(args) == 2:
         prep = getattr(ks, "binary_fn", None)
         if prep is None or spec.lowering != "binary":
             return None
-        from .ops.catalogue import binary_dtypes
+        from .ops.elementwise import binary_dtypes
         a, b = args
         ta, tb = isinstance(a, _OPERAND_TYPES), isinstance(b, _OPERAND_TYPES)
         if (not ta and type(a) not in _SCALAR_TYPES) or (not tb and type(b) not in _SCALAR_TYPES):
@@ -211,7 +215,7 @@ def _remember(name, spec, device, args, shape, dtype) -> None:
         key = (name, device.kind, args[0].shape, args[0].dtype)
     else:
         return
-    fn = _prepared_fn(name, spec, kernels_for_kind(device.kind), args, dtype)
+    fn = _prepared_fn(name, spec, kernels_for_kind(device.kind), device, args, dtype)
     if fn is not None:
         _FAST[key] = (spec, shape, dtype, fn)
 
@@ -229,18 +233,18 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, shape, dtype)
     metas = tuple(operands)
     name = spec.name
     kq = spec.lowering
-    if not attrs and PlainDevice.execute is execute_plain:
+    if not attrs:
         if (kq == "binary" and len(metas) == 2
                 and all(isinstance(m, _Meta) for m in metas) and metas[0].shape != metas[1].shape):
             # broadcasting tensor operands: the prepared kernel would only fall back to this
-            from .ops.catalogue import binary_dtypes
+            from .ops.elementwise import binary_dtypes
             compute, out = binary_dtypes(name, metas[0], metas[1])
             binary, cnp, onp = ks.binary, compute.np, out.np
 
             def bstep(a, b):
                 return binary(name, a, b, cnp, onp)
             return bstep
-        fn = _prepared_fn(name, spec, ks, metas, dtype)
+        fn = _prepared_fn(name, spec, ks, device, metas, dtype)
         if fn is not None:
             return fn
     if kq == "reduce" and len(metas) == 1:
@@ -283,8 +287,10 @@ def synchronize(device=None) -> None:
 def empty_cache() -> None:
     """Release every cached device buffer (each loaded kernel set's ``empty_cache``) and the
     cached per-op decisions."""
+    from .ops import composite
     _FAST.clear()
     _INFER.clear()
+    composite.clear()
     for ks in list(_KERNELS.values()):
         fn = getattr(ks, "empty_cache", None)
         if fn is not None:
@@ -299,14 +305,17 @@ def create(name: str, device: Device, attrs: dict) -> Tensor:
 
 
 def execute_plain(device: PlainDevice, spec: OpSpec, args, attrs, shape, dtype) -> Tensor:
-    """Lower ``spec`` onto the kernel set of a plain device and wrap the result."""
-    ks = kernels_for_kind(device.kind)
+    """``PlainDevice.execute``: lower ``spec`` onto the device's kernel set and wrap the result
+    (an attr-less unary/binary call also leaves its fast-path decision in ``_FAST``)."""
+    ks = _KERNELS.get(device.kind) or kernels_for_kind(device.kind)
     payloads = [a._payload if isinstance(a, Tensor) else a for a in args]
     try:
         out = spec.kernel(ks, payloads, args, attrs, shape, dtype, device)
     except IndexError as exc:  # kernels check index values, the only thing they see first
         raise IndexOutOfRangeError(f"{spec.name}: {exc} (input shapes "
                                    f"{', '.join(str(getattr(a, 'shape', ())) for a in args)})") from None
+    if not attrs and spec.family in _INFER_FAMILIES:
+        _remember(spec.name, spec, device, args, shape, dtype)
     return Tensor._wrap(out, shape, dtype, device)
 
 
@@ -331,7 +340,3 @@ def to_host_plain(device: PlainDevice, t: Tensor):
     return a
 
 
-# Plain devices execute and read back through their kernel set; this module is the only one
-# that reaches kernel sets, so it installs both methods.
-PlainDevice.execute = execute_plain
-PlainDevice.to_host = to_host_plain

@@ -12,7 +12,7 @@ from .checkpoint import STRATEGIES
 from .gradients import Gradients
 from .grad_mode import _mode
 
-from ..dispatch import dispatch as _dispatch, fast_plain as _fast_plain  # noqa: E402
+from ..dispatch import fast_plain as _fast_plain  # noqa: E402
 from ..ops.catalogue import CATALOGUE as _CATALOGUE  # noqa: E402
 from .tape import Node  # noqa: E402
 
@@ -73,56 +73,20 @@ class AutodiffDevice(Device):
         return self.inner.innermost
 
     # ---- execution -------------------------------------------------------------------
-    def execute(self, spec, args, attrs, shape, dtype) -> Tensor:
-        inner_args = []
-        inputs = []
-        tracked = False
-        for a in args:
-            p = getattr(a, "_payload", None)
-            if type(p) is AutodiffValue:
-                inner_args.append(p.inner)
-                node = p.node
-                if node is not None:
-                    tracked = True
-                    inputs.append(node)
-                else:
-                    inputs.append(p.inner)
-            else:           # a plain tensor on the inner device, or a Python scalar: a constant
-                inner_args.append(a)
-                inputs.append(a)
-        record = tracked and _mode.disabled == 0 and spec.differentiable
-        if record and spec.backward is None:
-            raise AutodiffNotMarkedError()
-        if attrs or (spec.family != "unary" and spec.family != "binary"):
-            # shape and dtype are the outer infer's (same operand shapes and dtypes inside)
-            out = self.inner.execute(spec, tuple(inner_args), attrs, shape, dtype)
-        else:   # attr-less unary/binary ops go back through dispatch, whose small-op fast path
-            # (filled on this first call) ``execute_fast`` then takes without any infer
-            out = _dispatch(spec.name, tuple(inner_args), None)
-        node = None
-        if record and dtype.is_float:
-            node = Node(spec.backward, spec, attrs, tuple(inputs), out.shape, out.dtype,
-                        out.device, out, self.checkpointing == "none" or spec.cost != "memory")
-        return _new(_AV(out, node), shape, dtype, self, out.id)   # keep: checkpoint.keeps_output
-
-    def execute_fast(self, name, args):
-        """An attr-less op without the outer infer: when every tensor operand is on this
-        device (or a plain constant on the inner one) and the inner device's small-op fast
-        path covers the unwrapped call, run it and record the node; else None (nothing run,
-        ``dispatch`` goes the general way, which also raises every error)."""
-        fam = _CATALOGUE[name].family
-        if fam != "unary" and fam != "binary":   # the fast path holds no other ops
-            return None
+    def _unwrap(self, args, checked: bool):
+        """(inner operands, tape inputs, any tracked) of ``args``: an autodiff tensor gives its
+        inner tensor (and its node when tracked); a plain tensor on the inner device or a
+        Python scalar is a constant.  Unless ``checked`` (dispatch found the common device),
+        None when an operand is on another device or of another type."""
         inner = self.inner
         inner_args = []
         inputs = []
         tracked = False
         for a in args:
-            if type(a) is Tensor:
+            if type(a) is Tensor or isinstance(a, Tensor):
                 p = a._payload
                 if type(p) is AutodiffValue:
-                    d = a.device
-                    if d is not self and d != self:
+                    if not checked and a.device is not self and a.device != self:
                         return None
                     inner_args.append(p.inner)
                     node = p.node
@@ -131,33 +95,63 @@ class AutodiffDevice(Device):
                         inputs.append(node)
                     else:
                         inputs.append(p.inner)
-                else:
-                    d = a.device
-                    if d is not inner and d != inner:
-                        return None
-                    inner_args.append(a)
-                    inputs.append(a)
-            elif type(a) in _SCALAR_TYPES:
-                inner_args.append(a)
-                inputs.append(a)
-            else:
+                    continue
+                if not checked and a.device is not inner and a.device != inner:
+                    return None
+            elif not checked and type(a) not in _SCALAR_TYPES:
                 return None
-        spec = None
-        if tracked and _mode.disabled == 0:
-            spec = _CATALOGUE[name]
-            if not spec.differentiable:
-                spec = None
-            elif spec.backward is None:
-                return None
-        out = _fast_plain(name, tuple(inner_args))
-        if out is None:
-            return None
+            inner_args.append(a)
+            inputs.append(a)
+        return tuple(inner_args), inputs, tracked
+
+    def _result(self, spec, attrs, inputs, out) -> Tensor:
+        """The autodiff tensor of inner result ``out``, with its tape node when ``spec`` is
+        recorded (``spec`` None: not recorded; only float results are tracked)."""
         node = None
         dtype = out.dtype
         if spec is not None and dtype.is_float:
-            node = Node(spec.backward, spec, {}, tuple(inputs), out.shape, dtype, out.device,
+            node = Node(spec.backward, spec, attrs, tuple(inputs), out.shape, dtype, out.device,
                         out, self.checkpointing == "none" or spec.cost != "memory")
-        return _new(_AV(out, node), out.shape, dtype, self, out.id)
+        return _new(_AV(out, node), out.shape, dtype, self, out.id)   # keep: checkpoint.keeps_output
+
+    def _recorded(self, spec, tracked: bool):
+        """``spec`` when an op on tracked operands is recorded now, else None; raises
+        ``AutodiffNotMarkedError`` for a differentiable op without a rule (custom ops)."""
+        if not tracked or _mode.disabled or not spec.differentiable:
+            return None
+        if spec.backward is None and spec.decompose is None:
+            raise AutodiffNotMarkedError()
+        return spec
+
+    def execute(self, spec, args, attrs, shape, dtype) -> Tensor:
+        inner_args, inputs, tracked = self._unwrap(args, True)
+        rec = self._recorded(spec, tracked)
+        if rec is not None and rec.backward is None:
+            # a composite without a rule of its own: differentiated through its decomposition
+            return spec.decompose(args, attrs)
+        # shape and dtype are the outer infer's (same operand shapes and dtypes inside)
+        out = self.inner.execute(spec, inner_args, attrs, shape, dtype)
+        return self._result(rec, attrs, inputs, out)
+
+    def execute_fast(self, name, args):
+        """An attr-less op without the outer infer: when every tensor operand is on this
+        device (or a plain constant on the inner one) and the inner device's small-op fast
+        path covers the unwrapped call, run it and record the node; else None (nothing run,
+        ``dispatch`` goes the general way, which also raises every error)."""
+        spec = _CATALOGUE[name]
+        fam = spec.family
+        if fam != "unary" and fam != "binary":   # the fast path holds no other ops
+            return None
+        unwrapped = self._unwrap(args, False)
+        if unwrapped is None:
+            return None
+        inner_args, inputs, tracked = unwrapped
+        if tracked and not _mode.disabled and spec.differentiable and spec.backward is None:
+            return None                         # (a composite's decomposition, or the error)
+        out = _fast_plain(name, inner_args)
+        if out is None:
+            return None
+        return self._result(self._recorded(spec, tracked), {}, inputs, out)
 
     def to_host(self, t):
         inner = t._payload.inner

@@ -1,0 +1,113 @@
+"""Composite ops on plain devices: the decomposition, captured once per operand signature and
+compiled with ``graph.compile``'s fusion pass and code generator, runs as one fused kernel.
+
+A composite record (``OpSpec`` with ``decompose`` and no ``kernel``) gets ``kernel_for(spec)``
+as its lowering.  The first call for an (op, device, operand shapes/dtypes, scalar operands,
+attrs) signature records ``decompose`` on a private capture device with placeholder inputs,
+compiles the graph for the device and keeps the runner (an LRU of ``MAX_RUNNERS``); the
+generated kernels are cached on disk like every fused kernel, so a second process compiles
+nothing.  A kernel set without fused kernels runs the recorded graph op by op instead.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+__all__ = ["kernel_for", "runner", "clear", "MAX_RUNNERS"]
+
+MAX_RUNNERS = 512
+_RUNNERS: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _freeze(v):
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    return (type(v), v)
+
+
+def _signature(spec, device, args, attrs):
+    ops = tuple((a.shape, a.dtype) if hasattr(a, "dtype") else (type(a), a) for a in args)
+    return (spec.name, device, ops, _freeze(attrs) if attrs else ())
+
+
+def runner(spec, device, args, attrs):
+    """``fn(tensor payloads) -> output payload`` computing composite ``spec`` on ``device``
+    for operands like ``args`` (tensors or (shape, dtype) stand-ins, and Python scalars)."""
+    key = _signature(spec, device, args, attrs)
+    fn = _RUNNERS.get(key)
+    if fn is not None:
+        return fn
+    with _LOCK:
+        fn = _RUNNERS.get(key)
+        if fn is None:
+            fn = _build(spec, device, args, attrs)
+            _RUNNERS[key] = fn
+            if len(_RUNNERS) > MAX_RUNNERS:
+                _RUNNERS.popitem(last=False)
+        return fn
+
+
+def clear() -> None:
+    """Forget every composite runner (``rt.empty_cache``)."""
+    with _LOCK:
+        _RUNNERS.clear()
+
+
+def _record(spec, args, attrs):
+    """The decomposition of ``spec`` on placeholders shaped like ``args``: a CapturedGraph."""
+    from ..capture.device import CaptureDevice
+    cap = CaptureDevice()
+    with cap.capture_scope() as scope:
+        inputs, call = [], []
+        for a in args:
+            if hasattr(a, "dtype"):
+                ph = scope.placeholder(a.shape, a.dtype)
+                inputs.append(ph)
+                call.append(ph)
+            else:
+                call.append(a)
+        out = spec.decompose(tuple(call), attrs)
+        scope.complete(inputs=inputs, outputs=[out])
+    return scope.graph
+
+
+def _build(spec, device, args, attrs):
+    from .. import dispatch
+    from ..tensor import Tensor
+    graph = _record(spec, args, attrs)
+    out_ir = graph.output_tensors[0]
+    want = spec.infer(tuple(args), attrs or {})
+    if (tuple(out_ir.shape), out_ir.dtype) != (tuple(want[0]), want[1]):
+        raise RuntimeError(f"composite op {spec.name!r}: its decomposition gives "
+                           f"{out_ir.dtype.name}{list(out_ir.shape)}, its rule "
+                           f"{want[1].name}{list(want[0])}")
+    ks = dispatch.kernels_for(device)
+    exe = graph.compile(device) if callable(getattr(ks, "fused", None)) else graph.bind(device)
+    steps = getattr(exe, "steps", ())
+    if len(steps) == 1 and steps[0][0] == "fused" and not exe.params:
+        # one generated kernel over the inputs: call the kernel set directly
+        _, prog, in_ids, _ = steps[0]
+        order = tuple(graph.inputs.index(t) for t in in_ids)
+        fused = ks.fused
+
+        def run_fused(payloads):
+            return fused(prog, [payloads[i] for i in order])[0]
+        return run_fused
+    irs = graph.input_tensors
+    wrap = Tensor._wrap
+
+    def run_graph(payloads):
+        ts = [wrap(p, ir.shape, ir.dtype, device) for p, ir in zip(payloads, irs)]
+        return exe(*ts)[0]._payload
+    return run_graph
+
+
+def kernel_for(spec):
+    """The lowering of composite ``spec``: its fused decomposition (see the module doc)."""
+    def composite_kernel(ks, p, args, attrs, shape, dtype, device):
+        fn = runner(spec, device, args, attrs)
+        return fn([q for q, a in zip(p, args) if hasattr(a, "dtype")])
+    return composite_kernel

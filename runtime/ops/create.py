@@ -1,0 +1,200 @@
+"""Creation ops (no tensor operands): ``init`` (a host value), ``full``, ``arange``, ``eye``,
+``rand``, ``randn``, and the front-end functions built on them (``tensor``, ``zeros``, ...)."""
+from __future__ import annotations
+
+import builtins as _b
+import math
+import numbers
+
+import numpy as np
+
+from .. import dtypes as D
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .args import device_arg, shape_arg
+from .registry import OpSpec, front_end, make, register
+from .shapes import prod
+
+
+
+# --------------------------------------------------------------------------- records
+def _infer_init(args, attrs):
+    v = attrs["value"]
+    return tuple(v.shape), D.from_numpy_dtype(v.dtype)
+
+
+def _infer_create(args, attrs):
+    return tuple(attrs["shape"]), D.as_dtype(attrs["dtype"])
+
+
+def _kernel_init(ks, p, args, attrs, shape, dtype, device):
+    return ks.from_host(attrs["value"], device.index)
+
+
+def _kernel_full(ks, p, args, attrs, shape, dtype, device):
+    return ks.full(shape, attrs["value"], dtype.np, device.index)
+
+
+def _kernel_arange(ks, p, args, attrs, shape, dtype, device):
+    return ks.arange(attrs["start"], attrs["step"], shape[0], dtype.np, device.index)
+
+
+def _kernel_eye(ks, p, args, attrs, shape, dtype, device):
+    return ks.eye(shape[0], shape[1], dtype.np, device.index)
+
+
+def _random(name, onnx):
+    def kernel(ks, p, args, attrs, shape, dtype, device):
+        from .. import random as _random
+        seed, offset = _random.take_offset(device, prod(shape))
+        return getattr(ks, name)(shape, dtype.np, seed, offset, device.index)
+
+    def infer(args, attrs):
+        shape, dt = _infer_create(args, attrs)
+        if not dt.is_float:
+            raise DTypeError(f"{name}: dtype must be float32 or float64, got {dt.name}")
+        return shape, dt
+
+    return register(OpSpec(name, "create", infer, kernel, differentiable=False, onnx=onnx))
+
+
+# a graph's constants and inputs are ``init`` ops; the exporter writes them as initializers
+register(OpSpec("init", "create", _infer_init, _kernel_init, differentiable=False,
+                onnx_skip="exported as a graph initializer or input, not as a node"))
+register(OpSpec("full", "create", _infer_create, _kernel_full, differentiable=False,
+                onnx="Constant"))
+register(OpSpec("arange", "create", _infer_create, _kernel_arange, differentiable=False,
+                onnx="Constant"))
+register(OpSpec("eye", "create", _infer_create, _kernel_eye, differentiable=False,
+                onnx="Constant"))
+_random("rand", "RandomUniform")
+_random("randn", "RandomNormal")
+
+
+# --------------------------------------------------------------------------- front end
+@front_end
+def tensor(data, dtype=None, device=None) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, scalars, arrays, tensors)."""
+    dev = device_arg(device)
+    if isinstance(data, Tensor):
+        t = data.to(dev)
+        if dtype is None:
+            return t
+        from .elementwise import cast
+        return cast(t, dtype)
+    if isinstance(data, np.ndarray):
+        arr = np.array(data, copy=True)
+    else:
+        try:
+            arr = np.array(data)
+        except (ValueError, TypeError):
+            arr = np.empty(0, dtype=object)
+        if arr.dtype == object or arr.dtype.kind in "USV":
+            raise DTypeError(f"tensor: cannot make a tensor from ragged or non-numeric data {data!r}")
+        if arr.dtype.kind == "f":
+            arr = arr.astype(np.float32)
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype(np.int64)
+    if dtype is not None:
+        arr = arr.astype(D.as_dtype(dtype).np)
+    else:
+        D.from_numpy_dtype(arr.dtype, "tensor")
+    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
+        arr = arr.copy(order="C")
+    return make("init", dev, {"value": arr})
+
+
+@front_end
+def from_numpy(a, device=None) -> Tensor:
+    """A tensor with ``a``'s values and dtype (shares memory on cpu; do not mutate ``a``)."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
+    D.from_numpy_dtype(a.dtype, "from_numpy")
+    return make("init", device_arg(device), {"value": a})
+
+
+@front_end
+def full(shape, value, dtype=None, device=None) -> Tensor:
+    """A tensor of ``shape`` filled with ``value`` (dtype from the value when not given)."""
+    shape = shape_arg("full", (shape,) if isinstance(shape, int) else tuple(shape))
+    dt = D.scalar_dtype(value) if dtype is None else D.as_dtype(dtype)
+    return make("full", device_arg(device), {"shape": shape, "dtype": dt.name, "value": value})
+
+
+@front_end
+def zeros(*shape, dtype=D.float32, device=None) -> Tensor:
+    """A tensor of zeros."""
+    return full(shape_arg("zeros", shape), 0, dtype, device)
+
+
+@front_end
+def ones(*shape, dtype=D.float32, device=None) -> Tensor:
+    """A tensor of ones."""
+    return full(shape_arg("ones", shape), 1, dtype, device)
+
+
+@front_end
+def empty(*shape, dtype=D.float32, device=None) -> Tensor:
+    """A tensor of ``shape`` (filled with zeros: uninitialised memory is never exposed)."""
+    return full(shape_arg("empty", shape), 0, dtype, device)
+
+
+@front_end
+def zeros_like(t, dtype=None) -> Tensor:
+    return full(t.shape, 0, dtype or t.dtype, t.device)
+
+
+@front_end
+def ones_like(t, dtype=None) -> Tensor:
+    return full(t.shape, 1, dtype or t.dtype, t.device)
+
+
+@front_end
+def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+    """Values from ``start`` to ``stop`` (exclusive) by ``step``."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ShapeError("arange: step must be non-zero")
+    for v in (start, stop, step):
+        if not isinstance(v, (numbers.Real, np.generic)):
+            raise TypeError(f"arange: expected real numbers, got {v!r}")
+    all_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                  for v in (start, stop, step))
+    dt = D.as_dtype(dtype) if dtype is not None else (D.int64 if all_int else D.float32)
+    n = _b.max(0, math.ceil((stop - start) / step))
+    return make("arange", device_arg(device),
+                {"shape": (n,), "dtype": dt.name, "start": start, "step": step})
+
+
+@front_end
+def eye(n, m=None, dtype=D.float32, device=None) -> Tensor:
+    """The identity matrix (n×m)."""
+    m = n if m is None else m
+    shape = shape_arg("eye", (n, m))
+    return make("eye", device_arg(device), {"shape": shape, "dtype": D.as_dtype(dtype).name})
+
+
+@front_end
+def rand(*shape, dtype=D.float32, device=None) -> Tensor:
+    """Uniform [0, 1) values from the device's seeded stream."""
+    return make("rand", device_arg(device),
+                {"shape": shape_arg("rand", shape), "dtype": D.as_dtype(dtype).name})
+
+
+@front_end
+def randn(*shape, dtype=D.float32, device=None) -> Tensor:
+    """Standard-normal values from the device's seeded stream."""
+    return make("randn", device_arg(device),
+                {"shape": shape_arg("randn", shape), "dtype": D.as_dtype(dtype).name})
+
+
+@front_end
+def manual_seed(seed: int, device=None) -> None:
+    """Restart the random stream of ``device`` (all devices when None) at ``seed``."""
+    from .. import random as _random
+    if device is None:
+        _random.seed_all(seed)
+    else:
+        from ..device import device as _parse_device
+        _parse_device(device).seed(seed)

@@ -1,0 +1,464 @@
+"""Elementwise ops: unary, binary (NumPy broadcasting, Python-scalar operands), ``where``,
+``cast``, ``clamp``, and composites written as their decomposition (``log1p``, ``softplus``,
+``silu``, ``mish``, ``logaddexp``).
+
+A native op is one ``_unary``/``_binary`` line here (dtype rule, ONNX name, gradient) plus its
+scalar body in ``jit_kernels``' op table; a composite is one ``_composite`` record here.
+
+Gradient conventions at non-differentiable points (as in PyTorch): ``abs``/``relu`` use 0 at 0;
+``clamp`` passes the gradient where ``min <= x <= max``; ``maximum``/``minimum`` split it evenly
+between tied operands.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import dtypes as D
+from ..errors import DTypeError
+from ..tensor import Tensor
+from .args import operand, tensor_arg
+from .registry import Meta, OpSpec, dtype_names, float_of, front_end, register, run, shape_of
+from .shapes import broadcast_shapes
+
+# --------------------------------------------------------------------------- dtype rules
+# dtype rule per unary op: "same" keeps a numeric dtype (bool rejected), "float" maps
+# ints/bools to float32, "bool" always gives bool, "clamp" promotes by the bounds.
+# kind per binary op: "arith" (promoted), "div" (true division), "cmp" (bool out),
+# "logical" (operands as truth values, bool out).
+UNARY: dict = {}      # name -> (dtype rule, onnx name)
+BINARY: dict = {}     # name -> (kind, onnx name)
+# Two bool tensors: these stay bool (logical meaning, as in PyTorch); sub/pow/div are rejected
+# or promoted by their own rules.
+_BOOL_OK = {"add", "mul", "maximum", "minimum"}
+
+
+def unary_dtype(name: str, rule: str, x, attrs) -> D.DType:
+    dt = x.dtype
+    if rule == "same":
+        if dt.is_bool:
+            raise DTypeError(f"{name}: not defined for dtype bool (cast to an int or float dtype first)")
+        return dt
+    if rule == "float":
+        return dt if dt.is_float else D.float32
+    if rule == "bool":
+        return D.bool_
+    # clamp: the tensor's dtype, promoted by float bounds (int tensor, float bound -> float32)
+    if dt.is_bool:
+        raise DTypeError("clamp: not defined for dtype bool")
+    out = dt
+    for bound in (attrs.get("min"), attrs.get("max")):
+        if bound is not None:
+            out = D.result_type(Meta((), out), bound)
+    return out
+
+
+def binary_dtypes(name: str, a, b) -> tuple:
+    """(compute dtype, output dtype) of binary op ``name`` on operands ``a``, ``b``."""
+    kind = BINARY[name][0]
+    if kind == "logical":
+        return D.bool_, D.bool_
+    dt = D.result_type(a, b)
+    if kind == "cmp":
+        return dt, D.bool_
+    if kind == "div":
+        dt = dt if dt.is_float else D.float32
+        return dt, dt
+    if dt.is_bool and name not in _BOOL_OK:
+        raise DTypeError(f"{name}: not defined for two bool operands ({dtype_names((a, b))}); "
+                         f"cast one to an int or float dtype first")
+    return dt, dt
+
+
+# --------------------------------------------------------------------------- record makers
+def _unary(name, rule, onnx, grad=None, *, api=True, doc=None):
+    """A native unary op: its record, and its front-end function (a Tensor method too)."""
+    def infer(args, attrs):
+        (x,) = args
+        return x.shape, unary_dtype(name, rule, x, attrs)
+
+    def kernel(ks, p, args, attrs, shape, dtype, device):
+        return ks.unary(name, p[0], dtype.np, attrs)
+
+    UNARY[name] = (rule, onnx)
+    register(OpSpec(name, "unary", infer, kernel, differentiable=grad is not None,
+                    backward=None if grad is None else (lambda c, g: (grad(c, g),)),
+                    onnx=onnx, lowering="unary"))
+    if not api:
+        return None
+
+    def fn(x):
+        if type(x) is Tensor:
+            return run(name, (x,))
+        return run(name, (tensor_arg(name, x),))
+    fn.__name__ = name
+    fn.__doc__ = doc or f"Elementwise ``{name}``."
+    return front_end(fn, method=True)
+
+
+def _binary(name, kind, onnx, grad=None):
+    """A native binary op: its record and its front-end function (a Tensor method too)."""
+    def infer(args, attrs):
+        a, b = args
+        shape = broadcast_shapes(name, shape_of(a), shape_of(b))
+        return shape, binary_dtypes(name, a, b)[1]
+
+    def kernel(ks, p, args, attrs, shape, dtype, device):
+        compute, out = binary_dtypes(name, args[0], args[1])
+        return ks.binary(name, p[0], p[1], compute.np, out.np)
+
+    BINARY[name] = (kind, onnx)
+    register(OpSpec(name, "binary", infer, kernel, differentiable=grad is not None,
+                    backward=grad, onnx=onnx, lowering="binary"))
+    return front_end(_binary_fn(name), method=True)
+
+
+def _binary_fn(name, doc=None):
+    def fn(a, b):
+        if type(a) is Tensor and type(b) is Tensor:  # the common case, straight to dispatch
+            return run(name, (a, b))
+        a = operand(name, a)
+        b = operand(name, b)
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            raise TypeError(f"{name}: at least one operand must be a Tensor")
+        return run(name, (a, b))
+    fn.__name__ = name
+    fn.__doc__ = doc or f"Elementwise ``{name}`` with NumPy broadcasting and scalar operands."
+    return fn
+
+
+def _composite(name, arity, decompose, grad=None, doc=None):
+    """A composite elementwise op with a float result (ints and bools computed as float32):
+    its record (no kernel: it runs as its decomposition) and its front-end function."""
+    if arity == 1:
+        def infer(args, attrs):
+            (x,) = args
+            return x.shape, float_of(x.dtype)
+        fam = "unary"
+    else:
+        def infer(args, attrs):
+            a, b = args
+            shape = broadcast_shapes(name, shape_of(a), shape_of(b))
+            return shape, float_of(D.result_type(a, b))
+        fam = "binary"
+    register(OpSpec(name, fam, infer, decompose=decompose, backward=grad))
+    if arity == 1:
+        def fn(x):
+            return run(name, (tensor_arg(name, x),))
+        fn.__name__ = name
+        fn.__doc__ = doc
+    else:
+        fn = _binary_fn(name, doc)
+    return front_end(fn, method=True)
+
+
+def _as_float(x):
+    """A decomposition's operand in its float compute dtype (ints and bools as float32)."""
+    if isinstance(x, Tensor) and not x.dtype.is_float:
+        return cast(x, D.float32)
+    return x
+
+
+# --------------------------------------------------------------------------- unary
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_K = math.sqrt(2.0 / math.pi)
+
+
+def _grad_gelu(c, g):
+    x = c.input(0)                          # Phi(x) + x phi(x)
+    cdf = mul(add(erf(mul(x, _SQRT1_2)), 1), 0.5)
+    pdf = mul(exp(mul(mul(x, x), -0.5)), _INV_SQRT_2PI)
+    return mul(g, add(cdf, mul(x, pdf)))
+
+
+def _grad_gelu_tanh(c, g):
+    x = c.input(0)
+    x2 = mul(x, x)
+    t = tanh(mul(add(x, mul(mul(x2, x), 0.044715)), _K))
+    du = mul(add(mul(x2, 3 * 0.044715), 1), _K)
+    d = add(mul(add(t, 1), 0.5), mul(mul(x, sub(1, mul(t, t))), mul(du, 0.5)))
+    return mul(g, d)
+
+
+def _grad_rsqrt(c, g):
+    y = c.output()                          # d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 y^3
+    return mul(g, mul(mul(y, mul(y, y)), -0.5))
+
+
+def _grad_tanh(c, g):
+    y = c.output()
+    return mul(g, sub(1, mul(y, y)))
+
+
+def _grad_sigmoid(c, g):
+    y = c.output()
+    return mul(g, mul(y, sub(1, y)))
+
+
+neg = _unary("neg", "same", "Neg", lambda c, g: neg(g))
+abs = _unary("abs", "same", "Abs", lambda c, g: mul(g, sign(c.input(0))))  # noqa: A001
+sign = _unary("sign", "same", "Sign")
+relu = _unary("relu", "same", "Relu", lambda c, g: where(gt(c.input(0), 0), g, 0))
+floor = _unary("floor", "same", "Floor")
+ceil = _unary("ceil", "same", "Ceil")
+exp = _unary("exp", "float", "Exp", lambda c, g: mul(g, c.output()))
+log = _unary("log", "float", "Log", lambda c, g: div(g, c.input(0)))
+sqrt = _unary("sqrt", "float", "Sqrt", lambda c, g: div(mul(g, 0.5), c.output()))
+rsqrt = _unary("rsqrt", "float", None, _grad_rsqrt)
+sin = _unary("sin", "float", "Sin", lambda c, g: mul(g, cos(c.input(0))))
+cos = _unary("cos", "float", "Cos", lambda c, g: neg(mul(g, sin(c.input(0)))))
+tanh = _unary("tanh", "float", "Tanh", _grad_tanh)
+sigmoid = _unary("sigmoid", "float", "Sigmoid", _grad_sigmoid)
+_unary("gelu", "float", None, _grad_gelu, api=False)
+_unary("gelu_tanh", "float", None, _grad_gelu_tanh, api=False)
+erf = _unary("erf", "float", "Erf",
+             lambda c, g: mul(g, mul(exp(neg(mul(c.input(0), c.input(0)))), 2.0 / math.sqrt(math.pi))))
+reciprocal = _unary("reciprocal", "float", "Reciprocal",
+                    lambda c, g: neg(mul(g, mul(c.output(), c.output()))))
+logical_not = _unary("logical_not", "bool", "Not")
+negative = neg
+front_end(neg, name="negative", method=False)
+
+
+@front_end(method=True)
+def gelu(x, approximate: str = "none") -> Tensor:
+    """GELU: exact erf form, or the tanh approximation with ``approximate="tanh"``."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return run("gelu" if approximate == "none" else "gelu_tanh", (tensor_arg("gelu", x),))
+
+
+# clamp: a unary op with its bounds as attrs (the kernel set's ``unary("clamp", ...)``)
+def _grad_clamp(c, g):
+    x = c.input(0)
+    lo, hi = c.attrs.get("min"), c.attrs.get("max")
+    keep = None
+    if lo is not None:
+        keep = ge(x, lo)
+    if hi is not None:
+        k = le(x, hi)
+        keep = k if keep is None else logical_and(keep, k)
+    return where(keep, g, 0)
+
+
+_unary("clamp", "clamp", "Clip", _grad_clamp, api=False)
+
+
+@front_end(method=True, aliases=("clip",))
+def clamp(x, min=None, max=None) -> Tensor:  # noqa: A002
+    """Limit values to [min, max] (either bound may be None)."""
+    x = tensor_arg("clamp", x)
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    attrs = {"min": operand("clamp", min) if min is not None else None,
+             "max": operand("clamp", max) if max is not None else None}
+    return run("clamp", (x,), attrs)
+
+
+clip = clamp
+
+
+# --------------------------------------------------------------------------- binary
+def _grad_add(c, g):
+    return (g if c.needs(0) else None, g if c.needs(1) else None)
+
+
+def _grad_sub(c, g):
+    return (g if c.needs(0) else None, neg(g) if c.needs(1) else None)
+
+
+def _grad_mul(c, g):
+    return (mul(g, c.input(1)) if c.needs(0) else None,
+            mul(g, c.input(0)) if c.needs(1) else None)
+
+
+def _grad_div(c, g):
+    b = c.input(1)
+    ga = div(g, b) if c.needs(0) else None
+    gb = None
+    if c.needs(1):                          # d(a/b)/db = -a / b^2
+        gb = neg(div(mul(g, c.input(0)), mul(b, b)))
+    return ga, gb
+
+
+def _grad_pow(c, g):
+    a, b = c.input(0), c.input(1)
+    a_scalar, b_scalar = not hasattr(a, "shape"), not hasattr(b, "shape")
+    ga = gb = None
+    if c.needs(0):                          # b a^(b-1); 0 where b == 0 (as in PyTorch)
+        if b_scalar:
+            ga = mul(g, mul(pow(a, b - 1), b)) if b != 0 else mul(g, 0)
+        else:
+            d = mul(pow(a, sub(b, 1)), b)
+            ga = where(eq(b, 0), 0, mul(g, d))
+    if c.needs(1):                          # a^b log a; 0 where a == 0 and b >= 0
+        y = c.output()
+        if a_scalar:
+            if a == 0:  # b < 0: 0^b log 0 = inf * -inf = -inf, as for a tensor base (PyTorch)
+                gb = where(ge(b, 0), 0, mul(g, -math.inf))
+            else:
+                gb = mul(g, mul(y, math.log(a) if a > 0 else math.nan))
+        else:
+            d = mul(y, log(a))
+            gb = where(logical_and(eq(a, 0), ge(b, 0)), 0, mul(g, d))
+    return ga, gb
+
+
+def _share(first_wins, tie, dtype):
+    """1 where the operand wins, 1/2 on ties, 0 where it loses."""
+    return add(cast(first_wins, dtype), mul(cast(tie, dtype), 0.5))
+
+
+def _grad_maxmin(c, g):
+    a, b = c.input(0), c.input(1)
+    tie = eq(a, b)
+    big = c.node.spec.name == "maximum"
+    ga = gb = None
+    if c.needs(0):
+        ga = mul(g, _share(gt(a, b) if big else lt(a, b), tie, g.dtype))
+    if c.needs(1):
+        gb = mul(g, _share(gt(b, a) if big else lt(b, a), tie, g.dtype))
+    return ga, gb
+
+
+add = _binary("add", "arith", "Add", _grad_add)
+sub = _binary("sub", "arith", "Sub", _grad_sub)
+mul = _binary("mul", "arith", "Mul", _grad_mul)
+div = _binary("div", "div", "Div", _grad_div)
+pow = _binary("pow", "arith", "Pow", _grad_pow)  # noqa: A001
+maximum = _binary("maximum", "arith", "Max", _grad_maxmin)
+minimum = _binary("minimum", "arith", "Min", _grad_maxmin)
+eq = _binary("eq", "cmp", "Equal")
+ne = _binary("ne", "cmp", None)
+lt = _binary("lt", "cmp", "Less")
+le = _binary("le", "cmp", "LessOrEqual")
+gt = _binary("gt", "cmp", "Greater")
+ge = _binary("ge", "cmp", "GreaterOrEqual")
+logical_and = _binary("logical_and", "logical", "And")
+logical_or = _binary("logical_or", "logical", "Or")
+true_divide = divide = div
+subtract, multiply = sub, mul
+for _alias, _fn in (("true_divide", div), ("divide", div), ("subtract", sub),
+                    ("multiply", mul)):
+    front_end(_fn, name=_alias)
+
+
+# --------------------------------------------------------------------------- where, cast
+def _infer_where(args, attrs):
+    cond, a, b = args
+    shape = broadcast_shapes("where", shape_of(cond), shape_of(a), shape_of(b))
+    if not hasattr(cond, "dtype"):
+        raise DTypeError("where: the condition must be a tensor")
+    return shape, D.result_type(a, b)
+
+
+def _grad_where(c, g):
+    cond = c.input(0)
+    return (None,
+            where(cond, g, 0) if c.needs(1) else None,
+            where(cond, 0, g) if c.needs(2) else None)
+
+
+register(OpSpec("where", "select", _infer_where,
+                lambda ks, p, args, attrs, shape, dtype, device: ks.where(p[0], p[1], p[2], dtype.np),
+                backward=_grad_where, onnx="Where"))
+
+
+@front_end
+def where(cond, a, b) -> Tensor:
+    """``a`` where ``cond`` is true, else ``b`` (broadcasting; a/b may be scalars)."""
+    cond = tensor_arg("where", cond)
+    return run("where", (cond, operand("where", a), operand("where", b)))
+
+
+register(OpSpec("cast", "unary", lambda args, attrs: (args[0].shape, D.as_dtype(attrs["dtype"])),
+                lambda ks, p, args, attrs, shape, dtype, device: ks.cast(p[0], dtype.np),
+                backward=lambda c, g: (g,),     # the tape casts back to the input's dtype
+                onnx="Cast"))
+
+
+@front_end(aliases=("astype",))
+def cast(x, dtype) -> Tensor:
+    """``x`` converted to ``dtype`` (float→int truncates toward zero and saturates; NaN→0)."""
+    x = tensor_arg("cast", x)
+    dt = D.as_dtype(dtype)
+    if dt is x.dtype:
+        return x
+    return run("cast", (x,), {"dtype": dt.name})
+
+
+astype = cast
+
+
+# --------------------------------------------------------------------------- composites
+_LN2 = math.log(2.0)
+
+
+def _decompose_log1p(args, attrs):
+    # Kahan's log1p: u = 1 + x rounded; log(u) * x / (u - 1) cancels the rounding of u
+    # (within a few ulps of log1p), x itself where u == 1, and u where it overflowed to inf
+    x = _as_float(args[0])
+    u = add(x, 1)
+    d = sub(u, 1)
+    return where(eq(d, 0), x, where(eq(u, math.inf), u, mul(log(u), div(x, d))))
+
+
+log1p = _composite("log1p", 1, _decompose_log1p,
+                   grad=lambda c, g: (div(g, add(c.input(0), 1)),),
+                   doc="``log(1 + x)``, accurate for small ``x``.")
+
+
+def _decompose_softplus(args, attrs):
+    x = _as_float(args[0])
+    beta, threshold = attrs.get("beta", 1.0), attrs.get("threshold", 20.0)
+    bx = x if beta == 1.0 else mul(x, beta)
+    # max(bx, 0) + log1p(exp(-|bx|)): no overflow, exact in both tails
+    y = add(maximum(bx, 0), log1p(exp(neg(abs(bx)))))
+    if beta != 1.0:
+        y = div(y, beta)
+    return where(gt(bx, threshold), x, y)
+
+
+def _grad_softplus(c, g):
+    x = c.input(0)
+    beta, threshold = c.attrs.get("beta", 1.0), c.attrs.get("threshold", 20.0)
+    bx = x if beta == 1.0 else mul(x, beta)
+    return (where(gt(bx, threshold), g, mul(g, sigmoid(bx))),)
+
+
+register(OpSpec("softplus", "unary",
+                lambda args, attrs: (args[0].shape, float_of(args[0].dtype)),
+                decompose=_decompose_softplus, backward=_grad_softplus))
+
+
+@front_end(method=True)
+def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, and ``x`` where ``beta x > threshold`` (PyTorch's)."""
+    x = tensor_arg("softplus", x)
+    beta, threshold = float(beta), float(threshold)
+    if beta == 1.0 and threshold == 20.0:
+        return run("softplus", (x,))
+    return run("softplus", (x,), {"beta": beta, "threshold": threshold})
+
+
+silu = _composite("silu", 1, lambda args, attrs: mul(_as_float(args[0]), sigmoid(args[0])),
+                  doc="``x * sigmoid(x)`` (swish).")
+mish = _composite("mish", 1, lambda args, attrs: mul(_as_float(args[0]), tanh(softplus(args[0]))),
+                  doc="``x * tanh(softplus(x))``.")
+
+
+def _decompose_logaddexp(args, attrs):
+    a, b = (_as_float(v) for v in args)
+    m = maximum(a, b)
+    # m + log1p(exp(-|a - b|)), and m + log 2 where a == b (infinities of one sign included)
+    return where(eq(a, b), add(m, _LN2), add(m, log1p(exp(neg(abs(sub(a, b)))))))
+
+
+def _grad_logaddexp(c, g):
+    a, b = c.input(0), c.input(1)
+    return (mul(g, sigmoid(sub(a, b))) if c.needs(0) else None,
+            mul(g, sigmoid(sub(b, a))) if c.needs(1) else None)
+
+
+logaddexp = _composite("logaddexp", 2, _decompose_logaddexp, grad=_grad_logaddexp,
+                       doc="``log(exp(a) + exp(b))`` computed stably (NumPy's ``logaddexp``).")

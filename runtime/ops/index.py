@@ -1,0 +1,323 @@
+"""Indexing ops: basic indexing (``index``, a view), ``slice_assign``, ``take``, ``gather`` and
+``scatter_add``, and ``getitem`` (Python's ``x[key]``) on top of them.  Index *values* are
+checked by the kernels (``IndexOutOfRangeError``); everything else here."""
+from __future__ import annotations
+
+import builtins as _b
+import operator
+
+import numpy as np
+
+from ..errors import DTypeError, IndexOutOfRangeError, ShapeError
+from ..tensor import Tensor
+from .args import operand, tensor_arg
+from .create import full, tensor
+from .registry import OpSpec, front_end, register, run, shape_of
+from .shape import expand, reshape
+from .shapes import broadcast_shapes, normalize_axis, prod
+
+
+
+def index_shape(shape, key) -> tuple:
+    """Shape of basic indexing with a normalised key (ints, concrete slices, None)."""
+    out = []
+    for k in key:
+        if k is None:
+            out.append(1)
+        elif isinstance(k, slice):
+            out.append(len(range(k.start, k.stop, k.step)))
+    return tuple(out)
+
+
+def _zeros(shape, like):
+    return full(shape, 0, like.dtype, like.device)
+
+
+# --------------------------------------------------------------------------- index
+def _infer_index(args, attrs):
+    return index_shape(args[0].shape, attrs["key"]), args[0].dtype
+
+
+def _grad_index(c, g):
+    return (run("slice_assign", (_zeros(c.input_shape(0), g), g), {"key": c.attrs["key"]}),)
+
+
+register(OpSpec("index", "index", _infer_index,
+                lambda ks, p, a, at, s, d, dev: ks.index(p[0], at["key"]),
+                backward=_grad_index, onnx="Slice"))
+
+
+# --------------------------------------------------------------------------- slice_assign
+def _infer_slice_assign(args, attrs):
+    x, value = args
+    region = index_shape(x.shape, attrs["key"])
+    vshape = shape_of(value)
+    try:
+        broadcast_to_ok = broadcast_shapes("slice_assign", vshape, region) == region
+    except ShapeError:
+        broadcast_to_ok = False
+    if not broadcast_to_ok:
+        raise ShapeError(f"slice_assign: value of shape {vshape} cannot be broadcast to the "
+                         f"indexed region of shape {region} (tensor shape {x.shape})")
+    return x.shape, x.dtype
+
+
+def _kernel_slice_assign(ks, p, args, attrs, shape, dtype, device):
+    x, value = args
+    region = index_shape(x.shape, attrs["key"])
+    pv = p[1]
+    if not hasattr(value, "dtype"):
+        pv = ks.full(region, value, dtype.np, device.index)
+    else:
+        if value.dtype is not dtype:
+            pv = ks.cast(pv, dtype.np)
+        if value.shape != region:
+            pv = ks.expand(pv, region)
+    return ks.slice_assign(p[0], attrs["key"], pv)
+
+
+def _grad_slice_assign(c, g):
+    key = c.attrs["key"]
+    gx = run("slice_assign", (g, 0), {"key": key}) if c.needs(0) else None
+    # the region, reduced to the value's shape by the tape
+    gv = run("index", (g,), {"key": key}) if c.needs(1) else None
+    return gx, gv
+
+
+register(OpSpec("slice_assign", "index", _infer_slice_assign, _kernel_slice_assign,
+                backward=_grad_slice_assign, onnx="ScatterND"))
+
+
+# --------------------------------------------------------------------------- take, gather, scatter_add
+def _check_index_dtype(name, idx):
+    if not idx.dtype.is_int:
+        raise DTypeError(f"{name}: indices must be int32 or int64, got {idx.dtype.name}")
+
+
+def _infer_take(args, attrs):
+    x, idx = args
+    _check_index_dtype("take", idx)
+    axis = attrs["axis"]
+    if axis is None:
+        if prod(x.shape) == 0 and prod(idx.shape) > 0:
+            raise ShapeError(f"take: cannot take from an empty tensor of shape {x.shape}")
+        return idx.shape, x.dtype
+    if x.shape[axis] == 0 and prod(idx.shape) > 0:
+        raise ShapeError(f"take: cannot take from empty axis {axis} of shape {x.shape}")
+    return x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype
+
+
+def _kernel_take(ks, p, args, attrs, shape, dtype, device):
+    x = p[0]
+    axis = attrs["axis"]
+    if axis is None:
+        x = ks.reshape(x, (prod(args[0].shape),))
+        axis = 0
+    return ks.take(x, p[1], axis)
+
+
+def _scatter_back(g, axis, idx, x_shape):
+    """``scatter_add(zeros(x_shape), axis, idx, g)``: the gradient of a gather-like read."""
+    return scatter_add(_zeros(x_shape, g), axis, idx, g)
+
+
+def _grad_take(c, g):
+    # take(x, idx, axis) reads x[..., idx[j], ...]: scatter-add g back along the axis, with
+    # idx flattened and broadcast (a stride-0 view) over the other axes of g
+    x_shape = c.input_shape(0)
+    idx = c.input(1)
+    axis = c.attrs["axis"]
+    shape = tuple(x_shape)
+    if axis is None or not shape:           # axis None reads the flattened x
+        shape, axis = (prod(x_shape),), 0
+    k = prod(idx.shape)
+    pre, post = shape[:axis], shape[axis + 1:]
+    g2 = reshape(g, pre + (k,) + post)
+    i2 = expand(reshape(idx, (1,) * len(pre) + (k,) + (1,) * len(post)), g2.shape)
+    return reshape(_scatter_back(g2, axis, i2, shape), x_shape), None
+
+
+def _infer_gather(args, attrs):
+    x, idx = args
+    _check_index_dtype("gather", idx)
+    axis = attrs["axis"]
+    if idx.ndim != x.ndim:
+        raise ShapeError(f"gather: indices of shape {idx.shape} must have the same number of "
+                         f"dimensions as the input of shape {x.shape}")
+    for d in range(x.ndim):
+        if d != axis and idx.shape[d] > x.shape[d]:
+            raise ShapeError(f"gather: indices of shape {idx.shape} exceed the input of shape "
+                             f"{x.shape} on axis {d}")
+    if x.shape[axis] == 0 and prod(idx.shape) > 0:
+        raise ShapeError(f"gather: cannot gather from empty axis {axis} of shape {x.shape}")
+    return idx.shape, x.dtype
+
+
+def _grad_gather(c, g):
+    # out[p] = x[p with p[axis] = idx[p]]: the same positions, scatter-added (idx may be
+    # smaller than x off the axis: the other entries get 0)
+    return _scatter_back(g, c.attrs["axis"], c.input(1), c.input_shape(0)), None
+
+
+def _infer_scatter_add(args, attrs):
+    x, idx, src = args
+    _check_index_dtype("scatter_add", idx)
+    if not hasattr(src, "dtype"):
+        raise DTypeError(f"scatter_add: src must be a tensor, got {type(src).__name__}")
+    if src.dtype is not x.dtype:
+        raise DTypeError(f"scatter_add: src must have the input's dtype, got {x.dtype.name} "
+                         f"(input) and {src.dtype.name} (src)")
+    axis = attrs["axis"]
+    for what, t in (("indices", idx), ("src", src)):
+        if t.ndim != x.ndim:
+            raise ShapeError(f"scatter_add: {what} of shape {t.shape} must have the same number "
+                             f"of dimensions as the input of shape {x.shape}")
+    for d in range(x.ndim):
+        if idx.shape[d] > src.shape[d] or (d != axis and idx.shape[d] > x.shape[d]):
+            raise ShapeError(f"scatter_add: indices of shape {idx.shape} must be no larger than "
+                             f"src of shape {src.shape}, and no larger than the input of shape "
+                             f"{x.shape} except on axis {axis}")
+    if x.ndim and x.shape[axis] == 0 and prod(idx.shape) > 0:
+        raise ShapeError(f"scatter_add: cannot scatter into empty axis {axis} of shape {x.shape}")
+    return x.shape, x.dtype
+
+
+def _grad_scatter_add(c, g):
+    # out = x + (src scattered): d/dx = g; d/dsrc[p] = g[p with p[axis] = idx[p]] where p is a
+    # position of idx, 0 on the rest of src (PyTorch requires idx.shape == src.shape here)
+    gx = g if c.needs(0) else None
+    gs = None
+    if c.needs(2):
+        gs = gather(g, c.attrs["axis"], c.input(1))
+        s_shape = c.input_shape(2)
+        if gs.shape != tuple(s_shape):
+            key = tuple(slice(0, n) for n in gs.shape)
+            gs = slice_assign(_zeros(s_shape, g), key, gs)
+    return gx, None, gs
+
+
+register(OpSpec("take", "index", _infer_take, _kernel_take, backward=_grad_take, onnx="Gather"))
+register(OpSpec("gather", "index", _infer_gather,
+                lambda ks, p, a, at, s, d, dev: ks.gather(p[0], p[1], at["axis"]),
+                backward=_grad_gather, onnx="GatherElements"))
+register(OpSpec("scatter_add", "index", _infer_scatter_add,
+                lambda ks, p, a, at, s, d, dev: ks.scatter_add(p[0], p[1], p[2], at["axis"]),
+                backward=_grad_scatter_add, onnx="ScatterElements"))
+
+
+# --------------------------------------------------------------------------- front end
+def _normalize_key(x: Tensor, key) -> tuple:
+    """A basic-indexing key as one entry per axis: ints in range, concrete slices, None."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_ell = _b.sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise ShapeError("getitem: an index can only have a single ellipsis ('...')")
+    n_axes = _b.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_axes > x.ndim:
+        raise ShapeError(f"getitem: too many indices for a tensor of shape {x.shape}: {n_axes} given")
+    out = []
+    axis = 0
+    for k in key:
+        if k is Ellipsis:
+            for _ in range(x.ndim - n_axes):
+                out.append(slice(0, x.shape[axis], 1))
+                axis += 1
+        elif k is None:
+            out.append(None)
+        elif isinstance(k, slice):
+            out.append(slice(*k.indices(x.shape[axis])))
+            axis += 1
+        else:
+            try:
+                i = operator.index(k)
+            except TypeError:
+                raise TypeError(f"getitem: unsupported index {k!r} of type {type(k).__name__}") from None
+            n = x.shape[axis]
+            if not -n <= i < n:
+                raise IndexOutOfRangeError(f"getitem: index {i} is out of bounds for axis {axis} "
+                                           f"with size {n} (shape {x.shape})")
+            out.append(i % n)
+            axis += 1
+    while axis < x.ndim:
+        out.append(slice(0, x.shape[axis], 1))
+        axis += 1
+    return tuple(out)
+
+
+def _is_advanced(k) -> bool:
+    return isinstance(k, (Tensor, list, np.ndarray))
+
+
+@front_end
+def getitem(x, key) -> Tensor:
+    """Basic indexing (ints, slices, None, ...) as a view; one integer-array index as ``take``."""
+    x = tensor_arg("getitem", x)
+    keys = key if isinstance(key, tuple) else (key,)
+    adv = [i for i, k in enumerate(keys) if _is_advanced(k)]
+    if adv:
+        if len(adv) > 1 or any(not (isinstance(k, slice) and k == slice(None))
+                               for i, k in enumerate(keys) if i != adv[0]):
+            raise TypeError("getitem: only a single integer-array index, with full slices ':' "
+                            "on the other axes, is supported; use take()/gather()")
+        return take(x, keys[adv[0]], axis=adv[0])
+    norm = _normalize_key(x, key)
+    if all(isinstance(k, slice) and k.start == 0 and k.step == 1 and k.stop == d
+           for k, d in zip(norm, x.shape)) and len(norm) == x.ndim:
+        return x
+    return run("index", (x,), {"key": norm})
+
+
+@front_end(method=True)
+def slice_assign(x, key, value) -> Tensor:
+    """A copy of ``x`` with ``x[key] = value`` (basic indexing; value broadcasts)."""
+    x = tensor_arg("slice_assign", x)
+    norm = _normalize_key(x, key)
+    value = operand("slice_assign", value)
+    return run("slice_assign", (x, value), {"key": norm})
+
+
+def _index_tensor(op, x, indices):
+    if isinstance(indices, Tensor):
+        return indices
+    arr = np.asarray(indices)
+    if arr.dtype.kind not in "iu" and arr.size:
+        raise DTypeError(f"{op}: indices must be integers, got {arr.dtype}")
+    return tensor(arr.astype(np.int64), device=x.device)
+
+
+@front_end(method=True)
+def take(x, indices, axis=None) -> Tensor:
+    """``numpy.take``: pick entries along ``axis`` (flattened when None) by integer indices."""
+    x = tensor_arg("take", x)
+    idx = _index_tensor("take", x, indices)
+    a = None if axis is None else normalize_axis("take", axis, x.ndim, x.shape)
+    return run("take", (x, idx), {"axis": a})
+
+
+@front_end(method=True)
+def gather(x, axis, index) -> Tensor:
+    """PyTorch's ``gather(input, dim, index)``: ``out[i][j] = x[i][index[i][j]]`` for axis 1."""
+    x = tensor_arg("gather", x)
+    idx = _index_tensor("gather", x, index)
+    a = normalize_axis("gather", axis, x.ndim, x.shape)
+    return run("gather", (x, idx), {"axis": a})
+
+
+@front_end(method=True)
+def scatter_add(x, axis, index, src) -> Tensor:
+    """PyTorch's ``scatter_add(input, dim, index, src)``: a copy of ``x`` where, for every
+    position ``p`` of ``index``, ``src[p]`` is added at ``p`` with ``p[axis]`` replaced by
+    ``index[p]`` (``out[index[i][j]][j] += src[i][j]`` for axis 0).  ``index`` and ``src`` have
+    x's rank, ``index`` is no larger than ``src`` on every axis and than ``x`` off ``axis``
+    (only the leading ``index.shape`` block of ``src`` is used); ``src`` has x's dtype.
+    Indices follow ``gather``: negative ones count from the end, out-of-range ones raise
+    ``IndexOutOfRangeError`` before anything is written.  Repeated indices accumulate; bool
+    tensors accumulate with logical or (as in PyTorch).  On cpu additions happen in index order
+    (deterministic); on cuda they are atomic, so float sums may differ in the last bits from
+    run to run."""
+    x = tensor_arg("scatter_add", x)
+    idx = _index_tensor("scatter_add", x, index)
+    src = tensor_arg("scatter_add", src)
+    a = normalize_axis("scatter_add", axis, x.ndim, x.shape)
+    return run("scatter_add", (x, idx, src), {"axis": a})

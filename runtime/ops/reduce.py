@@ -1,0 +1,254 @@
+"""Reductions over axes (``sum mean prod max min var logsumexp norm``), the index-returning
+``argmax``/``argmin`` and ``softmax``/``log_softmax`` along one axis.
+
+A native reduction is one ``_reduction`` line here (dtype rule, empty rule, ONNX name,
+gradient) plus its reducer (init/step/combine/finalise) in ``jit_kernels``' op table.
+Gradient conventions: ``max``/``min`` split the gradient evenly among tied elements.
+"""
+from __future__ import annotations
+
+import builtins as _b
+
+from .. import dtypes as D
+from ..errors import ShapeError
+from ..tensor import Tensor
+from .args import tensor_arg
+from .elementwise import add, cast, div, eq, exp, mul, sub, where
+from .registry import OpSpec, front_end, register, run
+from .shape import broadcast_to, reshape
+from .shapes import normalize_axes, normalize_axis, prod
+
+
+REDUCTIONS: dict = {}     # name -> (dtype rule, empty allowed, onnx)
+
+
+def _reduced_shape(shape, axes, keepdims) -> tuple:
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _check_nonempty(name, x, axes):
+    if any(x.shape[a] == 0 for a in axes) or (not axes and prod(x.shape) == 0):
+        raise ShapeError(f"{name}: cannot reduce a zero-size axis of a tensor of shape {x.shape} "
+                         f"(axes {axes}); the operation has no identity")
+
+
+def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True):
+    """A native reduction over a tuple of axes: its record and front-end function.  ``rule``:
+    "acc" (floats kept, ints/bools accumulate in int64), "float" (ints/bools give float32),
+    "same"."""
+    def infer(args, attrs):
+        (x,) = args
+        axes = attrs["axes"]
+        if not empty_ok:
+            _check_nonempty(name, x, axes)
+        dt = x.dtype
+        if rule == "acc":
+            dt = dt if dt.is_float else D.int64
+        elif rule == "float":
+            dt = dt if dt.is_float else D.float32
+        return _reduced_shape(x.shape, axes, attrs["keepdims"]), dt
+
+    def kernel(ks, p, args, attrs, shape, dtype, device):
+        return ks.reduce(name, p[0], attrs["axes"], attrs["keepdims"], dtype.np, attrs)
+
+    REDUCTIONS[name] = (rule, empty_ok, onnx)
+    register(OpSpec(name, "reduce", infer, kernel, cost="compute", backward=grad, onnx=onnx,
+                    lowering="reduce"))
+    if not api:
+        return None
+
+    def fn(x, axis=None, keepdims=False) -> Tensor:
+        return _reduce(name, x, axis, keepdims)
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return front_end(fn, method=True)
+
+
+def _reduce(name, x, axis, keepdims, extra=None):
+    x = tensor_arg(name, x)
+    axes = normalize_axes(name, axis, x.ndim, x.shape)
+    attrs = {"axes": axes, "keepdims": bool(keepdims)}
+    if extra:
+        attrs.update(extra)
+    if not axes:
+        # Reducing over no axis (0-d input or axis=()): reduce a new unit axis instead,
+        # so kernels always get a non-empty axis list and dtype rules still apply.
+        y = reshape(x, x.shape + (1,))
+        attrs["axes"] = (x.ndim,)
+        attrs["keepdims"] = False
+        return run(name, (y,), attrs)
+    return run(name, (x,), attrs)
+
+
+# --------------------------------------------------------------------------- gradients
+def _kept(c, t):
+    """A reduced tensor with its reduced axes back as size 1 (keepdims form)."""
+    if c.attrs["keepdims"]:
+        return t
+    axes = c.attrs["axes"]
+    return reshape(t, tuple(1 if i in axes else d for i, d in enumerate(c.input_shape(0))))
+
+
+def _count(c) -> int:
+    x_shape = c.input_shape(0)
+    return prod(x_shape[a] for a in c.attrs["axes"])
+
+
+def _grad_sum(c, g):
+    return (broadcast_to(_kept(c, g), c.input_shape(0)),)
+
+
+def _grad_mean(c, g):
+    return (broadcast_to(div(_kept(c, g), _b.max(_count(c), 1)), c.input_shape(0)),)
+
+
+def _grad_extreme(c, g):
+    x = c.input(0)
+    hit = cast(eq(x, _kept(c, c.output())), g.dtype)        # ties share the gradient evenly
+    n = sum(hit, axis=c.attrs["axes"], keepdims=True)
+    return (mul(hit, div(_kept(c, g), n)),)
+
+
+def _grad_prod(c, g):
+    x = c.input(0)
+    axes = c.attrs["axes"]
+    zero = eq(x, 0)
+    nonzero = where(zero, 1, x)
+    p_nz = prod_(nonzero, axis=axes, keepdims=True)         # product of the non-zero entries
+    zeros = sum(cast(zero, x.dtype), axis=axes, keepdims=True)
+    others = where(zero, where(eq(zeros, 1), p_nz, 0),
+                   where(eq(zeros, 0), div(p_nz, nonzero), 0))
+    return (mul(_kept(c, g), others),)
+
+
+def _grad_var(c, g):
+    x = c.input(0)
+    axes = c.attrs["axes"]
+    # the forward divides by max(N - ddof, 0): with no degrees of freedom left it is nan/inf,
+    # and so is the gradient (0 * inf = nan where x equals the mean), as in PyTorch
+    n = _b.max(_count(c) - c.attrs.get("ddof", 0), 0)
+    centred = sub(x, mean(x, axis=axes, keepdims=True))
+    return (mul(centred, mul(_kept(c, g), 2.0 / n if n else float("inf"))),)
+
+
+def _grad_logsumexp(c, g):
+    x = c.input(0)
+    return (mul(exp(sub(x, _kept(c, c.output()))), _kept(c, g)),)
+
+
+def _grad_norm(c, g):
+    # d||x|| / dx = x / ||x||; 0 where the norm is 0 (PyTorch's subgradient)
+    x = c.input(0)
+    y = _kept(c, c.output())
+    return (where(eq(y, 0), 0, mul(x, div(_kept(c, g), y))),)
+
+
+sum = _reduction("sum", "acc", True, "ReduceSum", _grad_sum,  # noqa: A001
+                 "Sum over ``axis`` (None: all); ints/bools accumulate in int64.")
+mean = _reduction("mean", "float", True, "ReduceMean", _grad_mean,
+                  "Arithmetic mean (ints give float32).")
+prod_ = _reduction("prod", "acc", True, "ReduceProd", _grad_prod, "Product over ``axis``.")
+max = _reduction("max", "same", False, "ReduceMax", _grad_extreme,  # noqa: A001
+                 "Maximum values (NaN propagates).")
+min = _reduction("min", "same", False, "ReduceMin", _grad_extreme,  # noqa: A001
+                 "Minimum values (NaN propagates).")
+_reduction("var", "float", True, None, _grad_var, None, api=False)
+
+
+@front_end(method=True)
+def var(x, axis=None, keepdims=False, ddof=0) -> Tensor:
+    """Variance with ``ddof`` (NumPy's convention: 0)."""
+    return _reduce("var", x, axis, keepdims, {"ddof": int(ddof)})
+
+logsumexp = _reduction("logsumexp", "float", True, "ReduceLogSumExp", _grad_logsumexp,
+                       "log(sum(exp(x))) computed stably.")
+norm = _reduction("norm", "float", True, "ReduceL2", _grad_norm,
+                  "The L2 norm ``sqrt(sum(x**2))`` over ``axis`` (None: all); ints give float32.")
+
+
+# --------------------------------------------------------------------------- arg reductions
+def _arg_reduction(name, onnx):
+    def infer(args, attrs):
+        (x,) = args
+        axis = attrs["axis"]
+        axes = tuple(range(x.ndim)) if axis is None else (axis,)
+        _check_nonempty(name, x, axes)
+        if axis is None:
+            shape = (1,) * x.ndim if attrs["keepdims"] else ()
+        else:
+            shape = _reduced_shape(x.shape, axes, attrs["keepdims"])
+        return shape, D.int64
+
+    def kernel(ks, p, args, attrs, shape, dtype, device):
+        return ks.arg_reduce(name, p[0], attrs["axis"], attrs["keepdims"])
+
+    register(OpSpec(name, "arg_reduce", infer, kernel, cost="compute", differentiable=False,
+                    onnx=onnx))
+
+    def fn(x, axis=None, keepdims=False) -> Tensor:
+        x = tensor_arg(name, x)
+        if axis is not None:
+            if isinstance(axis, (tuple, list)):
+                raise ShapeError(f"{name}: axis must be an int or None, got {axis!r}")
+            axis = normalize_axis(name, axis, x.ndim, x.shape)
+            if x.ndim == 0:
+                axis = None
+        return run(name, (x,), {"axis": axis, "keepdims": bool(keepdims)})
+    fn.__name__ = name
+    fn.__doc__ = (f"Index of the first {name[3:]}imum (flattened when axis is None), int64.")
+    return front_end(fn, method=True)
+
+
+argmax = _arg_reduction("argmax", "ArgMax")
+argmin = _arg_reduction("argmin", "ArgMin")
+
+
+# --------------------------------------------------------------------------- softmax
+def _softmax_op(name, log, onnx, grad, doc):
+    def infer(args, attrs):
+        (x,) = args
+        axis = attrs["axis"]
+        # the front end records a normalised axis; anything else (a crafted graph) is refused
+        if type(axis) is not int or not 0 <= axis < x.ndim:
+            normalize_axis(name, axis, x.ndim, x.shape)  # not an int, or out of range: says so
+            raise ShapeError(f"{name}: axis {axis!r} is not a normalised axis of a tensor of "
+                             f"shape {tuple(x.shape)}")
+        return x.shape, (x.dtype if x.dtype.is_float else D.float32)
+
+    def kernel(ks, p, args, attrs, shape, dtype, device):
+        x = p[0]
+        if args[0].dtype is not dtype:
+            x = ks.cast(x, dtype.np)
+        return ks.softmax(x, attrs["axis"], log)
+
+    register(OpSpec(name, "softmax", infer, kernel, cost="compute", backward=grad, onnx=onnx))
+
+    def fn(x, axis=-1) -> Tensor:
+        x = tensor_arg(name, x)
+        if x.ndim == 0:
+            normalize_axis(name, axis, 0)  # 0 or -1, as NumPy and PyTorch accept for a 0-d tensor
+            return reshape(run(name, (reshape(x, (1,)),), {"axis": 0}), ())
+        return run(name, (x,), {"axis": normalize_axis(name, axis, x.ndim, x.shape)})
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return front_end(fn, method=True)
+
+
+def _grad_softmax(c, g):
+    y = c.output()
+    dot = sum(mul(g, y), axis=c.attrs["axis"], keepdims=True)
+    return (mul(y, sub(g, dot)),)
+
+
+def _grad_log_softmax(c, g):
+    y = c.output()
+    total = sum(g, axis=c.attrs["axis"], keepdims=True)
+    return (sub(g, mul(exp(y), total)),)
+
+
+softmax = _softmax_op("softmax", False, "Softmax", _grad_softmax,
+                      "exp(x) / sum(exp(x)) along ``axis``, computed stably.")
+log_softmax = _softmax_op("log_softmax", True, "LogSoftmax", _grad_log_softmax,
+                          "x - logsumexp(x) along ``axis``.")

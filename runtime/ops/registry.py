@@ -1,0 +1,153 @@
+"""The op record (``OpSpec``), the catalogue that holds one per op, and the front-end registry.
+
+An op is one record, written in its family module (``elementwise``, ``reduce``, ``shape``,
+``index``, ``linalg``, ``nn``, ``create``): its front-end function (and whether it is a Tensor
+method), its shape/dtype rule (``infer``, which also validates and raises ShapeError/DTypeError),
+its lowering onto a kernel set (``kernel``, used by plain devices), its backward rule (or
+``differentiable=False``), its ONNX mapping (or ``onnx_skip`` saying why it has none) and, for
+composite ops, its decomposition into other ops.  ``rt.*``, the Tensor methods and the package
+exports are generated from the front-end registry (``FRONTEND``); devices never branch on op
+names: they read the catalogue.
+
+A *composite* op gives ``decompose`` and no ``kernel``: on a plain device it runs as one fused
+kernel generated from its decomposition (``runtime.ops.composite``), a recording device
+records the decomposition, ONNX export goes through it, and autodiff differentiates through
+it unless the record gives its own ``backward``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from .. import dtypes as D
+
+__all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "register", "spec", "set_backward",
+           "front_end", "run", "make", "Meta"]
+
+
+@dataclass
+class OpSpec:
+    """One catalogue record (see the module docstring)."""
+
+    name: str
+    family: str                       # unary, binary, select, reduce, arg_reduce, softmax,
+                                      # linalg, shape, index, create, loss, custom
+    infer: Callable[[tuple, dict], tuple]          # (args, attrs) -> (shape, dtype)
+    # (ks, payloads, args, attrs, shape, dtype, device) -> payload; None for a composite
+    # (``register`` installs the generated fused lowering of its decomposition)
+    kernel: Optional[Callable[..., Any]] = None
+    cost: str = "memory"              # "memory" | "compute" (checkpointing, fusion)
+    differentiable: bool = True
+    backward: Optional[Callable] = None
+    onnx: Optional[str] = None        # the ONNX op type it exports as
+    onnx_skip: Optional[str] = None   # why it has no ONNX mapping (and no decomposition)
+    # "unary", "binary" or "reduce" when ``kernel`` is exactly the kernel set's generic
+    # ``unary``/``binary``/``reduce`` call for this op (dispatch may then call prepared
+    # kernels); "composite" for a generated lowering of ``decompose``
+    lowering: Optional[str] = None
+    # ``decompose(args, attrs) -> Tensor`` writes the op with other catalogue ops through the
+    # front end.  Recording devices (capture) call it, so captured graphs, ONNX export and
+    # graph.compile see only what it is made of.
+    decompose: Optional[Callable] = None
+
+    @property
+    def composite(self) -> bool:
+        """True when the op has no kernel of its own (it runs as its decomposition)."""
+        return self.lowering == "composite"
+
+
+CATALOGUE: dict[str, OpSpec] = {}
+
+
+def register(s: OpSpec, replace: bool = False) -> OpSpec:
+    """Add record ``s`` to the catalogue (ValueError when the name is taken)."""
+    if s.name in CATALOGUE and not replace:
+        raise ValueError(f"op {s.name!r} is already registered")
+    if s.kernel is None:
+        if s.decompose is None:
+            raise ValueError(f"op {s.name!r}: a record needs a kernel or a decomposition")
+        from .composite import kernel_for
+        s.kernel = kernel_for(s)
+        s.lowering = "composite"
+    CATALOGUE[s.name] = s
+    return s
+
+
+def spec(name: str) -> OpSpec:
+    return CATALOGUE[name]
+
+
+def set_backward(name: str, rule: Callable) -> None:
+    """Attach a backward rule to catalogue entry ``name``."""
+    CATALOGUE[name].backward = rule
+
+
+# --------------------------------------------------------------------------- front end
+#: name -> front-end function: everything ``rt.*`` exports from the op families
+FRONTEND: dict[str, Callable] = {}
+#: names of the front-end functions that are also Tensor methods (tensor first)
+METHODS: set = set()
+
+
+def front_end(fn=None, *, name: str | None = None, method: bool = False, aliases=()):
+    """Register a front-end function (``rt.<name>``; a Tensor method too when ``method``),
+    under ``name`` (default: the function's name) and each of ``aliases``."""
+    def deco(f):
+        for n in (name or f.__name__,) + tuple(aliases):
+            if n in FRONTEND and FRONTEND[n] is not f:
+                raise ValueError(f"front-end function {n!r} is already registered")
+            FRONTEND[n] = f
+            if method:
+                METHODS.add(n)
+        return f
+    return deco(fn) if fn is not None else deco
+
+
+# dispatch imports the tensor module, which imports the front end: bind it on first call
+_dispatch = None
+_create = None
+
+
+def _bind():
+    global _dispatch, _create
+    from ..dispatch import create, dispatch
+    _dispatch, _create = dispatch, create
+    return _dispatch
+
+
+def run(name: str, args: tuple, attrs: dict | None = None):
+    """``dispatch(name, args, attrs)`` (what every front-end function ends in)."""
+    return (_dispatch or _bind())(name, args, attrs)
+
+
+def make(name: str, device, attrs: dict):
+    """``dispatch.create``: a creation op (no tensor operands) on ``device``."""
+    if _create is None:
+        _bind()
+    return _create(name, device, attrs)
+
+
+class Meta:
+    """A (shape, dtype) stand-in for a tensor in shape/dtype rules."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def shape_of(x) -> tuple:
+    return getattr(x, "shape", ())
+
+
+def dtype_names(args) -> str:
+    return ", ".join(a.dtype.name if hasattr(a, "dtype") else type(a).__name__ for a in args)
+
+
+def float_of(dt: D.DType) -> D.DType:
+    """``dt`` when it is a float dtype, else float32 (ints and bools computed as floats)."""
+    return dt if dt.is_float else D.float32
