@@ -1,6 +1,5 @@
 """Elementwise ops: unary, binary (NumPy broadcasting, Python-scalar operands), ``where``,
-``cast``, ``clamp``, and composites written as their decomposition (``log1p``, ``softplus``,
-``silu``, ``mish``, ``logaddexp``).
+``cast``, ``clamp``, and composites written as their decomposition.
 
 A native op is one ``_unary``/``_binary`` line here (dtype rule, ONNX name, gradient) plus its
 scalar body in ``jit_kernels``' op table; a composite is one ``_composite`` record here.
@@ -388,77 +387,3 @@ def cast(x, dtype) -> Tensor:
 
 
 astype = cast
-
-
-# --------------------------------------------------------------------------- composites
-_LN2 = math.log(2.0)
-
-
-def _decompose_log1p(args, attrs):
-    # Kahan's log1p: u = 1 + x rounded; log(u) * x / (u - 1) cancels the rounding of u
-    # (within a few ulps of log1p), x itself where u == 1, and u where it overflowed to inf
-    x = _as_float(args[0])
-    u = add(x, 1)
-    d = sub(u, 1)
-    return where(eq(d, 0), x, where(eq(u, math.inf), u, mul(log(u), div(x, d))))
-
-
-log1p = _composite("log1p", 1, _decompose_log1p,
-                   grad=lambda c, g: (div(g, add(c.input(0), 1)),),
-                   doc="``log(1 + x)``, accurate for small ``x``.")
-
-
-def _decompose_softplus(args, attrs):
-    x = _as_float(args[0])
-    beta, threshold = attrs.get("beta", 1.0), attrs.get("threshold", 20.0)
-    bx = x if beta == 1.0 else mul(x, beta)
-    # max(bx, 0) + log1p(exp(-|bx|)): no overflow, exact in both tails
-    y = add(maximum(bx, 0), log1p(exp(neg(abs(bx)))))
-    if beta != 1.0:
-        y = div(y, beta)
-    return where(gt(bx, threshold), x, y)
-
-
-def _grad_softplus(c, g):
-    x = c.input(0)
-    beta, threshold = c.attrs.get("beta", 1.0), c.attrs.get("threshold", 20.0)
-    bx = x if beta == 1.0 else mul(x, beta)
-    return (where(gt(bx, threshold), g, mul(g, sigmoid(bx))),)
-
-
-register(OpSpec("softplus", "unary",
-                lambda args, attrs: (args[0].shape, float_of(args[0].dtype)),
-                decompose=_decompose_softplus, backward=_grad_softplus))
-
-
-@front_end(method=True)
-def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta x)) / beta``, and ``x`` where ``beta x > threshold`` (PyTorch's)."""
-    x = tensor_arg("softplus", x)
-    beta, threshold = float(beta), float(threshold)
-    if beta == 1.0 and threshold == 20.0:
-        return run("softplus", (x,))
-    return run("softplus", (x,), {"beta": beta, "threshold": threshold})
-
-
-silu = _composite("silu", 1, lambda args, attrs: mul(_as_float(args[0]), sigmoid(args[0])),
-                  doc="``x * sigmoid(x)`` (swish).")
-mish = _composite("mish", 1, lambda args, attrs: mul(_as_float(args[0]), tanh(softplus(args[0]))),
-                  doc="``x * tanh(softplus(x))``.")
-
-
-def _decompose_logaddexp(args, attrs):
-    a, b = (_as_float(v) for v in args)
-    m = maximum(a, b)
-    # m + log1p(exp(-|a - b|)), and m + log 2 where a == b (infinities of one sign included)
-    return where(eq(a, b), add(m, _LN2), add(m, log1p(exp(neg(abs(sub(a, b)))))))
-
-
-def _grad_logaddexp(c, g):
-    a, b = c.input(0), c.input(1)
-    return (mul(g, sigmoid(sub(a, b))) if c.needs(0) else None,
-            mul(g, sigmoid(sub(b, a))) if c.needs(1) else None)
-
-
-logaddexp = _composite("logaddexp", 2, _decompose_logaddexp, grad=_grad_logaddexp,
-                       doc="``log(exp(a) + exp(b))`` computed stably (NumPy's ``logaddexp``).")

@@ -1,4 +1,4 @@
-"""Reductions over axes (``sum mean prod max min var logsumexp norm``), the index-returning
+"""Reductions over axes (``sum mean prod max min var logsumexp``), the index-returning
 ``argmax``/``argmin`` and ``softmax``/``log_softmax`` along one axis.
 
 A native reduction is one ``_reduction`` line here (dtype rule, empty rule, ONNX name,
@@ -138,13 +138,6 @@ def _grad_logsumexp(c, g):
     return (mul(exp(sub(x, _kept(c, c.output()))), _kept(c, g)),)
 
 
-def _grad_norm(c, g):
-    # d||x|| / dx = x / ||x||; 0 where the norm is 0 (PyTorch's subgradient)
-    x = c.input(0)
-    y = _kept(c, c.output())
-    return (where(eq(y, 0), 0, mul(x, div(_kept(c, g), y))),)
-
-
 sum = _reduction("sum", "acc", True, "ReduceSum", _grad_sum,  # noqa: A001
                  "Sum over ``axis`` (None: all); ints/bools accumulate in int64.")
 mean = _reduction("mean", "float", True, "ReduceMean", _grad_mean,
@@ -162,10 +155,9 @@ def var(x, axis=None, keepdims=False, ddof=0) -> Tensor:
     """Variance with ``ddof`` (NumPy's convention: 0)."""
     return _reduce("var", x, axis, keepdims, {"ddof": int(ddof)})
 
+
 logsumexp = _reduction("logsumexp", "float", True, "ReduceLogSumExp", _grad_logsumexp,
                        "log(sum(exp(x))) computed stably.")
-norm = _reduction("norm", "float", True, "ReduceL2", _grad_norm,
-                  "The L2 norm ``sqrt(sum(x**2))`` over ``axis`` (None: all); ints give float32.")
 
 
 # --------------------------------------------------------------------------- arg reductions
