@@ -72,14 +72,18 @@ class Device:
 
 
 class PlainDevice(Device):
-    """A device whose ops run on a kernel set (``cpu``, ``cuda:N``).
-
-    ``execute(spec, args, attrs, shape, dtype)`` lowers a catalogue op onto the kernel set and
-    ``to_host(t)`` reads a tensor back: they are ``runtime.dispatch.execute_plain`` and
-    ``to_host_plain`` (the dispatch layer is the one module that reaches kernel sets), bound
-    at the end of this module."""
+    """A device whose ops run on a kernel set (``cpu``, ``cuda:N``)."""
 
     __slots__ = ("kind", "index")
+
+    def execute(self, spec, args, attrs, shape, dtype):
+        """Run catalogue op ``spec`` on this device's kernel set: ``dispatch.execute_plain``
+        (the dispatch layer is the one module that reaches kernel sets)."""
+        return _dispatch.execute_plain(self, spec, args, attrs, shape, dtype)
+
+    def to_host(self, t):
+        """A NumPy array the caller owns with ``t``'s values (``dispatch.to_host_plain``)."""
+        return _dispatch.to_host_plain(self, t)
 
     def __init__(self, kind: str, index: int = 0):
         object.__setattr__(self, "kind", kind)
@@ -210,8 +214,5 @@ def current_default() -> Device:
     return _default.stack[-1]
 
 
-# PlainDevice's execute/to_host (see its docstring); dispatch imports this module, so bind last
-from .dispatch import execute_plain as _execute_plain, to_host_plain as _to_host_plain  # noqa: E402
-
-PlainDevice.execute = _execute_plain
-PlainDevice.to_host = _to_host_plain
+# PlainDevice's methods reach kernel sets through the dispatch layer (which imports this module)
+from . import dispatch as _dispatch  # noqa: E402

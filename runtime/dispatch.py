@@ -183,13 +183,14 @@ def _prepared_fn(name, spec, ks, device, args, dtype):
         prep = getattr(ks, "binary_fn", None)
         if prep is None or spec.lowering != "binary":
             return None
-        from .ops.elementwise import binary_dtypes
+        from .ops.elementwise import compute_dtype
         a, b = args
         ta, tb = isinstance(a, _OPERAND_TYPES), isinstance(b, _OPERAND_TYPES)
         if (not ta and type(a) not in _SCALAR_TYPES) or (not tb and type(b) not in _SCALAR_TYPES):
             return None
-        compute, out = binary_dtypes(name, a, b)
-        return prep(name, a.dtype.np if ta else None, b.dtype.np if tb else None, compute.np, out.np)
+        compute = compute_dtype(name, a, b, dtype)
+        return prep(name, a.dtype.np if ta else None, b.dtype.np if tb else None, compute.np,
+                    dtype.np)
     if spec.family == "unary" and len(args) == 1 and isinstance(args[0], _OPERAND_TYPES):
         prep = getattr(ks, "unary_fn", None)
         if prep is None or spec.lowering != "unary":
@@ -215,7 +216,8 @@ def _remember(name, spec, device, args, shape, dtype) -> None:
         key = (name, device.kind, args[0].shape, args[0].dtype)
     else:
         return
-    fn = _prepared_fn(name, spec, kernels_for_kind(device.kind), device, args, dtype)
+    fn = _prepared_fn(name, spec, _KERNELS.get(device.kind) or kernels_for_kind(device.kind),
+                      device, args, dtype)
     if fn is not None:
         _FAST[key] = (spec, shape, dtype, fn)
 
@@ -308,7 +310,9 @@ def execute_plain(device: PlainDevice, spec: OpSpec, args, attrs, shape, dtype) 
     """``PlainDevice.execute``: lower ``spec`` onto the device's kernel set and wrap the result
     (an attr-less unary/binary call also leaves its fast-path decision in ``_FAST``)."""
     ks = _KERNELS.get(device.kind) or kernels_for_kind(device.kind)
-    payloads = [a._payload if isinstance(a, Tensor) else a for a in args]
+    payloads = []
+    for a in args:
+        payloads.append(a._payload if isinstance(a, Tensor) else a)
     try:
         out = spec.kernel(ks, payloads, args, attrs, shape, dtype, device)
     except IndexError as exc:  # kernels check index values, the only thing they see first

@@ -10,25 +10,17 @@ __all__ = ["DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES",
 class DType:
     """A tensor element type: a name, a NumPy dtype and a promotion category."""
 
-    __slots__ = ("name", "np", "category", "itemsize")
+    __slots__ = ("name", "np", "category", "itemsize", "is_float", "is_int", "is_bool")
 
     def __init__(self, name: str, np_dtype, category: int):
         self.name = name
         self.np = np.dtype(np_dtype)
         self.category = category  # 0 bool < 1 int < 2 float
         self.itemsize = self.np.itemsize
-
-    @property
-    def is_float(self) -> bool:
-        return self.category == 2
-
-    @property
-    def is_int(self) -> bool:
-        return self.category == 1
-
-    @property
-    def is_bool(self) -> bool:
-        return self.category == 0
+        # plain attributes, not properties: read on every op's hot path
+        self.is_float = category == 2
+        self.is_int = category == 1
+        self.is_bool = category == 0
 
     def __repr__(self) -> str:
         return f"rt.{self.name}"

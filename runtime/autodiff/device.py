@@ -104,34 +104,25 @@ class AutodiffDevice(Device):
             inputs.append(a)
         return tuple(inner_args), inputs, tracked
 
-    def _result(self, spec, attrs, inputs, out) -> Tensor:
-        """The autodiff tensor of inner result ``out``, with its tape node when ``spec`` is
-        recorded (``spec`` None: not recorded; only float results are tracked)."""
+    def _result(self, spec, tracked: bool, attrs, inputs, out) -> Tensor:
+        """The autodiff tensor of ``spec``'s inner result ``out``, with a tape node when it is
+        recorded: tracked operands, grad mode on, a differentiable op, a float result."""
         node = None
         dtype = out.dtype
-        if spec is not None and dtype.is_float:
+        if tracked and dtype.is_float and not _mode.disabled and spec.differentiable:
             node = Node(spec.backward, spec, attrs, tuple(inputs), out.shape, dtype, out.device,
                         out, self.checkpointing == "none" or spec.cost != "memory")
         return _new(_AV(out, node), out.shape, dtype, self, out.id)   # keep: checkpoint.keeps_output
 
-    def _recorded(self, spec, tracked: bool):
-        """``spec`` when an op on tracked operands is recorded now, else None; raises
-        ``AutodiffNotMarkedError`` for a differentiable op without a rule (custom ops)."""
-        if not tracked or _mode.disabled or not spec.differentiable:
-            return None
-        if spec.backward is None and spec.decompose is None:
-            raise AutodiffNotMarkedError()
-        return spec
-
     def execute(self, spec, args, attrs, shape, dtype) -> Tensor:
         inner_args, inputs, tracked = self._unwrap(args, True)
-        rec = self._recorded(spec, tracked)
-        if rec is not None and rec.backward is None:
-            # a composite without a rule of its own: differentiated through its decomposition
-            return spec.decompose(args, attrs)
+        if tracked and spec.backward is None and spec.differentiable and not _mode.disabled:
+            if spec.decompose is not None:  # a composite: differentiated through its parts
+                return spec.decompose(args, attrs)
+            raise AutodiffNotMarkedError()
         # shape and dtype are the outer infer's (same operand shapes and dtypes inside)
         out = self.inner.execute(spec, inner_args, attrs, shape, dtype)
-        return self._result(rec, attrs, inputs, out)
+        return self._result(spec, tracked, attrs, inputs, out)
 
     def execute_fast(self, name, args):
         """An attr-less op without the outer infer: when every tensor operand is on this
@@ -146,12 +137,12 @@ class AutodiffDevice(Device):
         if unwrapped is None:
             return None
         inner_args, inputs, tracked = unwrapped
-        if tracked and not _mode.disabled and spec.differentiable and spec.backward is None:
+        if tracked and spec.backward is None and spec.differentiable and not _mode.disabled:
             return None                         # (a composite's decomposition, or the error)
         out = _fast_plain(name, inner_args)
         if out is None:
             return None
-        return self._result(self._recorded(spec, tracked), {}, inputs, out)
+        return self._result(spec, tracked, {}, inputs, out)
 
     def to_host(self, t):
         inner = t._payload.inner

@@ -8,11 +8,12 @@ import numbers
 
 import numpy as np
 
+from ..dispatch import create as make
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import device_arg, shape_arg
-from .registry import OpSpec, front_end, make, register
+from .registry import OpSpec, front_end, register
 from .shapes import prod
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 
+from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import DTypeError
 from ..tensor import Tensor
 from .args import operand, tensor_arg
-from .registry import Meta, OpSpec, dtype_names, float_of, front_end, register, run, shape_of
+from .registry import Meta, OpSpec, dtype_names, float_of, front_end, register, shape_of
 from .shapes import broadcast_shapes
 
 # --------------------------------------------------------------------------- dtype rules
@@ -48,6 +49,16 @@ def unary_dtype(name: str, rule: str, x, attrs) -> D.DType:
     for bound in (attrs.get("min"), attrs.get("max")):
         if bound is not None:
             out = D.result_type(Meta((), out), bound)
+    return out
+
+
+def compute_dtype(name: str, a, b, out: D.DType) -> D.DType:
+    """The compute dtype of binary op ``name`` whose output dtype (by ``binary_dtypes``) is
+    ``out``: ``out`` itself unless the op compares (bool out), so the rule's promotion is not
+    redone by the lowering."""
+    kind = BINARY[name][0]
+    if kind == "cmp":
+        return D.result_type(a, b)
     return out
 
 
@@ -98,12 +109,13 @@ def _binary(name, kind, onnx, grad=None):
     """A native binary op: its record and its front-end function (a Tensor method too)."""
     def infer(args, attrs):
         a, b = args
-        shape = broadcast_shapes(name, shape_of(a), shape_of(b))
+        sa, sb = getattr(a, "shape", ()), getattr(b, "shape", ())
+        shape = sa if sa == sb else broadcast_shapes(name, sa, sb)
         return shape, binary_dtypes(name, a, b)[1]
 
     def kernel(ks, p, args, attrs, shape, dtype, device):
-        compute, out = binary_dtypes(name, args[0], args[1])
-        return ks.binary(name, p[0], p[1], compute.np, out.np)
+        compute = compute_dtype(name, args[0], args[1], dtype)
+        return ks.binary(name, p[0], p[1], compute.np, dtype.np)
 
     BINARY[name] = (kind, onnx)
     register(OpSpec(name, "binary", infer, kernel, differentiable=grad is not None,

@@ -8,11 +8,12 @@ import operator
 
 import numpy as np
 
+from ..dispatch import dispatch as run
 from ..errors import DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
 from .args import operand, tensor_arg
 from .create import full, tensor
-from .registry import OpSpec, front_end, register, run, shape_of
+from .registry import OpSpec, front_end, register, shape_of
 from .shape import expand, reshape
 from .shapes import broadcast_shapes, normalize_axis, prod
 

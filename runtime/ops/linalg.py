@@ -1,11 +1,12 @@
 """Linear algebra: ``matmul`` (1-D, 2-D and batched with broadcast batch dimensions)."""
 from __future__ import annotations
 
+from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import tensor_arg
-from .registry import OpSpec, front_end, register, run
+from .registry import OpSpec, front_end, register
 from .shape import reshape, transpose, unsqueeze
 from .shapes import broadcast_shapes, prod
 

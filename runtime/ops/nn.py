@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
@@ -17,7 +18,7 @@ from .elementwise import add, binary_dtypes, cast, div, eq, mul, neg
 from .index import scatter_add
 from .linalg import infer_matmul, kernel_matmul, matmul
 from .reduce import log_softmax, mean, softmax, sum
-from .registry import CATALOGUE, Meta, OpSpec, register, run, shape_of
+from .registry import CATALOGUE, Meta, OpSpec, register, shape_of
 from .shape import reshape, transpose, unsqueeze
 from .shapes import broadcast_shapes, prod
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 from .. import dtypes as D
 
 __all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "register", "spec", "set_backward",
-           "front_end", "run", "make", "Meta"]
+           "front_end", "Meta"]
 
 
 @dataclass
@@ -101,30 +101,6 @@ def front_end(fn=None, *, name: str | None = None, method: bool = False, aliases
                 METHODS.add(n)
         return f
     return deco(fn) if fn is not None else deco
-
-
-# dispatch imports the tensor module, which imports the front end: bind it on first call
-_dispatch = None
-_create = None
-
-
-def _bind():
-    global _dispatch, _create
-    from ..dispatch import create, dispatch
-    _dispatch, _create = dispatch, create
-    return _dispatch
-
-
-def run(name: str, args: tuple, attrs: dict | None = None):
-    """``dispatch(name, args, attrs)`` (what every front-end function ends in)."""
-    return (_dispatch or _bind())(name, args, attrs)
-
-
-def make(name: str, device, attrs: dict):
-    """``dispatch.create``: a creation op (no tensor operands) on ``device``."""
-    if _create is None:
-        _bind()
-    return _create(name, device, attrs)
 
 
 class Meta:

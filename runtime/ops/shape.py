@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import builtins as _b
 
+from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
 from .args import shape_arg, tensor_arg
-from .registry import OpSpec, front_end, register, run
+from .registry import OpSpec, front_end, register
 from .shapes import normalize_axes, normalize_axis, prod, resolve_reshape
 
 

@@ -37,20 +37,26 @@ def twice(x, out):
 '''
 
 
+# The job module's name is unique per run: the ready markers live in the shared kernel cache
+# directory and are named after the module, so a fixed name would find the marker an earlier
+# run (or a concurrent one) left there.
+_MOD = "bgjob_" + uuid.uuid4().hex[:12]
+
+
 @pytest.fixture(scope="module")
 def job_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("bgjobs")
-    (d / "bgjob_mod.py").write_text(JOB)
+    (d / f"{_MOD}.py").write_text(JOB)
     sys.path.insert(0, str(d))
     yield str(d)
     sys.path.remove(str(d))
-    sys.modules.pop("bgjob_mod", None)
+    sys.modules.pop(_MOD, None)
 
 
 @pytest.fixture
 def job(job_dir):
     """A job spec maker: (function, name) -> job (the worker imports from ``job_dir``)."""
-    return lambda func, name: {"call": ["bgjob_mod", func, name], "path": job_dir}
+    return lambda func, name: {"call": [_MOD, func, name], "path": job_dir}
 
 
 def _name():
@@ -117,7 +123,7 @@ def test_marker_for_another_numba_cache_does_not_count():
 
 
 def test_prange_kernel_built_by_the_worker_is_loaded_not_compiled(job_dir):
-    fn = importlib.import_module("bgjob_mod").twice
+    fn = importlib.import_module(_MOD).twice
     x = np.arange(5.0)
     out = np.empty_like(x)
     assert bg.parallel_ready(fn, (x, out)) is False  # the caller runs a serial stand-in
