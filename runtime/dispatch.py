@@ -16,7 +16,7 @@ from .ops.registry import CATALOGUE, Meta as _Meta, OpSpec
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "execute_plain", "kernels_for", "kernels_for_kind",
-           "common_device", "run_fused", "plain_step", "fast_plain"]
+           "common_device", "run_fused", "plain_step", "fast_plain", "fast_key", "FAST"]
 
 _KERNELS: dict = {}
 
@@ -69,6 +69,7 @@ def _mix(name: str, d1: Device, d2: Device) -> Device:
 # attr-less unary/binary op ran on plain tensors (directly or as an autodiff device's inner op);
 # an entry is used only while the catalogue still holds the same spec.
 _FAST: dict = {}
+FAST = _FAST          # (read by decorator devices' execute_fast)
 _FAST_MAX = 8192
 _SCALAR_TYPES = (int, float, bool)
 _wrap = Tensor._wrap
@@ -199,22 +200,29 @@ def _prepared_fn(name, spec, ks, device, args, dtype):
     return None
 
 
-def _remember(name, spec, device, args, shape, dtype) -> None:
-    """Record the fast-path entry for this attr-less unary/binary call when the kernel set
-    offers prepared kernels (``unary_fn``/``binary_fn``)."""
-    if spec.family not in ("unary", "binary") or len(_FAST) >= _FAST_MAX:
-        return
-    for a in args:
-        if isinstance(a, Tensor) and type(a) is not Tensor:
-            return
+def fast_key(name: str, kind: str, args):
+    """The fast-path key of attr-less op ``name`` on ``args`` for kernel-set kind ``kind``:
+    (op, kind, then shape and dtype per tensor operand, type and None per int/float/bool
+    scalar), or None when an operand is neither (``fast_plain`` builds the same key inline)."""
     if len(args) == 2:
         a, b = args
         ta, tb = type(a) is Tensor, type(b) is Tensor
-        key = (name, device.kind, a.shape if ta else type(a), a.dtype if ta else None,
-               b.shape if tb else type(b), b.dtype if tb else None)
-    elif len(args) == 1 and type(args[0]) is Tensor:
-        key = (name, device.kind, args[0].shape, args[0].dtype)
-    else:
+        if (not ta and type(a) not in _SCALAR_TYPES) or (not tb and type(b) not in _SCALAR_TYPES):
+            return None
+        return (name, kind, a.shape if ta else type(a), a.dtype if ta else None,
+                b.shape if tb else type(b), b.dtype if tb else None)
+    if len(args) == 1 and type(args[0]) is Tensor:
+        return (name, kind, args[0].shape, args[0].dtype)
+    return None
+
+
+def _remember(name, spec, device, args, shape, dtype) -> None:
+    """Record the fast-path entry for this attr-less unary/binary call when the kernel set
+    offers prepared kernels (``unary_fn``/``binary_fn``)."""
+    if len(_FAST) >= _FAST_MAX:
+        return
+    key = fast_key(name, device.kind, args)
+    if key is None or key in _FAST:
         return
     fn = _prepared_fn(name, spec, _KERNELS.get(device.kind) or kernels_for_kind(device.kind),
                       device, args, dtype)

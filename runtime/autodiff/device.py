@@ -12,7 +12,7 @@ from .checkpoint import STRATEGIES
 from .gradients import Gradients
 from .grad_mode import _mode
 
-from ..dispatch import fast_plain as _fast_plain  # noqa: E402
+from ..dispatch import FAST as _FAST, fast_key as _fast_key  # noqa: E402
 from ..ops.catalogue import CATALOGUE as _CATALOGUE  # noqa: E402
 from .tape import Node  # noqa: E402
 
@@ -125,13 +125,17 @@ class AutodiffDevice(Device):
         return self._result(spec, tracked, attrs, inputs, out)
 
     def execute_fast(self, name, args):
-        """An attr-less op without the outer infer: when every tensor operand is on this
-        device (or a plain constant on the inner one) and the inner device's small-op fast
-        path covers the unwrapped call, run it and record the node; else None (nothing run,
-        ``dispatch`` goes the general way, which also raises every error)."""
-        spec = _CATALOGUE[name]
-        fam = spec.family
-        if fam != "unary" and fam != "binary":   # the fast path holds no other ops
+        """An attr-less op without the outer infer: when the inner device's small-op fast path
+        holds a decision for these operand shapes and dtypes (an autodiff tensor has its inner
+        tensor's) and every tensor operand is on this device (or a plain constant on the inner
+        one), run the prepared kernel on the inner payloads and record the node; else None
+        (nothing run; ``dispatch`` goes the general way, which also raises every error)."""
+        key = _fast_key(name, self.inner.kind, args)
+        ent = _FAST.get(key) if key is not None else None
+        if ent is None:
+            return None
+        spec = ent[0]
+        if _CATALOGUE[name] is not spec:
             return None
         unwrapped = self._unwrap(args, False)
         if unwrapped is None:
@@ -139,9 +143,12 @@ class AutodiffDevice(Device):
         inner_args, inputs, tracked = unwrapped
         if tracked and spec.backward is None and spec.differentiable and not _mode.disabled:
             return None                         # (a composite's decomposition, or the error)
-        out = _fast_plain(name, inner_args)
-        if out is None:
-            return None
+        if len(inner_args) == 2:
+            a, b = inner_args
+            p = ent[3](a._payload if type(a) is Tensor else a, b._payload if type(b) is Tensor else b)
+        else:
+            p = ent[3](inner_args[0]._payload)
+        out = _new(p, ent[1], ent[2], self.inner)
         return self._result(spec, tracked, {}, inputs, out)
 
     def to_host(self, t):

@@ -113,9 +113,12 @@ def _binary(name, kind, onnx, grad=None):
         shape = sa if sa == sb else broadcast_shapes(name, sa, sb)
         return shape, binary_dtypes(name, a, b)[1]
 
-    def kernel(ks, p, args, attrs, shape, dtype, device):
-        compute = compute_dtype(name, args[0], args[1], dtype)
-        return ks.binary(name, p[0], p[1], compute.np, dtype.np)
+    if kind == "cmp":                   # compares in the promoted dtype, stores bools
+        def kernel(ks, p, args, attrs, shape, dtype, device):
+            return ks.binary(name, p[0], p[1], D.result_type(args[0], args[1]).np, dtype.np)
+    else:                               # computes in the output dtype
+        def kernel(ks, p, args, attrs, shape, dtype, device):
+            return ks.binary(name, p[0], p[1], dtype.np, dtype.np)
 
     BINARY[name] = (kind, onnx)
     register(OpSpec(name, "binary", infer, kernel, differentiable=grad is not None,
