@@ -8,11 +8,11 @@ from . import errors
 from .tensor import Tensor  # first: the front-end functions bind to it
 from .device import Device, cpu, cuda, cuda_unavailable_reason, default_device, device, devices
 from .dtypes import DType, bool_, float32, float64, int32, int64
-from .errors import (AutodiffMoveError, AutodiffNotMarkedError, CaptureAutodiffError,
-                     CaptureError, CaptureMoveError, CaptureScopeError, CaptureValueError,
+from .errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError,
+                     AutodiffNotMarkedError, CaptureAutodiffError, CaptureError, CaptureMoveError, CaptureScopeError, CaptureValueError,
                      DeviceError, DeviceMismatchError, DTypeError, GradientError, GraphFileError,
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
-                     ShapeError, TensorRuntimeError)
+                     OutOfMemoryError, ShapeError, TensorRuntimeError)
 from .dispatch import empty_cache, synchronize
 from .movement import can_move
 from .ops.api import *  # noqa: E402,F401,F403  (every front-end function: rt.add, rt.sum, ...)

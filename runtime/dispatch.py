@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import dtypes as D
 from .device import Device, PlainDevice
-from .errors import DeviceError, DeviceMismatchError, IndexOutOfRangeError
+from .errors import DeviceError, DeviceMismatchError, IndexOutOfRangeError, OutOfMemoryError
 from .ops.registry import CATALOGUE, Meta as _Meta, OpSpec
 from .tensor import Tensor
 
@@ -72,6 +72,9 @@ _FAST: dict = {}
 FAST = _FAST          # (read by decorator devices' execute_fast)
 _FAST_MAX = 8192
 _SCALAR_TYPES = (int, float, bool)
+# Python ints in the fast-path and rule caches: keyed by type, so only those every int dtype
+# holds (an int32 tensor plus 2**40 must reach the rule, which refuses it)
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 _wrap = Tensor._wrap
 _OPERAND_TYPES = (Tensor, _Meta)
 
@@ -126,11 +129,15 @@ def fast_plain(name: str, args: tuple):
                 if ent is not None and CATALOGUE[name] is ent[0]:
                     return _wrap(ent[3](a._payload, b._payload), ent[1], ent[2], dev)
             else:
+                if type(b) is int and not _I32_MIN <= b <= _I32_MAX:
+                    return None                 # (an int only int64 holds: the rules decide)
                 ent = _FAST.get((name, dev.kind, a.shape, a.dtype, type(b), None))
                 if ent is not None and CATALOGUE[name] is ent[0]:
                     return _wrap(ent[3](a._payload, b), ent[1], ent[2], dev)
         elif type(b) is Tensor:
             dev = b.device
+            if type(a) is int and not _I32_MIN <= a <= _I32_MAX:
+                return None
             ent = _FAST.get((name, dev.kind, type(a), None, b.shape, b.dtype))
             if ent is not None and CATALOGUE[name] is ent[0]:
                 return _wrap(ent[3](a, b._payload), ent[1], ent[2], dev)
@@ -151,6 +158,12 @@ _INFER: dict = {}
 _INFER_FAMILIES = frozenset(("unary", "binary"))
 
 
+def _cacheable(s) -> bool:
+    """A scalar operand whose type stands for its value in the caches' keys."""
+    t = type(s)
+    return t is float or t is bool or (t is int and _I32_MIN <= s <= _I32_MAX)
+
+
 def _infer_key(name, args):
     if len(args) == 1:
         a = args[0]
@@ -158,9 +171,9 @@ def _infer_key(name, args):
     if len(args) == 2:
         a, b = args
         ka = (a.shape, a.dtype) if isinstance(a, Tensor) else (
-            type(a) if type(a) in _SCALAR_TYPES else None)
+            type(a) if _cacheable(a) else None)
         kb = (b.shape, b.dtype) if isinstance(b, Tensor) else (
-            type(b) if type(b) in _SCALAR_TYPES else None)
+            type(b) if _cacheable(b) else None)
         if ka is None or kb is None:
             return None
         return (name, ka, kb)
@@ -207,7 +220,7 @@ def fast_key(name: str, kind: str, args):
     if len(args) == 2:
         a, b = args
         ta, tb = type(a) is Tensor, type(b) is Tensor
-        if (not ta and type(a) not in _SCALAR_TYPES) or (not tb and type(b) not in _SCALAR_TYPES):
+        if (not ta and not _cacheable(a)) or (not tb and not _cacheable(b)):
             return None
         return (name, kind, a.shape if ta else type(a), a.dtype if ta else None,
                 b.shape if tb else type(b), b.dtype if tb else None)
@@ -326,6 +339,9 @@ def execute_plain(device: PlainDevice, spec: OpSpec, args, attrs, shape, dtype) 
     except IndexError as exc:  # kernels check index values, the only thing they see first
         raise IndexOutOfRangeError(f"{spec.name}: {exc} (input shapes "
                                    f"{', '.join(str(getattr(a, 'shape', ())) for a in args)})") from None
+    except MemoryError:
+        raise OutOfMemoryError(f"{spec.name}: cannot allocate the {dtype.name} result of shape "
+                               f"{tuple(shape)} on {device}") from None
     if not attrs and spec.family in _INFER_FAMILIES:
         _remember(spec.name, spec, device, args, shape, dtype)
     return Tensor._wrap(out, shape, dtype, device)

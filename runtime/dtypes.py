@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES",
-           "as_dtype", "from_numpy_dtype", "promote", "result_type", "scalar_dtype"]
+           "as_dtype", "from_numpy_dtype", "promote", "result_type", "scalar_dtype", "fits",
+           "check_scalar"]
 
 
 class DType:
@@ -94,15 +95,46 @@ def scalar_dtype(x) -> DType:
     raise DTypeError(f"unsupported scalar {x!r} of type {type(x).__name__}")
 
 
-def result_type(a, b) -> DType:
-    """Promotion of a tensor-or-scalar pair (anything with ``.dtype`` is a tensor)."""
+_INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
+
+
+def fits(value, dt: DType) -> bool:
+    """Whether Python scalar ``value`` converts to ``dt`` without wrapping or overflowing
+    (an int within the integer dtype's range; for a float, an int Python can convert)."""
+    if type(value) is bool or not isinstance(value, int):
+        return True
+    lim = _INT_RANGE.get(dt.name)
+    if lim is not None:
+        return lim[0] <= value <= lim[1]
+    if dt.is_float:
+        return abs(value) < (1 << 1024)
+    return True
+
+
+def check_scalar(op: str, value, dt: DType) -> None:
+    """DTypeError when Python int ``value`` does not fit ``dt`` (nothing silently wraps, SPEC
+    §2; NumPy 2 raises OverflowError for the same operands)."""
+    if not fits(value, dt):
+        from .errors import DTypeError
+        raise DTypeError(f"{op}: Python integer {value} is out of bounds for {dt.name}")
+
+
+def result_type(a, b, op: str | None = None) -> DType:
+    """Promotion of a tensor-or-scalar pair (anything with ``.dtype`` is a tensor); a Python
+    int that does not fit the result raises DTypeError naming ``op``."""
     da = getattr(a, "dtype", None)
     db = getattr(b, "dtype", None)
     if da is not None and db is not None:
         return promote(da, db)
     if da is None and db is None:
-        return promote(scalar_dtype(a), scalar_dtype(b))
+        out = promote(scalar_dtype(a), scalar_dtype(b))
+        check_scalar(op or "promotion", a, out)
+        check_scalar(op or "promotion", b, out)
+        return out
     t, s = (da, b) if da is not None else (db, a)
     sd = scalar_dtype(s)
     # Weak scalars never widen within a category; a higher category gives its default.
-    return t if sd.category <= t.category else _DEFAULT[sd.category]
+    out = t if sd.category <= t.category else _DEFAULT[sd.category]
+    if type(s) is int and not fits(s, out):
+        check_scalar(op or "promotion", s, out)
+    return out

@@ -5,7 +5,8 @@ __all__ = [
     "TensorRuntimeError", "CaptureScopeError", "CaptureMoveError", "CaptureAutodiffError",
     "CaptureValueError", "AutodiffMoveError", "AutodiffNotMarkedError", "RequiresAutodiffError",
     "NestedAutodiffError", "GradientError", "CaptureError", "GraphFileError", "DeviceMismatchError", "DeviceError",
-    "ShapeError", "DTypeError", "IndexOutOfRangeError",
+    "ShapeError", "DTypeError", "IndexOutOfRangeError", "ArgumentTypeError",
+    "ArgumentValueError", "OutOfMemoryError",
 ]
 
 CAPTURE_SCOPE_REQUIRED = "capture tensor operations must run inside CaptureDevice.capture_scope"
@@ -114,3 +115,18 @@ class DTypeError(TensorRuntimeError, TypeError):
 
 class IndexOutOfRangeError(ShapeError, IndexError):
     """An index value outside its axis (also an IndexError, as in NumPy and PyTorch)."""
+
+
+class ArgumentTypeError(TensorRuntimeError, TypeError):
+    """An argument of the wrong Python type (a list where a tensor is expected, ...); also a
+    TypeError, as Python and NumPy raise."""
+
+
+class ArgumentValueError(TensorRuntimeError, ValueError):
+    """An argument value the operation does not accept (an unknown option, a non-finite
+    ``arange`` bound, ...); also a ValueError."""
+
+
+class OutOfMemoryError(TensorRuntimeError, MemoryError):
+    """A kernel set could not allocate an op's result; the message names the op, the shape
+    and the dtype."""

@@ -12,6 +12,7 @@ import itertools
 import numpy as np
 
 from . import dtypes as D
+from .errors import ArgumentTypeError
 
 __all__ = ["Tensor", "new_id"]
 
@@ -36,7 +37,7 @@ class Tensor:
         return t
 
     def __init__(self, *a, **k):
-        raise TypeError("create tensors with rt.tensor(), rt.from_numpy(), rt.zeros(), ...")
+        raise ArgumentTypeError("create tensors with rt.tensor(), rt.from_numpy(), rt.zeros(), ...")
 
     # ---- metadata -------------------------------------------------------------------
     @property
@@ -52,7 +53,7 @@ class Tensor:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise ArgumentTypeError("len() of a 0-d tensor")
         return self.shape[0]
 
     @property
@@ -127,7 +128,7 @@ class Tensor:
 
     def __index__(self):
         if not self.dtype.is_int and not self.dtype.is_bool:
-            raise TypeError("only integer tensors can be used as an index")
+            raise ArgumentTypeError("only integer tensors can be used as an index")
         return int(self.item())
 
     def __repr__(self) -> str:
@@ -148,7 +149,7 @@ class Tensor:
         return id(self)
 
     def __reduce__(self):
-        raise TypeError("tensors cannot be pickled; use t.numpy() or CapturedGraph.save()")
+        raise ArgumentTypeError("tensors cannot be pickled; use t.numpy() or CapturedGraph.save()")
 
     # ---- movement -------------------------------------------------------------------
     def to(self, device) -> "Tensor":
@@ -210,7 +211,7 @@ class Tensor:
         return _api.getitem(self, key)
 
     def __setitem__(self, key, value):
-        raise TypeError("tensors are immutable; use t.slice_assign(key, value), which returns "
+        raise ArgumentTypeError("tensors are immutable; use t.slice_assign(key, value), which returns "
                         "a new tensor")
 
     @property

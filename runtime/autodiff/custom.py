@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..ops.catalogue import CATALOGUE, register_custom
+from ..errors import ArgumentTypeError, ArgumentValueError
 from ..tensor import Tensor
 
 __all__ = ["custom_op"]
@@ -15,7 +16,7 @@ def custom_rule(backward):
         if not isinstance(out, (tuple, list)):
             out = (out,)
         if len(out) != c.arity:
-            raise ValueError(f"custom op {c.node.spec.name!r}: backward returned {len(out)} "
+            raise ArgumentValueError(f"custom op {c.node.spec.name!r}: backward returned {len(out)} "
                              f"gradient(s) for {c.arity} input(s)")
         return tuple(out)
     return r
@@ -31,14 +32,14 @@ def custom_op(name: str, forward, backward=None, shape=None, replace: bool = Fal
     to tracked tensors while recording raises ``AutodiffNotMarkedError``.
     """
     if not isinstance(name, str) or not name:
-        raise ValueError("custom_op: name must be a non-empty string")
+        raise ArgumentValueError("custom_op: name must be a non-empty string")
     if not callable(forward):
-        raise TypeError(f"custom_op {name!r}: forward must be callable")
+        raise ArgumentTypeError(f"custom_op {name!r}: forward must be callable")
     existing = CATALOGUE.get(name)
     if existing is not None and existing.family != "custom":
-        raise ValueError(f"custom_op: {name!r} is a built-in operation and cannot be replaced")
+        raise ArgumentValueError(f"custom_op: {name!r} is a built-in operation and cannot be replaced")
     if existing is not None and not replace:
-        raise ValueError(f"custom_op: an op named {name!r} is already registered "
+        raise ArgumentValueError(f"custom_op: an op named {name!r} is already registered "
                          f"(pass replace=True to redefine it)")
     spec = register_custom(name, forward, shape, replace=replace)
     spec.backward = None if backward is None else custom_rule(backward)
@@ -47,10 +48,10 @@ def custom_op(name: str, forward, backward=None, shape=None, replace: bool = Fal
         from ..dispatch import dispatch
         for t in inputs:
             if not isinstance(t, Tensor):
-                raise TypeError(f"{name}: custom op inputs must be Tensors, got "
+                raise ArgumentTypeError(f"{name}: custom op inputs must be Tensors, got "
                                 f"{type(t).__name__}")
         if not inputs:
-            raise TypeError(f"{name}: a custom op needs at least one tensor input")
+            raise ArgumentTypeError(f"{name}: a custom op needs at least one tensor input")
         return dispatch(name, inputs, {})
 
     apply.__name__ = name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import dtypes as D
 from ..device import Device, device as _parse_device, register_device_parser
-from ..errors import (AutodiffNotMarkedError, CaptureAutodiffError, DTypeError,
+from ..errors import (ArgumentTypeError, ArgumentValueError, AutodiffNotMarkedError, CaptureAutodiffError, DTypeError,
                       NestedAutodiffError)
 from ..tensor import Tensor
 from . import tape
@@ -50,7 +50,7 @@ class AutodiffDevice(Device):
         if inner.family == "autodiff":
             raise NestedAutodiffError()
         if checkpointing not in STRATEGIES:
-            raise ValueError(f"autodiff: checkpointing must be one of {STRATEGIES}, "
+            raise ArgumentValueError(f"autodiff: checkpointing must be one of {STRATEGIES}, "
                              f"got {checkpointing!r}")
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "checkpointing", checkpointing)
@@ -181,7 +181,7 @@ class AutodiffDevice(Device):
 
     def grad(self, t, grads, remove: bool = False):
         if not isinstance(grads, Gradients):
-            raise TypeError(f"grad: expected the Gradients that backward() returned, got "
+            raise ArgumentTypeError(f"grad: expected the Gradients that backward() returned, got "
                             f"{type(grads).__name__}")
         node = t._payload.node
         if node is None or not node.is_leaf:
@@ -226,7 +226,7 @@ def autodiff(inner=None, checkpointing: str = "none") -> AutodiffDevice:
 def from_inner(t: Tensor, checkpointing: str = "none") -> Tensor:
     """Lift a plain tensor onto ``rt.autodiff(t.device)``, untracked, sharing its id."""
     if not isinstance(t, Tensor):
-        raise TypeError(f"from_inner: expected a Tensor, got {type(t).__name__}")
+        raise ArgumentTypeError(f"from_inner: expected a Tensor, got {type(t).__name__}")
     return _wrap(t, None, _device(t.device, checkpointing))
 
 

@@ -7,7 +7,7 @@ catalogue ops of their own (``runtime/ops/nn.py``, where they are defined).
 from __future__ import annotations
 
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import ArgumentValueError, ShapeError
 from ..ops import api
 from ..ops.nn import cross_entropy, linear
 from ..tensor import Tensor
@@ -22,7 +22,7 @@ def _reduce_loss(name: str, per_item: Tensor, reduction: str) -> Tensor:
         return api.sum(per_item)
     if reduction == "none":
         return per_item
-    raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    raise ArgumentValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
 def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa: A002
@@ -41,7 +41,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     reproducible.
     """
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+        raise ArgumentValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return x
     if p == 1.0:

@@ -6,10 +6,12 @@ import operator
 import numpy as np
 
 from ..device import Device, current_default, device as _parse_device
-from ..errors import ShapeError
+from ..errors import ArgumentTypeError, ShapeError
+from .shapes import MAX_ELEMENTS
 from ..tensor import Tensor
 
-__all__ = ["operand", "tensor_arg", "device_arg", "shape_arg"]
+__all__ = ["operand", "tensor_arg", "device_arg", "shape_arg", "check_size", "int_arg",
+           "MAX_ELEMENTS"]
 
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 
@@ -22,13 +24,13 @@ def operand(op: str, x):
         if isinstance(x, np.generic):
             return x.item()
         return x
-    raise TypeError(f"{op}: unsupported operand of type {type(x).__name__} "
+    raise ArgumentTypeError(f"{op}: unsupported operand of type {type(x).__name__} "
                     f"(expected a Tensor or a Python scalar)")
 
 
 def tensor_arg(op: str, x) -> Tensor:
     if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+        raise ArgumentTypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     return x
 
 
@@ -45,4 +47,24 @@ def shape_arg(op: str, shape) -> tuple:
         raise ShapeError(f"{op}: shape must be a tuple of ints, got {shape!r}") from None
     if any(d < 0 for d in out):
         raise ShapeError(f"{op}: negative dimension in shape {out}")
+    check_size(op, out)
     return out
+
+
+def check_size(op: str, shape) -> None:
+    """ShapeError when ``shape`` has more elements than any allocation could hold."""
+    n = 1
+    for d in shape:
+        n *= d
+    if n > MAX_ELEMENTS:
+        raise ShapeError(f"{op}: shape {tuple(shape)} has {n} elements, more than the "
+                         f"{MAX_ELEMENTS} a tensor can have")
+
+
+def int_arg(op: str, name: str, v) -> int:
+    """``v`` as an int (bools and integral NumPy scalars too); ArgumentTypeError for floats,
+    which would otherwise be truncated silently."""
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise ArgumentTypeError(f"{op}: {name} must be an int, got {v!r}") from None

@@ -10,9 +10,9 @@ import numpy as np
 
 from ..dispatch import create as make
 from .. import dtypes as D
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
-from .args import device_arg, shape_arg
+from .args import device_arg, int_arg, shape_arg
 from .registry import OpSpec, front_end, register
 from .shapes import prod
 
@@ -88,16 +88,20 @@ def tensor(data, dtype=None, device=None) -> Tensor:
     else:
         try:
             arr = np.array(data)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError):
             arr = np.empty(0, dtype=object)
         if arr.dtype == object or arr.dtype.kind in "USV":
-            raise DTypeError(f"tensor: cannot make a tensor from ragged or non-numeric data {data!r}")
+            _reject_data(data)
         if arr.dtype.kind == "f":
             arr = arr.astype(np.float32)
         elif arr.dtype.kind in "iu":
+            _check_int_range(arr, D.int64)
             arr = arr.astype(np.int64)
     if dtype is not None:
-        arr = arr.astype(D.as_dtype(dtype).np)
+        dt = D.as_dtype(dtype)
+        if arr.dtype.kind in "iu" and dt.is_int:
+            _check_int_range(arr, dt)
+        arr = arr.astype(dt.np)
     else:
         D.from_numpy_dtype(arr.dtype, "tensor")
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
@@ -105,11 +109,33 @@ def tensor(data, dtype=None, device=None) -> Tensor:
     return make("init", dev, {"value": arr})
 
 
+def _check_int_range(arr, dt) -> None:
+    """DTypeError when integer data does not fit ``dt`` (nothing silently wraps)."""
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        for v in (lo, hi):
+            D.check_scalar("tensor", v, dt)
+
+
+def _reject_data(data):
+    """The typed error for data NumPy cannot make a numeric array of."""
+    def ints(x):
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                yield from ints(y)
+        elif type(x) is int:
+            yield x
+    big = next((v for v in ints(data) if not D.fits(v, D.int64)), None)
+    if big is not None:
+        D.check_scalar("tensor", big, D.int64)
+    raise DTypeError(f"tensor: cannot make a tensor from ragged or non-numeric data {data!r}")
+
+
 @front_end
 def from_numpy(a, device=None) -> Tensor:
     """A tensor with ``a``'s values and dtype (shares memory on cpu; do not mutate ``a``)."""
     if not isinstance(a, np.ndarray):
-        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
+        raise ArgumentTypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
     D.from_numpy_dtype(a.dtype, "from_numpy")
     return make("init", device_arg(device), {"value": a})
 
@@ -119,25 +145,29 @@ def full(shape, value, dtype=None, device=None) -> Tensor:
     """A tensor of ``shape`` filled with ``value`` (dtype from the value when not given)."""
     shape = shape_arg("full", (shape,) if isinstance(shape, int) else tuple(shape))
     dt = D.scalar_dtype(value) if dtype is None else D.as_dtype(dtype)
+    if isinstance(value, np.generic):
+        value = value.item()
+    D.check_scalar("full", value, dt)
     return make("full", device_arg(device), {"shape": shape, "dtype": dt.name, "value": value})
 
 
 @front_end
-def zeros(*shape, dtype=D.float32, device=None) -> Tensor:
-    """A tensor of zeros."""
-    return full(shape_arg("zeros", shape), 0, dtype, device)
+def zeros(*shape, dtype=None, device=None) -> Tensor:
+    """A tensor of zeros (float32 unless ``dtype`` is given)."""
+    return full(shape_arg("zeros", shape), 0, dtype or D.float32, device)
 
 
 @front_end
-def ones(*shape, dtype=D.float32, device=None) -> Tensor:
-    """A tensor of ones."""
-    return full(shape_arg("ones", shape), 1, dtype, device)
+def ones(*shape, dtype=None, device=None) -> Tensor:
+    """A tensor of ones (float32 unless ``dtype`` is given)."""
+    return full(shape_arg("ones", shape), 1, dtype or D.float32, device)
 
 
 @front_end
-def empty(*shape, dtype=D.float32, device=None) -> Tensor:
-    """A tensor of ``shape`` (filled with zeros: uninitialised memory is never exposed)."""
-    return full(shape_arg("empty", shape), 0, dtype, device)
+def empty(*shape, dtype=None, device=None) -> Tensor:
+    """A tensor of ``shape`` (filled with zeros: uninitialised memory is never exposed;
+    float32 unless ``dtype`` is given)."""
+    return full(shape_arg("empty", shape), 0, dtype or D.float32, device)
 
 
 @front_end
@@ -155,45 +185,57 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
     """Values from ``start`` to ``stop`` (exclusive) by ``step``."""
     if stop is None:
         start, stop = 0, start
-    if step == 0:
-        raise ShapeError("arange: step must be non-zero")
     for v in (start, stop, step):
         if not isinstance(v, (numbers.Real, np.generic)):
-            raise TypeError(f"arange: expected real numbers, got {v!r}")
+            raise ArgumentTypeError(f"arange: expected real numbers, got {v!r}")
+        if not math.isfinite(v):
+            raise ArgumentValueError(f"arange: start, stop and step must be finite, got "
+                                     f"({start!r}, {stop!r}, {step!r})")
+    if step == 0:
+        raise ShapeError("arange: step must be non-zero")
     all_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                   for v in (start, stop, step))
     dt = D.as_dtype(dtype) if dtype is not None else (D.int64 if all_int else D.float32)
-    n = _b.max(0, math.ceil((stop - start) / step))
+    if all_int:                         # exact, and no value may wrap
+        start, stop, step = int(start), int(stop), int(step)
+        n = _b.max(0, -(-(stop - start) // step))
+        if n:
+            for v in (start, start + (n - 1) * step):
+                D.check_scalar("arange", v, dt if dt.is_int else D.int64)
+    else:
+        n = _b.max(0, math.ceil((stop - start) / step))
+    shape_arg("arange", (n,))
     return make("arange", device_arg(device),
                 {"shape": (n,), "dtype": dt.name, "start": start, "step": step})
 
 
 @front_end
-def eye(n, m=None, dtype=D.float32, device=None) -> Tensor:
-    """The identity matrix (n×m)."""
+def eye(n, m=None, dtype=None, device=None) -> Tensor:
+    """The identity matrix (n×m; float32 unless ``dtype`` is given)."""
     m = n if m is None else m
     shape = shape_arg("eye", (n, m))
-    return make("eye", device_arg(device), {"shape": shape, "dtype": D.as_dtype(dtype).name})
+    return make("eye", device_arg(device), {"shape": shape, "dtype": D.as_dtype(dtype or D.float32).name})
 
 
 @front_end
-def rand(*shape, dtype=D.float32, device=None) -> Tensor:
-    """Uniform [0, 1) values from the device's seeded stream."""
+def rand(*shape, dtype=None, device=None) -> Tensor:
+    """Uniform [0, 1) values from the device's seeded stream (float32 unless ``dtype``)."""
     return make("rand", device_arg(device),
-                {"shape": shape_arg("rand", shape), "dtype": D.as_dtype(dtype).name})
+                {"shape": shape_arg("rand", shape), "dtype": D.as_dtype(dtype or D.float32).name})
 
 
 @front_end
-def randn(*shape, dtype=D.float32, device=None) -> Tensor:
-    """Standard-normal values from the device's seeded stream."""
+def randn(*shape, dtype=None, device=None) -> Tensor:
+    """Standard-normal values from the device's seeded stream (float32 unless ``dtype``)."""
     return make("randn", device_arg(device),
-                {"shape": shape_arg("randn", shape), "dtype": D.as_dtype(dtype).name})
+                {"shape": shape_arg("randn", shape), "dtype": D.as_dtype(dtype or D.float32).name})
 
 
 @front_end
 def manual_seed(seed: int, device=None) -> None:
     """Restart the random stream of ``device`` (all devices when None) at ``seed``."""
     from .. import random as _random
+    seed = int_arg("manual_seed", "seed", seed)
     if device is None:
         _random.seed_all(seed)
     else:

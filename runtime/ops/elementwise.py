@@ -14,7 +14,7 @@ import math
 
 from ..dispatch import dispatch as run
 from .. import dtypes as D
-from ..errors import DTypeError
+from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError
 from ..tensor import Tensor
 from .args import operand, tensor_arg
 from .registry import Meta, OpSpec, dtype_names, float_of, front_end, register, shape_of
@@ -48,7 +48,7 @@ def unary_dtype(name: str, rule: str, x, attrs) -> D.DType:
     out = dt
     for bound in (attrs.get("min"), attrs.get("max")):
         if bound is not None:
-            out = D.result_type(Meta((), out), bound)
+            out = D.result_type(Meta((), out), bound, "clamp")
     return out
 
 
@@ -56,10 +56,21 @@ def compute_dtype(name: str, a, b, out: D.DType) -> D.DType:
     """The compute dtype of binary op ``name`` whose output dtype (by ``binary_dtypes``) is
     ``out``: ``out`` itself unless the op compares (bool out), so the rule's promotion is not
     redone by the lowering."""
-    kind = BINARY[name][0]
-    if kind == "cmp":
-        return D.result_type(a, b)
+    if BINARY[name][0] == "cmp":
+        return binary_dtypes(name, a, b)[0]
     return out
+
+
+def _cmp_dtype(name, a, b) -> D.DType:
+    """A comparison's compute dtype: the promoted one, widened to int64 when a Python int
+    operand does not fit it (``int32 < 2**40`` compares in int64, as NumPy 2 gets right)."""
+    for s, t in ((a, b), (b, a)):
+        if type(s) is int and hasattr(t, "dtype") and not t.dtype.is_float:
+            dt = D.result_type(t, 0)
+            if not D.fits(s, dt):
+                D.check_scalar(name, s, D.int64)
+                return D.int64
+    return D.result_type(a, b, name)
 
 
 def binary_dtypes(name: str, a, b) -> tuple:
@@ -67,9 +78,9 @@ def binary_dtypes(name: str, a, b) -> tuple:
     kind = BINARY[name][0]
     if kind == "logical":
         return D.bool_, D.bool_
-    dt = D.result_type(a, b)
     if kind == "cmp":
-        return dt, D.bool_
+        return _cmp_dtype(name, a, b), D.bool_
+    dt = D.result_type(a, b, name)
     if kind == "div":
         dt = dt if dt.is_float else D.float32
         return dt, dt
@@ -115,7 +126,7 @@ def _binary(name, kind, onnx, grad=None):
 
     if kind == "cmp":                   # compares in the promoted dtype, stores bools
         def kernel(ks, p, args, attrs, shape, dtype, device):
-            return ks.binary(name, p[0], p[1], D.result_type(args[0], args[1]).np, dtype.np)
+            return ks.binary(name, p[0], p[1], _cmp_dtype(name, args[0], args[1]).np, dtype.np)
     else:                               # computes in the output dtype
         def kernel(ks, p, args, attrs, shape, dtype, device):
             return ks.binary(name, p[0], p[1], dtype.np, dtype.np)
@@ -133,7 +144,7 @@ def _binary_fn(name, doc=None):
         a = operand(name, a)
         b = operand(name, b)
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-            raise TypeError(f"{name}: at least one operand must be a Tensor")
+            raise ArgumentTypeError(f"{name}: at least one operand must be a Tensor")
         return run(name, (a, b))
     fn.__name__ = name
     fn.__doc__ = doc or f"Elementwise ``{name}`` with NumPy broadcasting and scalar operands."
@@ -238,7 +249,8 @@ front_end(neg, name="negative", method=False)
 def gelu(x, approximate: str = "none") -> Tensor:
     """GELU: exact erf form, or the tanh approximation with ``approximate="tanh"``."""
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise ArgumentValueError(f"gelu: approximate must be 'none' or 'tanh', got "
+                                 f"{approximate!r}")
     return run("gelu" if approximate == "none" else "gelu_tanh", (tensor_arg("gelu", x),))
 
 
@@ -260,10 +272,14 @@ _unary("clamp", "clamp", "Clip", _grad_clamp, api=False)
 
 @front_end(method=True, aliases=("clip",))
 def clamp(x, min=None, max=None) -> Tensor:  # noqa: A002
-    """Limit values to [min, max] (either bound may be None)."""
+    """Limit values to [min, max] (either bound may be None, a scalar or a tensor that
+    broadcasts; with tensor bounds it is ``minimum(maximum(x, min), max)``, as PyTorch's)."""
     x = tensor_arg("clamp", x)
     if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
+        raise ArgumentValueError("clamp: at least one of min and max must be given")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        y = x if min is None else maximum(x, min)
+        return y if max is None else minimum(y, max)
     attrs = {"min": operand("clamp", min) if min is not None else None,
              "max": operand("clamp", max) if max is not None else None}
     return run("clamp", (x,), attrs)
@@ -363,7 +379,7 @@ def _infer_where(args, attrs):
     shape = broadcast_shapes("where", shape_of(cond), shape_of(a), shape_of(b))
     if not hasattr(cond, "dtype"):
         raise DTypeError("where: the condition must be a tensor")
-    return shape, D.result_type(a, b)
+    return shape, D.result_type(a, b, "where")
 
 
 def _grad_where(c, g):

@@ -8,8 +8,9 @@ import operator
 
 import numpy as np
 
+from .. import dtypes as D
 from ..dispatch import dispatch as run
-from ..errors import DTypeError, IndexOutOfRangeError, ShapeError
+from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
 from .args import operand, tensor_arg
 from .create import full, tensor
@@ -227,13 +228,21 @@ def _normalize_key(x: Tensor, key) -> tuple:
         elif k is None:
             out.append(None)
         elif isinstance(k, slice):
-            out.append(slice(*k.indices(x.shape[axis])))
+            if k.step == 0:
+                raise ShapeError(f"getitem: slice step cannot be zero (axis {axis} of shape "
+                                 f"{x.shape})")
+            try:
+                out.append(slice(*k.indices(x.shape[axis])))
+            except TypeError:
+                raise ArgumentTypeError(f"getitem: slice bounds must be ints or None, got "
+                                        f"{k!r}") from None
             axis += 1
         else:
             try:
                 i = operator.index(k)
             except TypeError:
-                raise TypeError(f"getitem: unsupported index {k!r} of type {type(k).__name__}") from None
+                raise ArgumentTypeError(f"getitem: unsupported index {k!r} of type "
+                                        f"{type(k).__name__}") from None
             n = x.shape[axis]
             if not -n <= i < n:
                 raise IndexOutOfRangeError(f"getitem: index {i} is out of bounds for axis {axis} "
@@ -259,14 +268,37 @@ def getitem(x, key) -> Tensor:
     if adv:
         if len(adv) > 1 or any(not (isinstance(k, slice) and k == slice(None))
                                for i, k in enumerate(keys) if i != adv[0]):
-            raise TypeError("getitem: only a single integer-array index, with full slices ':' "
-                            "on the other axes, is supported; use take()/gather()")
+            raise ArgumentTypeError("getitem: only a single integer-array index, with full "
+                                    "slices ':' on the other axes, is supported; use "
+                                    "take()/gather()")
         return take(x, keys[adv[0]], axis=adv[0])
+    if any(type(k) is bool for k in keys):
+        return _bool_index(x, keys)
     norm = _normalize_key(x, key)
     if all(isinstance(k, slice) and k.start == 0 and k.step == 1 and k.stop == d
            for k, d in zip(norm, x.shape)) and len(norm) == x.ndim:
         return x
     return run("index", (x,), {"key": norm})
+
+
+def _bool_index(x, keys):
+    """NumPy's scalar booleans in a key: ``True`` a new axis of length 1, ``False`` one of
+    length 0 (``x[True]`` is ``x[None]``, ``x[False]`` empty)."""
+    out = getitem(x, tuple(None if type(k) is bool else k for k in keys))
+    indexed = sum(1 for k in keys if k is not None and k is not Ellipsis and type(k) is not bool)
+    pos, empty = 0, []
+    for k in keys:                          # the result axis each key entry gives
+        if k is None or type(k) is bool:
+            if k is False:
+                empty.append(pos)
+            pos += 1
+        elif k is Ellipsis:
+            pos += x.ndim - indexed
+        elif isinstance(k, slice):
+            pos += 1
+    for p in empty:
+        out = getitem(out, (slice(None),) * p + (slice(0, 0),))
+    return out
 
 
 @front_end(method=True)
@@ -275,13 +307,18 @@ def slice_assign(x, key, value) -> Tensor:
     x = tensor_arg("slice_assign", x)
     norm = _normalize_key(x, key)
     value = operand("slice_assign", value)
+    if not isinstance(value, Tensor):
+        D.check_scalar("slice_assign", value, x.dtype)
     return run("slice_assign", (x, value), {"key": norm})
 
 
 def _index_tensor(op, x, indices):
     if isinstance(indices, Tensor):
         return indices
-    arr = np.asarray(indices)
+    try:
+        arr = np.asarray(indices)
+    except ValueError:
+        raise ShapeError(f"{op}: indices must form a rectangular array, got {indices!r}") from None
     if arr.dtype.kind not in "iu" and arr.size:
         raise DTypeError(f"{op}: indices must be integers, got {arr.dtype}")
     return tensor(arr.astype(np.int64), device=x.device)
@@ -292,6 +329,9 @@ def take(x, indices, axis=None) -> Tensor:
     """``numpy.take``: pick entries along ``axis`` (flattened when None) by integer indices."""
     x = tensor_arg("take", x)
     idx = _index_tensor("take", x, indices)
+    if axis is not None and x.ndim == 0:
+        raise ShapeError("take: a 0-d tensor has no axis to take along (NumPy's rule); use "
+                         "axis=None")
     a = None if axis is None else normalize_axis("take", axis, x.ndim, x.shape)
     return run("take", (x, idx), {"axis": a})
 
@@ -302,6 +342,8 @@ def gather(x, axis, index) -> Tensor:
     x = tensor_arg("gather", x)
     idx = _index_tensor("gather", x, index)
     a = normalize_axis("gather", axis, x.ndim, x.shape)
+    if x.ndim == 0 and idx.ndim == 0:       # a 0-d input along axis 0/-1 (PyTorch): as 1-d
+        return reshape(run("gather", (reshape(x, (1,)), reshape(idx, (1,))), {"axis": 0}), ())
     return run("gather", (x, idx), {"axis": a})
 
 
@@ -321,4 +363,8 @@ def scatter_add(x, axis, index, src) -> Tensor:
     idx = _index_tensor("scatter_add", x, index)
     src = tensor_arg("scatter_add", src)
     a = normalize_axis("scatter_add", axis, x.ndim, x.shape)
+    if x.ndim == 0 and idx.ndim == 0 and src.ndim == 0:    # as 1-d, like gather
+        one = (1,)
+        return reshape(run("scatter_add", (reshape(x, one), reshape(idx, one), reshape(src, one)),
+                           {"axis": 0}), ())
     return run("scatter_add", (x, idx, src), {"axis": a})

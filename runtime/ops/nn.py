@@ -10,7 +10,7 @@ import numpy as np
 
 from ..dispatch import dispatch as run
 from .. import dtypes as D
-from ..errors import DTypeError, IndexOutOfRangeError, ShapeError
+from ..errors import ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
 from .args import tensor_arg
 from .create import arange, full, tensor
@@ -82,6 +82,7 @@ register(OpSpec("linear", "linalg", _infer_linear, _kernel_linear, cost="compute
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x @ weight.T + bias`` with ``weight`` of shape (out_features, in_features)."""
+    weight = tensor_arg("linear", weight)
     if weight.ndim != 2:
         raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got shape "
                          f"{weight.shape}")
@@ -110,7 +111,7 @@ def _infer_cross_entropy(args, attrs):
                          f"logits of shape {logits.shape} (expected ({logits.shape[0]},))")
     reduction = attrs["reduction"]
     if reduction not in CROSS_ENTROPY_REDUCTIONS:
-        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
+        raise ArgumentValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
     dt = logits.dtype if logits.dtype.is_float else D.float32
     return ((logits.shape[0],) if reduction == "none" else ()), dt
@@ -221,6 +222,7 @@ def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
     Computed as ``-log_softmax(logits)[i, target[i]]`` (stable for large logits); indices
     outside ``[0, C)`` raise ``IndexOutOfRangeError``.
     """
+    logits = tensor_arg("cross_entropy", logits)
     if logits.ndim != 2:
         raise ShapeError(f"cross_entropy: logits must be 2-D (N, C), got shape {logits.shape}")
     if not isinstance(target, Tensor):
@@ -229,6 +231,9 @@ def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
     attrs = {"reduction": reduction}
     spec.infer((logits, target), attrs)     # the target's dtype and shape, the reduction
     n, c = logits.shape
+    if n and not c:
+        raise IndexOutOfRangeError(f"cross_entropy: logits of shape {logits.shape} have no "
+                                   f"classes for the {n} target(s)")
     if n and c:
         t = target.numpy() if target.device.innermost.family != "capture" else None
         if t is not None and t.size and (t.min() < 0 or t.max() >= c):

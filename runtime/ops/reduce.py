@@ -13,7 +13,7 @@ from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
-from .args import tensor_arg
+from .args import int_arg, tensor_arg
 from .elementwise import add, cast, div, eq, exp, mul, sub, where
 from .registry import OpSpec, front_end, register
 from .shape import broadcast_to, reshape
@@ -70,6 +70,8 @@ def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True):
 def _reduce(name, x, axis, keepdims, extra=None):
     x = tensor_arg(name, x)
     axes = normalize_axes(name, axis, x.ndim, x.shape)
+    if x.ndim == 0:
+        axes = ()                           # axis 0/-1 of a 0-d tensor: the tensor (PyTorch)
     attrs = {"axes": axes, "keepdims": bool(keepdims)}
     if extra:
         attrs.update(extra)
@@ -154,7 +156,7 @@ _reduction("var", "float", True, None, _grad_var, None, api=False)
 @front_end(method=True)
 def var(x, axis=None, keepdims=False, ddof=0) -> Tensor:
     """Variance with ``ddof`` (NumPy's convention: 0)."""
-    return _reduce("var", x, axis, keepdims, {"ddof": int(ddof)})
+    return _reduce("var", x, axis, keepdims, {"ddof": int_arg("var", "ddof", ddof)})
 
 
 logsumexp = _reduction("logsumexp", "float", True, "ReduceLogSumExp", _grad_logsumexp,

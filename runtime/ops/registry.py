@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .. import dtypes as D
+from ..errors import ArgumentValueError
 
 __all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "register", "spec", "set_backward",
            "front_end", "Meta"]
@@ -62,10 +63,10 @@ CATALOGUE: dict[str, OpSpec] = {}
 def register(s: OpSpec, replace: bool = False) -> OpSpec:
     """Add record ``s`` to the catalogue (ValueError when the name is taken)."""
     if s.name in CATALOGUE and not replace:
-        raise ValueError(f"op {s.name!r} is already registered")
+        raise ArgumentValueError(f"op {s.name!r} is already registered")
     if s.kernel is None:
         if s.decompose is None:
-            raise ValueError(f"op {s.name!r}: a record needs a kernel or a decomposition")
+            raise ArgumentValueError(f"op {s.name!r}: a record needs a kernel or a decomposition")
         from .composite import kernel_for
         s.kernel = kernel_for(s)
         s.lowering = "composite"
@@ -95,7 +96,7 @@ def front_end(fn=None, *, name: str | None = None, method: bool = False, aliases
     def deco(f):
         for n in (name or f.__name__,) + tuple(aliases):
             if n in FRONTEND and FRONTEND[n] is not f:
-                raise ValueError(f"front-end function {n!r} is already registered")
+                raise ArgumentValueError(f"front-end function {n!r} is already registered")
             FRONTEND[n] = f
             if method:
                 METHODS.add(n)

@@ -6,9 +6,9 @@ import builtins as _b
 
 from ..dispatch import dispatch as run
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import ArgumentTypeError, ShapeError
 from ..tensor import Tensor
-from .args import shape_arg, tensor_arg
+from .args import check_size, int_arg, shape_arg, tensor_arg
 from .registry import OpSpec, front_end, register
 from .shapes import normalize_axes, normalize_axis, prod, resolve_reshape
 
@@ -27,6 +27,7 @@ def _infer_permute(args, attrs):
 def _infer_expand(args, attrs):
     x = args[0]
     shape = tuple(attrs["shape"])
+    check_size("expand", shape)
     if len(shape) < x.ndim:
         raise ShapeError(f"expand: cannot expand shape {x.shape} to {shape} with fewer dimensions")
     for have, want in zip(reversed(x.shape), reversed(shape)):
@@ -134,6 +135,8 @@ def transpose(x, axis0=0, axis1=1) -> Tensor:
     x = tensor_arg("transpose", x)
     a0 = normalize_axis("transpose", axis0, x.ndim, x.shape)
     a1 = normalize_axis("transpose", axis1, x.ndim, x.shape)
+    if x.ndim == 0:                         # axes 0/-1 of a 0-d tensor: itself (PyTorch)
+        return x
     axes = list(range(x.ndim))
     axes[a0], axes[a1] = axes[a1], axes[a0]
     return permute(x, tuple(axes))
@@ -162,6 +165,15 @@ def expand(x, *shape) -> Tensor:
     return broadcast_to(x, shape)
 
 
+def _sequence(op, tensors) -> tuple:
+    try:
+        items = tuple(tensors)
+    except TypeError:
+        raise ArgumentTypeError(f"{op}: expected a sequence of tensors, got "
+                                f"{type(tensors).__name__}") from None
+    return tuple(tensor_arg(op, t) for t in items)
+
+
 @front_end(method=True)
 def squeeze(x, axis=None) -> Tensor:
     """Remove size-1 axes (all of them, or the given ones, which must have size 1)."""
@@ -170,6 +182,8 @@ def squeeze(x, axis=None) -> Tensor:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
         axes = normalize_axes("squeeze", axis, x.ndim, x.shape)
+        if x.ndim == 0:                     # axis 0/-1 of a 0-d tensor: itself (PyTorch)
+            return x
         for a in axes:
             if x.shape[a] != 1:
                 raise ShapeError(f"squeeze: axis {a} of shape {x.shape} has size {x.shape[a]}, not 1")
@@ -200,7 +214,7 @@ def flatten(x, start_axis=0, end_axis=-1) -> Tensor:
 @front_end(aliases=("concatenate",))
 def cat(tensors, axis=0) -> Tensor:
     """Concatenate along an existing axis (dtypes promoted)."""
-    ts = tuple(tensor_arg("cat", t) for t in tensors)
+    ts = _sequence("cat", tensors)
     if not ts:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
     if ts[0].ndim == 0:
@@ -217,7 +231,7 @@ concatenate = cat
 @front_end
 def stack(tensors, axis=0) -> Tensor:
     """Join along a new axis (all shapes equal)."""
-    ts = tuple(tensor_arg("stack", t) for t in tensors)
+    ts = _sequence("stack", tensors)
     if not ts:
         raise ShapeError("stack: expected a non-empty sequence of tensors")
     for t in ts:
@@ -234,14 +248,16 @@ def split(x, split_size_or_sections, axis=0) -> tuple:
     """PyTorch's ``split``: pieces of an int size (last may be smaller) or of listed sizes."""
     from .index import getitem
     x = tensor_arg("split", x)
+    if x.ndim == 0:
+        raise ShapeError("split: expected a tensor with at least one dimension, got a 0-d tensor")
     a = normalize_axis("split", axis, x.ndim, x.shape)
     n = x.shape[a]
     if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = [int(s) for s in split_size_or_sections]
+        sizes = [int_arg("split", "a section size", s) for s in split_size_or_sections]
         if _b.sum(sizes) != n or any(s < 0 for s in sizes):
             raise ShapeError(f"split: sizes {sizes} do not add up to {n} (axis {a} of shape {x.shape})")
     else:
-        size = int(split_size_or_sections)
+        size = int_arg("split", "the split size", split_size_or_sections)
         if size <= 0:
             raise ShapeError(f"split: split size must be positive, got {size}")
         sizes = [size] * (n // size) + ([n % size] if n % size else [])
@@ -259,6 +275,9 @@ def split(x, split_size_or_sections, axis=0) -> tuple:
 def chunk(x, chunks: int, axis=0) -> tuple:
     """Split into ``chunks`` pieces of ceil(n / chunks) (PyTorch's ``chunk``)."""
     x = tensor_arg("chunk", x)
+    chunks = int_arg("chunk", "chunks", chunks)
+    if x.ndim == 0:
+        raise ShapeError("chunk: expected a tensor with at least one dimension, got a 0-d tensor")
     if chunks <= 0:
         raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
     a = normalize_axis("chunk", axis, x.ndim, x.shape)

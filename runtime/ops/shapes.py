@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import operator
 
 from ..errors import ShapeError
 
@@ -27,14 +28,20 @@ def broadcast_shapes(op: str, *shapes) -> tuple:
                                          f"cannot be broadcast together")
                     size = d
         out.append(size)
+    if math.prod(out) > MAX_ELEMENTS:
+        raise ShapeError(f"{op}: broadcasting shapes {' and '.join(str(tuple(x)) for x in shapes)} "
+                         f"gives {math.prod(out)} elements, more than a tensor can have")
     return tuple(out)
+
+
+#: The most elements a tensor may have (NumPy's limit is 2**63 - 1 bytes).
+MAX_ELEMENTS = 1 << 60
 
 
 def normalize_axis(op: str, axis, ndim: int, shape=None) -> int:
     """A non-negative axis, or ShapeError naming the op, axis and shape."""
     if isinstance(axis, bool) or not isinstance(axis, int):
         try:
-            import operator
             axis = operator.index(axis)
         except TypeError:
             raise ShapeError(f"{op}: axis must be an int, got {axis!r}") from None
@@ -58,7 +65,10 @@ def normalize_axes(op: str, axis, ndim: int, shape=None) -> tuple:
 
 def resolve_reshape(op: str, shape: tuple, new_shape) -> tuple:
     """``new_shape`` with its one ``-1`` resolved; ShapeError when the sizes disagree."""
-    new_shape = tuple(int(d) for d in new_shape)
+    try:
+        new_shape = tuple(operator.index(d) for d in new_shape)
+    except TypeError:
+        raise ShapeError(f"{op}: shape must be a tuple of ints, got {tuple(new_shape)!r}") from None
     size = prod(shape)
     unknown = [i for i, d in enumerate(new_shape) if d == -1]
     if len(unknown) > 1:
