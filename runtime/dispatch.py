@@ -71,6 +71,18 @@ def _mix(name: str, d1: Device, d2: Device) -> Device:
 _FAST: dict = {}
 FAST = _FAST          # (read by decorator devices' execute_fast)
 _FAST_MAX = 8192
+
+
+def _bounded_put(cache: dict, key, value) -> None:
+    """``cache[key] = value``, first dropping the oldest entry when the cache holds
+    ``_FAST_MAX`` (insertion order: a hit costs nothing, and a process whose shapes keep
+    changing keeps the fast path for the recent ones)."""
+    if len(cache) >= _FAST_MAX:
+        try:
+            cache.pop(next(iter(cache)), None)
+        except (StopIteration, RuntimeError):   # emptied or resized by another thread
+            pass
+    cache[key] = value
 _SCALAR_TYPES = (int, float, bool)
 # Python ints in the fast-path and rule caches: keyed by type, so only those every int dtype
 # holds (an int32 tensor plus 2**40 must reach the rule, which refuses it)
@@ -105,8 +117,8 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
             shape, dtype = hit[1], hit[2]
         else:
             shape, dtype = spec.infer(args, attrs)
-            if key is not None and len(_INFER) < _FAST_MAX:
-                _INFER[key] = (spec, shape, dtype)
+            if key is not None:
+                _bounded_put(_INFER, key, (spec, shape, dtype))
     else:
         shape, dtype = spec.infer(args, attrs)
     return device.execute(spec, args, attrs, shape, dtype)
@@ -232,15 +244,13 @@ def fast_key(name: str, kind: str, args):
 def _remember(name, spec, device, args, shape, dtype) -> None:
     """Record the fast-path entry for this attr-less unary/binary call when the kernel set
     offers prepared kernels (``unary_fn``/``binary_fn``)."""
-    if len(_FAST) >= _FAST_MAX:
-        return
     key = fast_key(name, device.kind, args)
     if key is None or key in _FAST:
         return
     fn = _prepared_fn(name, spec, _KERNELS.get(device.kind) or kernels_for_kind(device.kind),
                       device, args, dtype)
     if fn is not None:
-        _FAST[key] = (spec, shape, dtype, fn)
+        _bounded_put(_FAST, key, (spec, shape, dtype, fn))
 
 
 def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, shape, dtype):

@@ -57,3 +57,16 @@ def test_a_cached_shape_never_hides_a_broadcast_error(run_on):
     with pytest.raises(rt.errors.DTypeError, match="sub"):
         run_on(lambda x, y: (x < 1) - (x > 1))
     assert run_on(lambda x, y: x * y) == ok
+
+
+def test_full_caches_drop_their_oldest_entries(monkeypatch):
+    """A process whose shapes keep changing keeps its fast path (issue 14, finding 11)."""
+    from runtime import dispatch
+    monkeypatch.setattr(dispatch, "_FAST_MAX", 4)
+    rt.empty_cache()
+    for n in range(1, 11):
+        rt.add(rt.zeros(n), rt.zeros(n))
+    assert 0 < len(dispatch._FAST) <= 4 and 0 < len(dispatch._INFER) <= 4
+    newest = [k for k in dispatch._FAST if k[0] == "add" and k[2] == (10,)]
+    assert newest, "the newest shape must be cached"
+    rt.empty_cache()
