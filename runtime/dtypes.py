@@ -23,6 +23,21 @@ class DType:
         self.is_int = category == 1
         self.is_bool = category == 0
 
+    def __eq__(self, other) -> bool:
+        """Equal to itself, its name and its NumPy dtype (``t.dtype == np.float32`` and
+        ``t.dtype == "float32"`` hold, as both are accepted wherever a dtype is)."""
+        if other is self:
+            return True
+        if isinstance(other, DType):
+            return False
+        try:
+            return as_dtype(other) is self
+        except Exception:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
     def __repr__(self) -> str:
         return f"rt.{self.name}"
 

@@ -94,6 +94,23 @@ class Tensor:
         return self.device.detach(self)
 
     # ---- data out -------------------------------------------------------------------
+    def numel(self) -> int:
+        """The number of elements (PyTorch's name for ``size``)."""
+        return self.size
+
+    def dim(self) -> int:
+        """The number of dimensions (PyTorch's name for ``ndim``)."""
+        return len(self.shape)
+
+    def cpu(self) -> "Tensor":
+        """This value on the cpu device (``t.to("cpu")``)."""
+        return self.to("cpu")
+
+    def clone(self) -> "Tensor":
+        """The tensor itself: tensors are immutable, so a copy could never differ from it (on
+        an autodiff device it stays on the tape, as PyTorch's ``clone`` does)."""
+        return self
+
     def numpy(self) -> np.ndarray:
         """A NumPy copy of the values (copied to the host for device tensors)."""
         return self.device.to_host(self)

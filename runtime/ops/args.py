@@ -11,15 +11,20 @@ from .shapes import MAX_ELEMENTS
 from ..tensor import Tensor
 
 __all__ = ["operand", "tensor_arg", "device_arg", "shape_arg", "check_size", "int_arg",
-           "MAX_ELEMENTS"]
+           "torch_alias", "MAX_ELEMENTS"]
 
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
-def operand(op: str, x):
-    """A tensor, or a Python scalar (NumPy scalars unwrapped); TypeError otherwise."""
+def operand(op: str, x, like=None):
+    """A tensor, or a Python scalar (NumPy scalars unwrapped); a NumPy array becomes a tensor
+    on ``like``'s device (its dtype kept, as PyTorch's ``torch.from_numpy``); TypeError
+    otherwise."""
     if isinstance(x, Tensor):
         return x
+    if type(x) is np.ndarray and like is not None:
+        from .create import tensor
+        return tensor(x, device=like.device)
     if isinstance(x, _SCALARS):
         if isinstance(x, np.generic):
             return x.item()
@@ -59,6 +64,16 @@ def check_size(op: str, shape) -> None:
     if n > MAX_ELEMENTS:
         raise ShapeError(f"{op}: shape {tuple(shape)} has {n} elements, more than the "
                          f"{MAX_ELEMENTS} a tensor can have")
+
+
+def torch_alias(op: str, value, default, alias, alias_value, names: str):
+    """``value``, or PyTorch's keyword ``alias_value`` for it (``dim`` for ``axis``,
+    ``keepdim`` for ``keepdims``) when given; ArgumentTypeError when both are."""
+    if alias_value is None:
+        return value
+    if value is not default:
+        raise ArgumentTypeError(f"{op}: got both {names}")
+    return alias_value
 
 
 def int_arg(op: str, name: str, v) -> int:

@@ -141,9 +141,10 @@ def _binary_fn(name, doc=None):
     def fn(a, b):
         if type(a) is Tensor and type(b) is Tensor:  # the common case, straight to dispatch
             return run(name, (a, b))
-        a = operand(name, a)
-        b = operand(name, b)
-        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        like = a if isinstance(a, Tensor) else (b if isinstance(b, Tensor) else None)
+        a = operand(name, a, like)
+        b = operand(name, b, like)
+        if like is None:
             raise ArgumentTypeError(f"{name}: at least one operand must be a Tensor")
         return run(name, (a, b))
     fn.__name__ = name
@@ -277,11 +278,12 @@ def clamp(x, min=None, max=None) -> Tensor:  # noqa: A002
     x = tensor_arg("clamp", x)
     if min is None and max is None:
         raise ArgumentValueError("clamp: at least one of min and max must be given")
+    min = operand("clamp", min, x) if min is not None else None   # noqa: A001
+    max = operand("clamp", max, x) if max is not None else None   # noqa: A001
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         y = x if min is None else maximum(x, min)
         return y if max is None else minimum(y, max)
-    attrs = {"min": operand("clamp", min) if min is not None else None,
-             "max": operand("clamp", max) if max is not None else None}
+    attrs = {"min": min, "max": max}
     return run("clamp", (x,), attrs)
 
 
@@ -398,7 +400,7 @@ register(OpSpec("where", "select", _infer_where,
 def where(cond, a, b) -> Tensor:
     """``a`` where ``cond`` is true, else ``b`` (broadcasting; a/b may be scalars)."""
     cond = tensor_arg("where", cond)
-    return run("where", (cond, operand("where", a), operand("where", b)))
+    return run("where", (cond, operand("where", a, cond), operand("where", b, cond)))
 
 
 register(OpSpec("cast", "unary", lambda args, attrs: (args[0].shape, D.as_dtype(attrs["dtype"])),

@@ -12,7 +12,7 @@ from .. import dtypes as D
 from ..dispatch import dispatch as run
 from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
-from .args import operand, tensor_arg
+from .args import operand, tensor_arg, torch_alias
 from .create import full, tensor
 from .registry import OpSpec, front_end, register, shape_of
 from .shape import expand, reshape
@@ -306,7 +306,7 @@ def slice_assign(x, key, value) -> Tensor:
     """A copy of ``x`` with ``x[key] = value`` (basic indexing; value broadcasts)."""
     x = tensor_arg("slice_assign", x)
     norm = _normalize_key(x, key)
-    value = operand("slice_assign", value)
+    value = operand("slice_assign", value, x)
     if not isinstance(value, Tensor):
         D.check_scalar("slice_assign", value, x.dtype)
     return run("slice_assign", (x, value), {"key": norm})
@@ -337,9 +337,12 @@ def take(x, indices, axis=None) -> Tensor:
 
 
 @front_end(method=True)
-def gather(x, axis, index) -> Tensor:
+def gather(x, axis=None, index=None, *, dim=None) -> Tensor:
     """PyTorch's ``gather(input, dim, index)``: ``out[i][j] = x[i][index[i][j]]`` for axis 1."""
     x = tensor_arg("gather", x)
+    axis = torch_alias("gather", axis, None, "axis", dim, "axis= and dim=")
+    if axis is None or index is None:
+        raise ArgumentTypeError("gather: needs an axis (axis= or dim=) and an index")
     idx = _index_tensor("gather", x, index)
     a = normalize_axis("gather", axis, x.ndim, x.shape)
     if x.ndim == 0 and idx.ndim == 0:       # a 0-d input along axis 0/-1 (PyTorch): as 1-d

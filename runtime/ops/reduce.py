@@ -13,7 +13,7 @@ from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
-from .args import int_arg, tensor_arg
+from .args import int_arg, tensor_arg, torch_alias
 from .elementwise import add, cast, div, eq, exp, mul, sub, where
 from .registry import OpSpec, front_end, register
 from .shape import broadcast_to, reshape
@@ -30,7 +30,7 @@ def _reduced_shape(shape, axes, keepdims) -> tuple:
 
 
 def _check_nonempty(name, x, axes):
-    if any(x.shape[a] == 0 for a in axes) or (not axes and prod(x.shape) == 0):
+    if _b.any(x.shape[a] == 0 for a in axes) or (not axes and prod(x.shape) == 0):
         raise ShapeError(f"{name}: cannot reduce a zero-size axis of a tensor of shape {x.shape} "
                          f"(axes {axes}); the operation has no identity")
 
@@ -60,15 +60,21 @@ def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True):
     if not api:
         return None
 
-    def fn(x, axis=None, keepdims=False) -> Tensor:
-        return _reduce(name, x, axis, keepdims)
+    def fn(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:
+        return _reduce(name, x, axis, keepdims, None, dim, keepdim)
     fn.__name__ = name
-    fn.__doc__ = doc
+    fn.__doc__ = doc + _TORCH_NAMES
     return front_end(fn, method=True)
 
 
-def _reduce(name, x, axis, keepdims, extra=None):
+_TORCH_NAMES = " PyTorch's ``dim=``/``keepdim=`` are accepted for ``axis=``/``keepdims=``."
+
+
+def _reduce(name, x, axis, keepdims, extra=None, dim=None, keepdim=None):
     x = tensor_arg(name, x)
+    if dim is not None or keepdim is not None:
+        axis = torch_alias(name, axis, None, "axis", dim, "axis= and dim=")
+        keepdims = torch_alias(name, keepdims, False, "keepdims", keepdim, "keepdims= and keepdim=")
     axes = normalize_axes(name, axis, x.ndim, x.shape)
     if x.ndim == 0:
         axes = ()                           # axis 0/-1 of a 0-d tensor: the tensor (PyTorch)
@@ -154,9 +160,45 @@ _reduction("var", "float", True, None, _grad_var, None, api=False)
 
 
 @front_end(method=True)
-def var(x, axis=None, keepdims=False, ddof=0) -> Tensor:
-    """Variance with ``ddof`` (NumPy's convention: 0)."""
-    return _reduce("var", x, axis, keepdims, {"ddof": int_arg("var", "ddof", ddof)})
+def var(x, axis=None, keepdims=False, ddof=0, *, dim=None, keepdim=None,
+        correction=None) -> Tensor:
+    """Variance with ``ddof`` (NumPy's convention: 0; PyTorch's ``correction=`` is the same
+    number).""" 
+    ddof = torch_alias("var", ddof, 0, "ddof", correction, "ddof= and correction=")
+    return _reduce("var", x, axis, keepdims, {"ddof": int_arg("var", "ddof", ddof)}, dim, keepdim)
+
+
+@front_end(method=True)
+def std(x, axis=None, keepdims=False, ddof=0, *, dim=None, keepdim=None,
+        correction=None) -> Tensor:
+    """Standard deviation: ``sqrt(var(...))`` with the same arguments."""
+    from .elementwise import sqrt
+    return sqrt(var(x, axis, keepdims, ddof, dim=dim, keepdim=keepdim, correction=correction))
+
+
+def _truth(name, x, axis, keepdims, dim, keepdim, reducer, empty):
+    x = tensor_arg(name, x)
+    if dim is not None or keepdim is not None:
+        axis = torch_alias(name, axis, None, "axis", dim, "axis= and dim=")
+        keepdims = torch_alias(name, keepdims, False, "keepdims", keepdim, "keepdims= and keepdim=")
+    axes = normalize_axes(name, axis, x.ndim, x.shape)
+    b = x if x.dtype.is_bool else cast(x, D.bool_)
+    if x.ndim and prod(x.shape[a] for a in axes) == 0:     # nothing to look at: the identity
+        from .create import full
+        return full(_reduced_shape(x.shape, axes, keepdims), empty, D.bool_, x.device)
+    return reducer(b, axis=axes if x.ndim else None, keepdims=keepdims)
+
+
+@front_end(method=True)
+def any(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:  # noqa: A001
+    """Whether any element (along ``axis``) is nonzero, as bool (False over nothing)."""
+    return _truth("any", x, axis, keepdims, dim, keepdim, max, False)
+
+
+@front_end(method=True)
+def all(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:  # noqa: A001
+    """Whether every element (along ``axis``) is nonzero, as bool (True over nothing)."""
+    return _truth("all", x, axis, keepdims, dim, keepdim, min, True)
 
 
 logsumexp = _reduction("logsumexp", "float", True, "ReduceLogSumExp", _grad_logsumexp,
@@ -182,8 +224,12 @@ def _arg_reduction(name, onnx):
     register(OpSpec(name, "arg_reduce", infer, kernel, cost="compute", differentiable=False,
                     onnx=onnx))
 
-    def fn(x, axis=None, keepdims=False) -> Tensor:
+    def fn(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:
         x = tensor_arg(name, x)
+        if dim is not None or keepdim is not None:
+            axis = torch_alias(name, axis, None, "axis", dim, "axis= and dim=")
+            keepdims = torch_alias(name, keepdims, False, "keepdims", keepdim,
+                                   "keepdims= and keepdim=")
         if axis is not None:
             if isinstance(axis, (tuple, list)):
                 raise ShapeError(f"{name}: axis must be an int or None, got {axis!r}")
@@ -220,8 +266,9 @@ def _softmax_op(name, log, onnx, grad, doc):
 
     register(OpSpec(name, "softmax", infer, kernel, cost="compute", backward=grad, onnx=onnx))
 
-    def fn(x, axis=-1) -> Tensor:
+    def fn(x, axis=-1, *, dim=None) -> Tensor:
         x = tensor_arg(name, x)
+        axis = torch_alias(name, axis, -1, "axis", dim, "axis= and dim=")
         if x.ndim == 0:
             normalize_axis(name, axis, 0)  # 0 or -1, as NumPy and PyTorch accept for a 0-d tensor
             return reshape(run(name, (reshape(x, (1,)),), {"axis": 0}), ())

@@ -8,7 +8,7 @@ from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import ArgumentTypeError, ShapeError
 from ..tensor import Tensor
-from .args import check_size, int_arg, shape_arg, tensor_arg
+from .args import check_size, int_arg, shape_arg, tensor_arg, torch_alias
 from .registry import OpSpec, front_end, register
 from .shapes import normalize_axes, normalize_axis, prod, resolve_reshape
 
@@ -175,9 +175,10 @@ def _sequence(op, tensors) -> tuple:
 
 
 @front_end(method=True)
-def squeeze(x, axis=None) -> Tensor:
+def squeeze(x, axis=None, *, dim=None) -> Tensor:
     """Remove size-1 axes (all of them, or the given ones, which must have size 1)."""
     x = tensor_arg("squeeze", x)
+    axis = torch_alias("squeeze", axis, None, "axis", dim, "axis= and dim=")
     if axis is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
@@ -191,17 +192,23 @@ def squeeze(x, axis=None) -> Tensor:
 
 
 @front_end(method=True)
-def unsqueeze(x, axis) -> Tensor:
+def unsqueeze(x, axis=None, *, dim=None) -> Tensor:
     """Insert a size-1 axis at ``axis`` (counted in the result)."""
     x = tensor_arg("unsqueeze", x)
+    axis = torch_alias("unsqueeze", axis, None, "axis", dim, "axis= and dim=")
+    if axis is None:
+        raise ArgumentTypeError("unsqueeze: missing the axis (axis= or dim=)")
     a = normalize_axis("unsqueeze", axis, x.ndim + 1, x.shape)
     return reshape(x, x.shape[:a] + (1,) + x.shape[a:])
 
 
 @front_end(method=True)
-def flatten(x, start_axis=0, end_axis=-1) -> Tensor:
-    """Merge axes ``start_axis..end_axis`` into one."""
+def flatten(x, start_axis=0, end_axis=-1, *, start_dim=None, end_dim=None) -> Tensor:
+    """Merge axes ``start_axis..end_axis`` into one (PyTorch's ``start_dim``/``end_dim`` too)."""
     x = tensor_arg("flatten", x)
+    start_axis = torch_alias("flatten", start_axis, 0, "start_axis", start_dim,
+                             "start_axis= and start_dim=")
+    end_axis = torch_alias("flatten", end_axis, -1, "end_axis", end_dim, "end_axis= and end_dim=")
     if x.ndim == 0:
         return reshape(x, (1,))
     s = normalize_axis("flatten", start_axis, x.ndim, x.shape)
@@ -212,9 +219,10 @@ def flatten(x, start_axis=0, end_axis=-1) -> Tensor:
 
 
 @front_end(aliases=("concatenate",))
-def cat(tensors, axis=0) -> Tensor:
+def cat(tensors, axis=0, *, dim=None) -> Tensor:
     """Concatenate along an existing axis (dtypes promoted)."""
     ts = _sequence("cat", tensors)
+    axis = torch_alias("cat", axis, 0, "axis", dim, "axis= and dim=")
     if not ts:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
     if ts[0].ndim == 0:
@@ -229,9 +237,10 @@ concatenate = cat
 
 
 @front_end
-def stack(tensors, axis=0) -> Tensor:
+def stack(tensors, axis=0, *, dim=None) -> Tensor:
     """Join along a new axis (all shapes equal)."""
     ts = _sequence("stack", tensors)
+    axis = torch_alias("stack", axis, 0, "axis", dim, "axis= and dim=")
     if not ts:
         raise ShapeError("stack: expected a non-empty sequence of tensors")
     for t in ts:
@@ -244,10 +253,11 @@ def stack(tensors, axis=0) -> Tensor:
 
 
 @front_end(method=True)
-def split(x, split_size_or_sections, axis=0) -> tuple:
+def split(x, split_size_or_sections, axis=0, *, dim=None) -> tuple:
     """PyTorch's ``split``: pieces of an int size (last may be smaller) or of listed sizes."""
     from .index import getitem
     x = tensor_arg("split", x)
+    axis = torch_alias("split", axis, 0, "axis", dim, "axis= and dim=")
     if x.ndim == 0:
         raise ShapeError("split: expected a tensor with at least one dimension, got a 0-d tensor")
     a = normalize_axis("split", axis, x.ndim, x.shape)
@@ -272,9 +282,10 @@ def split(x, split_size_or_sections, axis=0) -> tuple:
 
 
 @front_end(method=True)
-def chunk(x, chunks: int, axis=0) -> tuple:
+def chunk(x, chunks: int, axis=0, *, dim=None) -> tuple:
     """Split into ``chunks`` pieces of ceil(n / chunks) (PyTorch's ``chunk``)."""
     x = tensor_arg("chunk", x)
+    axis = torch_alias("chunk", axis, 0, "axis", dim, "axis= and dim=")
     chunks = int_arg("chunk", "chunks", chunks)
     if x.ndim == 0:
         raise ShapeError("chunk: expected a tensor with at least one dimension, got a 0-d tensor")
