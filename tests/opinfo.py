@@ -26,15 +26,16 @@ case, so a row is usually one line, e.g.::
 then run ``pytest tests/test_opinfo_coverage.py`` and the files above.  Keyword reference:
 
 - ``fn``: the front-end callable (default ``getattr(rt, name)``); a lambda for attributes.
-- ``ref``: NumPy reference, called on float64 copies of the inputs (reductions:
-  ``ref(x, axis=..., keepdims=...)``; softmax: ``ref(x, axis)``).
+- ``ref``: NumPy reference; ``row.reference(*arrays, **kw)`` calls it on float64 copies of
+  the inputs (reductions: ``ref(x, axis=..., keepdims=...)``; softmax: ``ref(x, axis)``;
+  cast: ``ref(x, dst)`` on the input itself).
 - ``out``: result dtype rule: "same", "float" (ints/bools -> float32), "bool", "acc"
   (ints/bools -> int64), "div" (true division: ints/bools -> float32), "int64".
 - ``dtypes`` / ``rejects``: dtypes the forward checks run / that must raise DTypeError
   (with the op name in the message).  Each (op, dtype) is a JIT compile: keep lists short.
 - ``domain``: (low, high) of the forward samples (``oracle.sample``; ints use ceil(low));
-  ``nonzero=True`` replaces zeros of the last input by 1 (divisors).  ``sample`` overrides
-  both: ``sample(shape, dtype, rng) -> list of arrays``.
+  ``nonzero=True`` replaces zeros of the last integer/bool input by 1 (divisors).
+  ``sample`` overrides both: ``sample(shape, dtype, rng) -> list of arrays``.
 - ``tol`` / ``tol_cuda``: {dtype: rtol (= atol)} for float results; integer and bool results
   compare exactly.
 - ``grad``: ``None`` (no finite-difference check) or ``grad(shapes, rng) -> float64 arrays``,
