@@ -13,7 +13,8 @@ fails when a catalogue op is in neither.
 Readers: tests/test_elementwise.py, tests/test_reduce.py (forward vs NumPy),
 tests/autodiff/test_grad_*.py (finite differences), tests/compile/test_random_elementwise.py
 (op names), tests/cuda/test_ops_cuda.py (same references on cuda), tests/test_opinfo_coverage.py
-(rejected dtypes, table coverage).  They select rows with ``rows(family, ...)``.
+(table coverage, rejected dtypes, and the rows no per-area file sweeps: matmul, linear,
+cross_entropy).  They select rows with ``rows(family, ...)``.
 
 Adding an op: add one row below with the builder of its family; the defaults cover the common
 case, so a row is usually one line, e.g.::
@@ -293,6 +294,23 @@ def _where_sample(shape, dtype, rng):
     return [c, _oracle_sample((3, 4), dtype, rng), _oracle_sample((4,), I64, rng)]
 
 
+def shaped(*shapes):
+    """A ``sample`` of fixed input shapes, each drawn like ``oracle.sample`` on ANYWHERE."""
+    def sample(shape, dtype, rng):
+        return [_oracle_sample(sh, dtype, rng) for sh in shapes]
+    return sample
+
+
+def _cross_entropy_sample(shape, dtype, rng):
+    """(4, 5) logits and int64 class indices."""
+    return [_oracle_sample((4, 5), dtype, rng), rng.integers(0, 5, size=4)]
+
+
+def _cross_entropy(logits, target):
+    logp = logits - _logsumexp(logits, axis=1, keepdims=True)
+    return -np.mean(logp[np.arange(len(target)), target.astype(np.int64)])
+
+
 # --------------------------------------------------------------------------- the table
 _ROWS = [
     # unary: "same" keeps the dtype (bool rejected), "float" maps ints/bools to float32
@@ -360,8 +378,16 @@ _ROWS = [
            _out_rule("float"), tuple(FLOAT_DTYPES), domain=(-20.0, 20.0), grad=each(normal2),
            tol_cuda={F32: 1e-5, F64: 1e-5}),
     OpInfo("matmul", "matmul", "linalg", rt.matmul, np.matmul, _out_rule("same"),
-           tuple(NUMERIC_DTYPES), rejects=(B,), grad=each(gaussian), arity=2,
-           tol_cuda={F32: 1e-4, F64: 1e-4}),
+           tuple(NUMERIC_DTYPES), rejects=(B,), sample=shaped((3, 4), (4, 2)),
+           grad=each(gaussian), arity=2, tol_cuda={F32: 1e-4, F64: 1e-4}),
+    # composites (one catalogue op each): forward and gradient in tests/test_opinfo_coverage.py
+    OpInfo("linear", "linear", "linear", rt.nn.functional.linear,
+           lambda x, w, b: x @ w.T + b, _out_rule("same"), (F32,),
+           sample=shaped((2, 3), (4, 3), (4,)), grad=each(gaussian), arity=3, devices=("cpu",)),
+    # the target is an integer input: the gradient is tested in tests/autodiff/test_composite.py
+    OpInfo("cross_entropy", "cross_entropy", "loss", rt.nn.functional.cross_entropy,
+           _cross_entropy, _out_rule("float"), (F32,), sample=_cross_entropy_sample, arity=2,
+           devices=("cpu",)),
 ]
 OPS: dict[str, OpInfo] = {r.name: r for r in _ROWS}
 
@@ -381,8 +407,6 @@ VARIANTS: dict[str, OpInfo] = {r.name: r for r in [
 
 #: catalogue ops without a row: why, and where they are tested
 NOT_IN_TABLE = {
-    "linear": "composite (matmul + add); tests/autodiff/test_composite.py, tests/test_matmul.py",
-    "cross_entropy": "composite loss with integer targets; tests/autodiff/test_composite.py",
     "cross_entropy_backward": "internal op of cross_entropy's gradient; "
                               "tests/autodiff/test_composite.py",
     "reshape": "shape op, no numeric reference; tests/test_shape.py",

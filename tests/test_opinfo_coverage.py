@@ -1,10 +1,13 @@
 """tests/opinfo.py covers the catalogue: every op has a row or a reason; rows are well-formed;
-every dtype a row rejects raises DTypeError naming the op (no kernel is compiled for these)."""
+every dtype a row rejects raises DTypeError naming the op (no kernel is compiled for these);
+the rows no per-area file sweeps (matmul, composites) match NumPy for their first dtype."""
 import numpy as np
 import pytest
 
 import runtime as rt
-from opinfo import NOT_IN_TABLE, OPS, VARIANTS, all_rows
+from autodiff.gradcheck import check_grad
+from opinfo import NOT_IN_TABLE, OPS, VARIANTS, all_rows, rows
+from oracle import assert_close
 from runtime.ops.catalogue import CATALOGUE
 
 
@@ -50,3 +53,13 @@ def test_rejected_dtypes_raise(info, dtype):
     args = [rt.tensor(np.array([1, 0]).astype(dtype.np)) for _ in range(info.arity)]
     with pytest.raises(rt.DTypeError, match=info.op):
         info.fn(*args)
+
+
+@pytest.mark.parametrize("info", rows("linalg", "linear", "loss"), ids=lambda r: r.name)
+def test_rows_swept_nowhere_else(info, rng):
+    dtype = info.dtypes[0]                   # one dtype: test_matmul.py sweeps matmul's dtypes
+    xs = info.inputs(None, dtype, rng)
+    got = info.fn(*[rt.tensor(a) for a in xs])
+    assert_close(got, info.reference(*xs), info.out(dtype), tol=info.tol)
+    if info.grad is not None:
+        check_grad(info.differentiate, *info.grad([np.shape(a) for a in xs], rng))
