@@ -19,8 +19,11 @@ def sample(shape, dtype, rng, low=-3.0, high=3.0):
     return rng.uniform(low, high, size=shape).astype(NP[dtype])
 
 
-def assert_close(got, want, dtype=None):
-    """Compare a tensor (or array) with a float64 reference cast to the result dtype."""
+def assert_close(got, want, dtype=None, tol=None):
+    """Compare a tensor (or array) with a float64 reference cast to the result dtype.
+
+    ``tol``: rtol (= atol) for float results, default 1e-5 (float32) / 1e-12 (float64); a
+    ``{dtype: tol}`` dict (an ``opinfo`` row's) is looked up by the result dtype."""
     g = got.numpy() if isinstance(got, rt.Tensor) else np.asarray(got)
     w = np.asarray(want)
     if isinstance(got, rt.Tensor):
@@ -31,6 +34,9 @@ def assert_close(got, want, dtype=None):
     assert g.shape == w.shape, (g.shape, w.shape)
     if g.dtype.kind == "f":
         rtol = 1e-5 if g.dtype == np.float32 else 1e-12
+        if isinstance(tol, dict):
+            tol = tol[rt.float32 if g.dtype == np.float32 else rt.float64]
+        rtol = rtol if tol is None else tol
         np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True)
     else:
         np.testing.assert_array_equal(g, w)

@@ -1,49 +1,22 @@
-"""Reductions, softmax family and argmax/argmin against NumPy."""
+"""Reductions, softmax family and argmax/argmin against NumPy (rows of tests/opinfo.py)."""
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import runtime as rt
-from oracle import ALL_DTYPES, FLOAT_DTYPES, NP, assert_close, sample
+from opinfo import OPS, cases, rows
+from oracle import FLOAT_DTYPES, assert_close, sample
 
 
-def _ref_dtype(name, dt):
-    if name in ("sum", "prod"):
-        return dt if dt.is_float else rt.int64
-    if name in ("mean", "var", "logsumexp"):
-        return dt if dt.is_float else rt.float32
-    return dt
-
-
-def _np_reduce(name, x, axis, keepdims):
-    x64 = x.astype(np.float64)
-    if name == "logsumexp":
-        m = np.max(x64, axis=axis, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0)
-        r = np.log(np.sum(np.exp(x64 - m), axis=axis, keepdims=True)) + m
-        return r if keepdims else np.squeeze(r, axis=axis)
-    return getattr(np, name)(x64, axis=axis, keepdims=keepdims)
-
-
-@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "var", "logsumexp"])
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("info,dtype", cases(rows("reduce")))
 @pytest.mark.parametrize("axis", [None, 0, -1, (0, 2)])
-def test_reduce_all_dtypes(name, dtype, axis, rng):
-    x = sample((3, 4, 5), dtype, rng, low=-1, high=1)
-    if name == "prod" and dtype.is_float:
-        x = x * 0.5 + 1
-    if name == "prod" and dtype.is_int:  # keep products inside int range (2**60 < 2**63)
-        x = rng.integers(-1, 3, size=x.shape).astype(NP[dtype])
-    got = getattr(rt, name)(rt.tensor(x), axis=axis)
-    want = _np_reduce(name, x, axis, False)
-    out = _ref_dtype(name, dtype)
+def test_reduce_all_dtypes(info, dtype, axis, rng):
+    (x,) = info.inputs((3, 4, 5), dtype, rng)
+    got = info.fn(rt.tensor(x), axis=axis)
+    out = info.out(dtype)
     assert got.dtype is out
-    if out.is_float:
-        tol = 1e-5 if out is rt.float32 else 1e-12
-        np.testing.assert_allclose(got.numpy(), np.asarray(want).astype(out.np), rtol=tol, atol=tol)
-    else:
-        np.testing.assert_array_equal(got.numpy(), np.asarray(want).astype(out.np))
+    assert_close(got, info.reference(x, axis=axis, keepdims=False), out, tol=info.tol)
 
 
 @given(hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=6), st.data())
@@ -55,8 +28,8 @@ def test_reduce_axes_keepdims(shape, data):
     keep = data.draw(st.booleans())
     t = rt.tensor(x)
     for name in ("sum", "max", "mean"):
-        got = getattr(rt, name)(t, axis=axes, keepdims=keep)
-        want = getattr(np, name)(x, axis=axes, keepdims=keep)
+        got = OPS[name].fn(t, axis=axes, keepdims=keep)
+        want = OPS[name].reference(x, axis=axes, keepdims=keep)
         assert got.shape == np.shape(want)
         # atol: the kernels' summation order follows the host's vector width, so a sum that
         # nearly cancels differs from NumPy's by rounding (~1e-16 absolute), not by rtol
@@ -88,17 +61,15 @@ def test_nan_propagates_in_max_min_and_argmax():
     assert rt.argmin(x, axis=1).tolist() == [1, 0]
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
-def test_argmax_argmin(dtype, rng):
-    x = sample((4, 6), dtype, rng)
+@pytest.mark.parametrize("info,dtype", cases(rows("arg_reduce")))
+def test_argmax_argmin(info, dtype, rng):
+    (x,) = info.inputs((4, 6), dtype, rng)
     t = rt.tensor(x)
-    for name in ("argmax", "argmin"):
-        f = getattr(np, name)
-        assert getattr(rt, name)(t).item() == f(x)
-        np.testing.assert_array_equal(getattr(rt, name)(t, axis=0).numpy(), f(x, axis=0))
-        np.testing.assert_array_equal(getattr(rt, name)(t, axis=-1, keepdims=True).numpy(),
-                                      f(x, axis=-1, keepdims=True))
-        assert getattr(rt, name)(t, axis=1).dtype is rt.int64
+    assert info.fn(t).item() == info.reference(x)
+    np.testing.assert_array_equal(info.fn(t, axis=0).numpy(), info.reference(x, axis=0))
+    np.testing.assert_array_equal(info.fn(t, axis=-1, keepdims=True).numpy(),
+                                  info.reference(x, axis=-1, keepdims=True))
+    assert info.fn(t, axis=1).dtype is info.out(dtype)
 
 
 def test_argmax_first_of_ties():
@@ -106,20 +77,15 @@ def test_argmax_first_of_ties():
     assert rt.argmin(rt.tensor([[2, 0, 0]]), axis=1).tolist() == [1]
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: d.name)
+# softmax, log_softmax and logsumexp over one axis, on a wide range (-20, 20)
+@pytest.mark.parametrize("info,dtype", cases(rows("softmax") + [OPS["logsumexp"]],
+                                             dtypes=FLOAT_DTYPES))
 @pytest.mark.parametrize("axis", [-1, 0, 1])
-def test_softmax_family(dtype, axis, rng):
-    x = sample((3, 5, 4), dtype, rng, low=-20, high=20).astype(np.float64)
-    m = x.max(axis=axis, keepdims=True)
-    e = np.exp(x - m)
-    sm = e / e.sum(axis=axis, keepdims=True)
-    lsm = x - m - np.log(e.sum(axis=axis, keepdims=True))
-    t = rt.tensor(x.astype(dtype.np))
-    tol = 1e-5 if dtype is rt.float32 else 1e-12
-    np.testing.assert_allclose(rt.softmax(t, axis).numpy(), sm, rtol=tol, atol=tol)
-    np.testing.assert_allclose(rt.log_softmax(t, axis=axis).numpy(), lsm, rtol=tol, atol=tol)
-    np.testing.assert_allclose(rt.logsumexp(t, axis=axis).numpy(),
-                               np.squeeze(m, axis) + np.log(e.sum(axis=axis)), rtol=tol, atol=tol)
+def test_softmax_family(info, dtype, axis, rng):
+    low, high = OPS["softmax"].domain
+    x = sample((3, 5, 4), dtype, rng, low=low, high=high)
+    got = info.fn(rt.tensor(x), axis=axis)
+    assert_close(got, info.reference(x, axis=axis), info.out(dtype), tol=info.tol)
 
 
 def test_softmax_extremes_and_ints():

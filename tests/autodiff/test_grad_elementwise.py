@@ -1,9 +1,12 @@
-"""Gradients of elementwise, select and cast ops vs central finite differences."""
+"""Gradients of elementwise, select and cast ops vs central finite differences (the ops and
+their input domains are the rows of tests/opinfo.py)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import runtime as rt
+from opinfo import OPS, ids, rows
+
 from .gradcheck import AD, check_grad
 
 shapes = st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
@@ -19,72 +22,30 @@ def broadcast_pair(draw):
     return sub(out), sub(out)
 
 
-def away_from_zero(shape, rng, low=0.3, high=2.0):
-    return rng.uniform(low, high, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+# every unary/cast row of tests/opinfo.py with a gradient domain (clamp variants included)
+GRAD_UNARY = rows("unary", "cast", grad=True)
+GRAD_BINARY = rows("binary", grad=True)
 
 
-UNARY = {
-    # name: (function, sampler)
-    "neg": (rt.neg, "any"), "abs": (rt.abs, "nonzero"), "relu": (rt.relu, "nonzero"),
-    "exp": (rt.exp, "any"), "log": (rt.log, "positive"), "sqrt": (rt.sqrt, "positive"),
-    "rsqrt": (rt.rsqrt, "positive"), "sin": (rt.sin, "any"), "cos": (rt.cos, "any"),
-    "tanh": (rt.tanh, "any"), "sigmoid": (rt.sigmoid, "any"), "gelu": (rt.gelu, "any"),
-    "gelu_tanh": (lambda x: rt.gelu(x, approximate="tanh"), "any"), "erf": (rt.erf, "any"),
-    "reciprocal": (rt.reciprocal, "nonzero"),
-    "clamp": (lambda x: rt.clamp(x, -0.5, 0.7), "clamp"),
-    "clamp_min": (lambda x: rt.clamp(x, min=0.1), "clamp"),
-    "cast64": (lambda x: rt.cast(x, rt.float64), "any"),
-}
-
-
-def _sample(kind, shape, rng):
-    if kind == "positive":
-        return rng.uniform(0.3, 2.0, size=shape)
-    if kind == "nonzero":
-        return away_from_zero(shape, rng)
-    if kind == "clamp":   # keep clear of the bounds, where the derivative jumps
-        x = rng.uniform(-1.5, 1.5, size=shape)
-        for b in (-0.5, 0.7, 0.1):
-            x = np.where(np.abs(x - b) < 0.05, b + 0.2, x)
-        return x
-    return rng.uniform(-2.0, 2.0, size=shape)
-
-
-@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("info", GRAD_UNARY, ids=ids)
 @settings(max_examples=4)
 @given(shape=shapes, seed=st.integers(0, 2**16))
-def test_unary(name, shape, seed):
-    fn, kind = UNARY[name]
-    check_grad(fn, _sample(kind, shape, np.random.default_rng(seed)))
+def test_unary(info, shape, seed):
+    (x,) = info.grad([shape], np.random.default_rng(seed))
+    check_grad(info.differentiate, x)
 
 
-BINARY = {
-    "add": (rt.add, "any"), "sub": (rt.sub, "any"), "mul": (rt.mul, "any"),
-    "div": (rt.div, "nonzero_b"), "pow": (rt.pow, "positive_a"),
-    "maximum": (rt.maximum, "distinct"), "minimum": (rt.minimum, "distinct"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(BINARY))
+@pytest.mark.parametrize("info", GRAD_BINARY, ids=ids)
 @settings(max_examples=6)
 @given(pair=broadcast_pair(), seed=st.integers(0, 2**16))
-def test_binary_broadcasting(name, pair, seed):
-    fn, kind = BINARY[name]
-    rng = np.random.default_rng(seed)
-    a = rng.uniform(-2, 2, size=pair[0])
-    b = rng.uniform(-2, 2, size=pair[1])
-    if kind == "nonzero_b":
-        b = away_from_zero(pair[1], rng)
-    elif kind == "positive_a":
-        a = rng.uniform(0.5, 2.0, size=pair[0])
-    elif kind == "distinct":   # ties are a kink; tested separately
-        b = a.mean() + away_from_zero(pair[1], rng, 0.05, 1.0) if a.size else b
-    check_grad(fn, a, b)
+def test_binary_broadcasting(info, pair, seed):
+    a, b = info.grad(list(pair), np.random.default_rng(seed))
+    check_grad(info.differentiate, a, b)
 
 
-@pytest.mark.parametrize("name", sorted(BINARY))
-def test_binary_with_python_scalars(name, rng):
-    fn, _ = BINARY[name]
+@pytest.mark.parametrize("info", GRAD_BINARY, ids=ids)
+def test_binary_with_python_scalars(info, rng):
+    fn = info.differentiate
     x = rng.uniform(0.5, 2.0, size=(2, 3))
     check_grad(lambda t: fn(t, 1.5), x)
     check_grad(lambda t: fn(1.25, t), x)
@@ -124,7 +85,7 @@ def test_where_broadcasting(shapes3, seed):
     except ValueError:
         return
     cond = rt.tensor(rng.random(shapes3[0]) < 0.5, device=AD)
-    check_grad(lambda a, b: rt.where(cond, a, b),
+    check_grad(lambda a, b: OPS["where"].fn(cond, a, b),
                rng.uniform(-1, 1, shapes3[1]), rng.uniform(-1, 1, shapes3[2]))
 
 

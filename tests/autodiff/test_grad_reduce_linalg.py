@@ -1,9 +1,12 @@
-"""Gradients of reductions, softmax and matmul vs central finite differences."""
+"""Gradients of reductions, softmax and matmul vs central finite differences (ops and input
+domains: the rows of tests/opinfo.py)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import runtime as rt
+from opinfo import OPS, ids, rows
+
 from .gradcheck import AD, check_grad
 
 shapes = st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple)
@@ -22,33 +25,17 @@ def shape_and_axis(draw):
     return shape, axis, draw(st.booleans())
 
 
-def distinct_values(shape, rng):
-    """Values with no ties and gaps larger than the finite-difference step."""
-    n = int(np.prod(shape))
-    return (rng.permutation(n) * 0.37 - n * 0.15 + rng.uniform(-0.05, 0.05, n)).reshape(shape)
-
-
-REDUCTIONS = {
-    "sum": rt.sum, "mean": rt.mean, "prod": rt.prod, "max": rt.max, "min": rt.min,
-    "var": rt.var, "logsumexp": rt.logsumexp,
-    "var_ddof1": lambda x, axis=None, keepdims=False: rt.var(x, axis=axis, keepdims=keepdims, ddof=1),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@pytest.mark.parametrize("info", rows("reduce", grad=True), ids=ids)
 @settings(max_examples=6)
 @given(case=shape_and_axis(), seed=st.integers(0, 2**16))
-def test_reduction(name, case, seed):
+def test_reduction(info, case, seed):
     shape, axis, keepdims = case
-    fn = REDUCTIONS[name]
-    if name == "var_ddof1":
+    if info.name == "var_ddof1":
         axes = range(len(shape)) if axis is None else np.atleast_1d(axis)
         if np.prod([shape[a] for a in axes]) < 2:
             return
-    x = distinct_values(shape, np.random.default_rng(seed))
-    if name == "prod":
-        x = np.random.default_rng(seed).uniform(0.5, 1.5, shape)
-    check_grad(lambda t: fn(t, axis=axis, keepdims=keepdims), x)
+    (x,) = info.grad([shape], np.random.default_rng(seed))
+    check_grad(lambda t: info.differentiate(t, axis=axis, keepdims=keepdims), x)
 
 
 def test_reduction_of_zero_dim_tensor():
@@ -72,13 +59,13 @@ def test_prod_with_zeros():
     np.testing.assert_allclose(x.grad(g).numpy(), [[6.0, 0.0, 0.0]])
 
 
-@pytest.mark.parametrize("fn", [rt.softmax, rt.log_softmax], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("info", rows("softmax", grad=True), ids=ids)
 @settings(max_examples=6)
 @given(shape=shapes, data=st.data())
-def test_softmax(fn, shape, data):
+def test_softmax(info, shape, data):
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
-    x = np.random.default_rng(len(shape) + axis).normal(size=shape) * 2
-    check_grad(lambda t: fn(t, axis=axis), x)
+    (x,) = info.grad([shape], np.random.default_rng(len(shape) + axis))
+    check_grad(lambda t: info.differentiate(t, axis=axis), x)
 
 
 def test_softmax_large_logits_is_stable():
@@ -87,6 +74,7 @@ def test_softmax_large_logits_is_stable():
     assert np.all(np.isfinite(x.grad(g).numpy()))
 
 
+MATMUL = OPS["matmul"]
 MATMUL_SHAPES = [
     ((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)), ((2, 3), (3, 4)),
     ((2, 2, 3), (3, 4)), ((2, 3), (2, 3, 4)), ((2, 1, 2, 3), (3, 3, 2)),
@@ -96,7 +84,7 @@ MATMUL_SHAPES = [
 
 @pytest.mark.parametrize("a_shape,b_shape", MATMUL_SHAPES)
 def test_matmul(a_shape, b_shape, rng):
-    check_grad(rt.matmul, rng.normal(size=a_shape), rng.normal(size=b_shape))
+    check_grad(MATMUL.differentiate, *MATMUL.grad([a_shape, b_shape], rng))
 
 
 @settings(max_examples=10)
@@ -108,8 +96,8 @@ def test_matmul_broadcast_batches(batch_a, batch_b, m, k, n, seed):
     except ValueError:
         return
     rng = np.random.default_rng(seed)
-    check_grad(rt.matmul, rng.normal(size=tuple(batch_a) + (m, k)),
-               rng.normal(size=tuple(batch_b) + (k, n)))
+    check_grad(MATMUL.differentiate,
+               *MATMUL.grad([tuple(batch_a) + (m, k), tuple(batch_b) + (k, n)], rng))
 
 
 def test_matmul_mixed_dtypes_and_constant_operand(rng):

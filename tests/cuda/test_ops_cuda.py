@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import runtime as rt
+from opinfo import OPS, cases, ids, rows
 
 DEVICES = ["cpu", "cuda"] if os.environ.get("RT_TEST_CPU_TOO") == "1" else ["cuda"]
 F32, F64, I32, I64, B = rt.float32, rt.float64, rt.int32, rt.int64, rt.bool_
@@ -48,70 +49,50 @@ def close(got, want, rtol=None):
 
 
 # ------------------------------------------------------------------------------- elementwise
-UNARY_NP = {
-    "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
-    "reciprocal": lambda x: 1 / x, "sign": np.sign, "floor": np.floor, "ceil": np.ceil,
-}
-
-
-@pytest.mark.parametrize("op", sorted(UNARY_NP))
-@pytest.mark.parametrize("dtype", [F32, F64])
-def test_unary(dev, op, dtype, n):
-    x = data((3, n), dtype, low=0.1 if op in ("log", "sqrt", "rsqrt") else -3)
+# ops, references and cuda tolerances: the rows of tests/opinfo.py that run on cuda
+@pytest.mark.parametrize("info,dtype", cases(rows("unary", device="cuda"), dtypes=(F32, F64)))
+def test_unary(dev, info, dtype, n):
+    low, high = info.domain
+    x = data((3, n), dtype, low=low, high=high)
     t = rt.tensor(x, device=dev)
-    got = getattr(rt, op)(t)
+    got = info.fn(t)
     assert got.device == dev
-    close(got, UNARY_NP[op](x.astype(np.float64)), rtol=1e-5 if dtype is F32 else 1e-12)
+    close(got, info.reference(x), rtol=info.tolerance(dtype, "cuda"))
+
+
+#: unary rows that keep an integer dtype (neg, abs, sign, relu, floor, ceil, clamp...)
+INT_UNARY = [r for r in rows("unary", device="cuda", dtype=I32) if r.out(I32) is I32]
 
 
 @pytest.mark.parametrize("dtype", [I32, I64])
 def test_unary_int(dev, dtype, n):
     x = data((2, n), dtype)
     t = rt.tensor(x, device=dev)
-    for op in ("neg", "abs", "sign", "relu"):
-        close(getattr(rt, op)(t), UNARY_NP[op](x))
-    close(rt.exp(t), np.exp(x.astype(np.float64)))  # int -> float32
+    for info in INT_UNARY:
+        close(info.fn(t), info.reference(x))
+    close(OPS["exp"].fn(t), OPS["exp"].reference(x))  # int -> float32
 
 
-def test_gelu_erf_clamp_logical_not(dev, n):
-    import math
+def test_logical_not_of_bool(dev, n):
     x = data((2, n), F32)
-    t = rt.tensor(x, device=dev)
-    erf = np.vectorize(math.erf)(x.astype(np.float64))
-    close(rt.erf(t), erf, rtol=1e-5)
-    close(rt.gelu(t), 0.5 * x * (1 + np.vectorize(math.erf)(x / np.sqrt(2))), rtol=1e-5)
-    xd = x.astype(np.float64)
-    close(rt.gelu(t, approximate="tanh"),
-          0.5 * xd * (1 + np.tanh(np.sqrt(2 / np.pi) * (xd + 0.044715 * xd ** 3))), rtol=1e-5)
-    close(rt.clamp(t, -1.0, 0.5), np.clip(x, -1, 0.5))
-    close(rt.clamp(t, min=0.0), np.maximum(x, 0))
-    close(rt.clamp(t, max=0.0), np.minimum(x, 0))
     close(rt.logical_not(rt.tensor(x > 0, device=dev)), ~(x > 0))
 
 
-BINARY_NP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-             "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal,
-             "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
-
-
-@pytest.mark.parametrize("op", sorted(BINARY_NP))
+@pytest.mark.parametrize("info", rows("binary", device="cuda"), ids=ids)
 @pytest.mark.parametrize("dtype", [F32, I64])
-def test_binary_broadcast_scalar(dev, op, dtype, n):
+def test_binary_broadcast_scalar(dev, info, dtype, n):
     a = data((3, n), dtype, seed=1)
     b = data((n,), dtype, seed=2)
-    if op == "div":
+    if info.nonzero:
         b = np.where(b == 0, 1, b).astype(b.dtype)
     ta, tb = rt.tensor(a, device=dev), rt.tensor(b, device=dev)
-    f = getattr(rt, op)
-    want = BINARY_NP[op](a.astype(np.float64), b.astype(np.float64))
-    close(f(ta, tb), want)
-    close(f(tb, ta), BINARY_NP[op](b.astype(np.float64), a.astype(np.float64)))
-    close(f(ta, 2), BINARY_NP[op](a.astype(np.float64), 2.0))
+    f, ref = info.fn, info.reference
+    tol = info.tolerance(info.out(dtype), "cuda") if info.out(dtype).is_float else None
+    close(f(ta, tb), ref(a, b), rtol=tol)
+    close(f(tb, ta), ref(b, a), rtol=tol)
+    close(f(ta, 2), ref(a, 2.0), rtol=tol)
     # strided (transposed) operand
-    close(f(rt.permute(ta, 1, 0), rt.reshape(tb, n, 1)), BINARY_NP[op](a.T.astype(np.float64),
-                                                                         b.reshape(n, 1)))
+    close(f(rt.permute(ta, 1, 0), rt.reshape(tb, n, 1)), ref(a.T, b.reshape(n, 1)), rtol=tol)
 
 
 def test_pow_logical_nan(dev, n):
@@ -144,22 +125,19 @@ def test_where_cast(dev, n):
 
 
 # ------------------------------------------------------------------------------- reductions
-@pytest.mark.parametrize("op", ["sum", "mean", "prod", "max", "min", "var", "logsumexp"])
+@pytest.mark.parametrize("info", rows("reduce", device="cuda", dtype=F32), ids=ids)
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 2), -1])
-def test_reduce(dev, op, axis, big):
+def test_reduce(dev, info, axis, big):
     shape = (9, 130, 7) if big else (3, 5, 4)
-    x = data(shape, F32, seed=4, low=-1, high=1.2 if op == "prod" else 1)
+    x = data(shape, F32, seed=4, low=-1, high=1.2 if info.name == "prod" else 1)
     t = rt.tensor(x, device=dev)
-    xd = x.astype(np.float64)
-    f = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
-         "var": np.var, "logsumexp": lambda v, axis, keepdims: np.log(np.sum(np.exp(v), axis=axis,
-                                                                            keepdims=keepdims))}[op]
+    f, tol = info.reference, info.tolerance(F32, "cuda")
     for keepdims in (False, True):
-        got = getattr(rt, op)(t, axis=axis, keepdims=keepdims)
-        close(got, f(xd, axis=axis, keepdims=keepdims), rtol=1e-5)
+        got = info.fn(t, axis=axis, keepdims=keepdims)
+        close(got, f(x, axis=axis, keepdims=keepdims), rtol=tol)
     # non-contiguous input (transposed view), reduced without a copy
-    close(getattr(rt, op)(rt.permute(t, 2, 0, 1), axis=0),
-          f(np.transpose(xd, (2, 0, 1)), axis=0, keepdims=False), rtol=1e-5)
+    close(info.fn(rt.permute(t, 2, 0, 1), axis=0),
+          f(np.transpose(x, (2, 0, 1)), axis=0, keepdims=False), rtol=tol)
 
 
 def test_reduce_long_and_columns(dev, big):
@@ -201,7 +179,7 @@ def test_reduce_nan_and_empty(dev):
 def test_arg_reduce(dev, dtype, n):
     x = data((4, n, 3), dtype, seed=8)
     t = rt.tensor(x, device=dev)
-    for f, nf in ((rt.argmax, np.argmax), (rt.argmin, np.argmin)):
+    for f, nf in ((r.fn, r.reference) for r in rows("arg_reduce", device="cuda")):
         close(f(t), nf(x))
         for axis in (0, 1, 2):
             close(f(t, axis=axis), nf(x, axis=axis))
@@ -218,29 +196,31 @@ def test_softmax(dev, dtype, n):
     t = rt.tensor(x, device=dev)
     xd = x.astype(np.float64)
     for axis in (-1, 1, 0):
-        e = np.exp(xd - xd.max(axis=axis, keepdims=True))
-        close(rt.softmax(t, axis=axis), e / e.sum(axis=axis, keepdims=True), rtol=1e-5)
-        lse = np.log(np.exp(xd - xd.max(axis, keepdims=True)).sum(axis, keepdims=True)) + \
-            xd.max(axis, keepdims=True)
-        close(rt.log_softmax(t, axis=axis), xd - lse, rtol=1e-5)
+        for info in rows("softmax", device="cuda"):
+            close(info.fn(t, axis=axis), info.reference(xd, axis=axis),
+                  rtol=info.tolerance(dtype, "cuda"))
 
 
 # ------------------------------------------------------------------------------- matmul
-@pytest.mark.parametrize("dtype", [F32, F64, I32, I64])
+MATMUL = OPS["matmul"]
+
+
+@pytest.mark.parametrize("dtype", MATMUL.dtypes)
 def test_matmul(dev, dtype, big):
     m, k, nn = (300, 257, 130) if big else (13, 9, 11)
     a = data((m, k), dtype, seed=10)
     b = data((k, nn), dtype, seed=11)
     ta, tb = rt.tensor(a, device=dev), rt.tensor(b, device=dev)
-    want = a.astype(np.float64) @ b.astype(np.float64)
-    close(ta @ tb, want, rtol=1e-4)
-    close(rt.permute(tb, 1, 0) @ rt.permute(ta, 1, 0), want.T, rtol=1e-4)   # strided operands
-    close(ta[0] @ tb, want[0], rtol=1e-4)                                    # 1-D @ 2-D
-    close(ta @ tb[:, 0], want[:, 0], rtol=1e-4)                              # 2-D @ 1-D
+    want = MATMUL.reference(a, b)
+    tol = MATMUL.tolerance(dtype, "cuda") if dtype.is_float else None
+    close(ta @ tb, want, rtol=tol)
+    close(rt.permute(tb, 1, 0) @ rt.permute(ta, 1, 0), want.T, rtol=tol)    # strided operands
+    close(ta[0] @ tb, want[0], rtol=tol)                                     # 1-D @ 2-D
+    close(ta @ tb[:, 0], want[:, 0], rtol=tol)                               # 2-D @ 1-D
     ab = data((2, 1, m, k), dtype, seed=12)
     bb = data((3, k, nn), dtype, seed=13)
-    close(rt.tensor(ab, device=dev) @ rt.tensor(bb, device=dev),
-          ab.astype(np.float64) @ bb.astype(np.float64), rtol=1e-4)          # broadcast batch
+    close(MATMUL.fn(rt.tensor(ab, device=dev), rt.tensor(bb, device=dev)),
+          MATMUL.reference(ab, bb), rtol=tol)                                # broadcast batch
 
 
 # ------------------------------------------------------------------------------- shape / index

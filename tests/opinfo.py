@@ -1,0 +1,465 @@
+"""The op table the per-area tests read: one ``OpInfo`` row per catalogue op.
+
+``OPS[name]`` (``name`` a key of ``runtime.ops.catalogue.CATALOGUE``) says how to call the op
+from the front end, how to build sample inputs per dtype, which dtypes it supports and which
+it must reject, the NumPy float64 reference (the tests cast it to the result dtype), the
+tolerance per result dtype (cpu and cuda), whether a gradient check applies (and on which
+inputs) and the devices the table-driven checks run it on.  ``VARIANTS`` holds extra rows for
+an op called with other attributes (``clamp`` with only a lower bound, ``var`` with ddof=1);
+their ``op`` is the catalogue name.  Catalogue ops with no generic check are listed in
+``NOT_IN_TABLE`` with the reason (and where they are tested); tests/test_opinfo_coverage.py
+fails when a catalogue op is in neither.
+
+Readers: tests/test_elementwise.py, tests/test_reduce.py (forward vs NumPy),
+tests/autodiff/test_grad_*.py (finite differences), tests/compile/test_random_elementwise.py
+(op names), tests/cuda/test_ops_cuda.py (same references on cuda), tests/test_opinfo_coverage.py
+(table coverage, rejected dtypes, and the rows no per-area file sweeps: matmul, linear,
+cross_entropy).  They select rows with ``rows(family, ...)``.
+
+Adding an op: add one row below with the builder of its family; the defaults cover the common
+case, so a row is usually one line, e.g.::
+
+    unary("expm1", np.expm1, out="float"),                  # any input, ints -> float32
+    unary("log1p", np.log1p, out="float", domain=POSITIVE, grad=positive),
+    binary("atan2", np.arctan2, out="div", grad=each(anywhere)),
+    reduce("amax", np.max, out="same", grad=distinct),
+
+then run ``pytest tests/test_opinfo_coverage.py`` and the files above.  Keyword reference:
+
+- ``fn``: the front-end callable (default ``getattr(rt, name)``); a lambda for attributes.
+- ``ref``: NumPy reference; ``row.reference(*arrays, **kw)`` calls it on float64 copies of
+  the inputs (reductions: ``ref(x, axis=..., keepdims=...)``; softmax: ``ref(x, axis)``;
+  cast: ``ref(x, dst)`` on the input itself).
+- ``out``: result dtype rule: "same", "float" (ints/bools -> float32), "bool", "acc"
+  (ints/bools -> int64), "div" (true division: ints/bools -> float32), "int64".
+- ``dtypes`` / ``rejects``: dtypes the forward checks run / that must raise DTypeError
+  (with the op name in the message).  Each (op, dtype) is a JIT compile: keep lists short.
+- ``domain``: (low, high) of the forward samples (``oracle.sample``; ints use ceil(low));
+  ``nonzero=True`` replaces zeros of the last integer/bool input by 1 (divisors).
+  ``sample`` overrides both: ``sample(shape, dtype, rng) -> list of arrays``.
+- ``tol`` / ``tol_cuda``: {dtype: rtol (= atol)} for float results; integer and bool results
+  compare exactly.
+- ``grad``: ``None`` (no finite-difference check) or ``grad(shapes, rng) -> float64 arrays``,
+  one per input (helpers: ``each(anywhere)``, ``each(positive)``, ``per_input(a, b)``,
+  ``distinct``...); ``grad_fn`` is the callable differentiated (default ``fn``).
+- ``devices``: where the table-driven checks run it ("cpu"; "cuda" under the simulator).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+import runtime as rt
+from oracle import ALL_DTYPES, FLOAT_DTYPES, NUMERIC_DTYPES, sample as _oracle_sample
+
+F32, F64, I32, I64, B = rt.float32, rt.float64, rt.int32, rt.int64, rt.bool_
+CPU_CUDA = ("cpu", "cuda")
+ANYWHERE = (-3.0, 3.0)
+POSITIVE = (0.1, 3.0)
+UNIT = (-1.0, 1.0)
+
+#: forward tolerances (rtol = atol) per float result dtype
+UNARY_TOL = {F32: 2e-6, F64: 1e-13}
+DEFAULT_TOL = {F32: 1e-5, F64: 1e-12}
+CUDA_UNARY_TOL = {F32: 1e-5, F64: 1e-12}
+CUDA_TOL = {F32: 2e-5, F64: 1e-11}
+
+
+# --------------------------------------------------------------------------- gradient inputs
+# A per-input sampler is ``s(shape, rng) -> float64 array``; ``grad`` combines them.
+def anywhere(shape, rng):
+    return rng.uniform(-2.0, 2.0, size=shape)
+
+
+def positive(shape, rng):
+    return rng.uniform(0.3, 2.0, size=shape)
+
+
+def away_from_zero(shape, rng, low=0.3, high=2.0):
+    return rng.uniform(low, high, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+
+
+def normal2(shape, rng):
+    return rng.normal(size=shape) * 2
+
+
+def gaussian(shape, rng):
+    return rng.normal(size=shape)
+
+
+def uniform(low, high):
+    def s(shape, rng):
+        return rng.uniform(low, high, size=shape)
+    return s
+
+
+def avoiding(low, high, *kinks, gap=0.05, shift=0.2):
+    """Uniform in [low, high], nudged off the points where the derivative jumps."""
+    def s(shape, rng):
+        x = rng.uniform(low, high, size=shape)
+        for k in kinks:
+            x = np.where(np.abs(x - k) < gap, k + shift, x)
+        return x
+    return s
+
+
+def distinct_values(shape, rng):
+    """Values with no ties and gaps larger than the finite-difference step."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n) * 0.37 - n * 0.15 + rng.uniform(-0.05, 0.05, n)).reshape(shape)
+
+
+def each(s):
+    """The same per-input sampler for every input."""
+    def grad(shapes, rng):
+        return [s(sh, rng) for sh in shapes]
+    return grad
+
+
+def per_input(*samplers):
+    def grad(shapes, rng):
+        return [s(sh, rng) for s, sh in zip(samplers, shapes)]
+    return grad
+
+
+def distinct_pair(shapes, rng):
+    """maximum/minimum: b kept clear of a (ties are a kink, tested separately)."""
+    a = rng.uniform(-2, 2, size=shapes[0])
+    b = rng.uniform(-2, 2, size=shapes[1])
+    if a.size:
+        b = a.mean() + away_from_zero(shapes[1], rng, 0.05, 1.0)
+    return [a, b]
+
+
+distinct = each(distinct_values)
+
+
+# --------------------------------------------------------------------------- the row
+def _out_rule(rule):
+    def out(dt):
+        if rule == "same":
+            return dt
+        if rule in ("float", "div"):
+            return dt if dt.is_float else F32
+        if rule == "bool":
+            return B
+        if rule == "acc":
+            return dt if dt.is_float else I64
+        if rule == "int64":
+            return I64
+        raise ValueError(rule)
+    out.rule = rule
+    return out
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    name: str                                  # row id: the catalogue name, or a variant's
+    op: str                                    # the catalogue op
+    family: str                                # unary, binary, select, cast, reduce, ...
+    fn: Callable                               # front-end callable
+    ref: Optional[Callable]                    # NumPy reference on float64 inputs
+    out: Callable                              # input dtype -> result dtype
+    dtypes: tuple = ()                         # dtypes the forward checks run
+    rejects: tuple = ()                        # dtypes that must raise DTypeError
+    domain: tuple = ANYWHERE
+    nonzero: bool = False
+    sample: Optional[Callable] = None          # (shape, dtype, rng) -> [arrays]
+    tol: dict = field(default_factory=lambda: dict(DEFAULT_TOL))
+    tol_cuda: dict = field(default_factory=lambda: dict(CUDA_TOL))
+    grad: Optional[Callable] = None            # (shapes, rng) -> [float64 arrays]
+    grad_fn: Optional[Callable] = None
+    devices: tuple = CPU_CUDA
+    arity: int = 1
+
+    def inputs(self, shape, dtype, rng):
+        """Forward sample inputs (NumPy arrays) of ``dtype``, ``arity`` of them."""
+        if self.sample is not None:
+            return list(self.sample(shape, dtype, rng))
+        low, high = self.domain
+        if dtype.is_int:
+            low = math.ceil(low)
+        xs = [_oracle_sample(shape, dtype, rng, low=low, high=high) for _ in range(self.arity)]
+        if self.nonzero and not dtype.is_float:
+            xs[-1] = np.where(xs[-1] == 0, 1, xs[-1]).astype(xs[-1].dtype)
+        return xs
+
+    def reference(self, *arrays, **kw):
+        """The NumPy float64 reference (inputs cast to float64 first)."""
+        return self.ref(*[np.asarray(a).astype(np.float64) for a in arrays], **kw)
+
+    def tolerance(self, dtype, device="cpu"):
+        """rtol (= atol) for a float result of ``dtype`` on ``device``."""
+        return (self.tol_cuda if device == "cuda" else self.tol)[dtype]
+
+    @property
+    def differentiate(self):
+        return self.grad_fn or self.fn
+
+    def __repr__(self):
+        return f"OpInfo({self.name})"
+
+
+def _fn(name, fn):
+    return fn if fn is not None else getattr(rt, name)
+
+
+def unary(name, ref, out="float", domain=ANYWHERE, dtypes=NUMERIC_DTYPES, rejects=None,
+          grad=anywhere, tol=UNARY_TOL, op=None, fn=None, **kw):
+    """A one-tensor elementwise op; ``grad`` is a per-input sampler (or None)."""
+    if rejects is None:
+        rejects = (B,) if out == "same" else ()
+    kw["tol_cuda"] = dict(kw.get("tol_cuda", CUDA_UNARY_TOL))
+    return OpInfo(name, op or name, "unary", _fn(name, fn), ref, _out_rule(out), tuple(dtypes),
+                  tuple(rejects), domain=domain, tol=dict(tol),
+                  grad=None if grad is None else each(grad), **kw)
+
+
+def binary(name, ref, out="same", dtypes=ALL_DTYPES, rejects=(), grad=None, fn=None, **kw):
+    """A two-operand elementwise op (tensors or Python scalars); ``grad(shapes, rng)``."""
+    return OpInfo(name, name, "binary", _fn(name, fn), ref, _out_rule(out), tuple(dtypes),
+                  tuple(rejects), grad=grad, arity=2, **kw)
+
+
+def reduce(name, ref, out, dtypes=ALL_DTYPES, grad=distinct, op=None, fn=None, **kw):
+    """A reduction called as ``fn(x, axis=..., keepdims=...)``; ``ref`` likewise."""
+    kw.setdefault("tol_cuda", {F32: 1e-5, F64: 1e-12})
+    return OpInfo(name, op or name, "reduce", _fn(name, fn), ref, _out_rule(out), tuple(dtypes),
+                  domain=UNIT, grad=grad, **kw)
+
+
+# --------------------------------------------------------------------------- references
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + _erf(x / np.sqrt(2)))
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    r = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return r if keepdims else np.squeeze(r, axis=axis)
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def _cast_ref(x, dst):
+    """``cast`` of the (non-float64) input ``x`` to ``dst``: trunc toward zero, bool is != 0."""
+    if dst is B:
+        return x != 0
+    if x.dtype.kind == "f" and dst.is_int:
+        return np.trunc(x).astype(dst.np)
+    return x.astype(dst.np)
+
+
+def _pow_sample(shape, dtype, rng):
+    """Positive float bases; int bases with negative values and a zero, exponents >= 0."""
+    if dtype.is_float:
+        a = _oracle_sample((5,), dtype, rng, low=0.5, high=3)
+    else:
+        a = np.array([0, 1, 2, -2, 3], dtype.np)
+    return [a, np.array([0, 1, 2, 3, 2], dtype.np)]
+
+
+def _prod_sample(shape, dtype, rng):
+    """Products kept in range: floats in [0.5, 1.5], ints in [-1, 2] (2**60 < 2**63)."""
+    x = _oracle_sample(shape, dtype, rng, low=-1, high=1)
+    if dtype.is_float:
+        x = x * 0.5 + 1
+    if dtype.is_int:
+        x = rng.integers(-1, 3, size=x.shape).astype(dtype.np)
+    return [x]
+
+
+def _where_sample(shape, dtype, rng):
+    """A (3, 1) condition, a (3, 4) ``dtype`` branch and a (4,) int64 branch (promoted)."""
+    c = rng.random((3, 1)) < 0.5
+    return [c, _oracle_sample((3, 4), dtype, rng), _oracle_sample((4,), I64, rng)]
+
+
+def shaped(*shapes):
+    """A ``sample`` of fixed input shapes, each drawn like ``oracle.sample`` on ANYWHERE."""
+    def sample(shape, dtype, rng):
+        return [_oracle_sample(sh, dtype, rng) for sh in shapes]
+    return sample
+
+
+def _cross_entropy_sample(shape, dtype, rng):
+    """(4, 5) logits and int64 class indices."""
+    return [_oracle_sample((4, 5), dtype, rng), rng.integers(0, 5, size=4)]
+
+
+def _cross_entropy(logits, target):
+    logp = logits - _logsumexp(logits, axis=1, keepdims=True)
+    return -np.mean(logp[np.arange(len(target)), target.astype(np.int64)])
+
+
+# --------------------------------------------------------------------------- the table
+_ROWS = [
+    # unary: "same" keeps the dtype (bool rejected), "float" maps ints/bools to float32
+    unary("neg", np.negative, out="same"),
+    unary("abs", np.abs, out="same", grad=away_from_zero),
+    unary("sign", np.sign, out="same", grad=None),
+    unary("relu", lambda x: np.where(x > 0, x, 0 * x), out="same", grad=away_from_zero),
+    unary("floor", np.floor, out="same", grad=None),
+    unary("ceil", np.ceil, out="same", grad=None),
+    unary("exp", np.exp),
+    unary("log", np.log, domain=POSITIVE, grad=positive),
+    unary("sqrt", np.sqrt, domain=POSITIVE, grad=positive),
+    unary("rsqrt", lambda x: 1 / np.sqrt(x), domain=POSITIVE, grad=positive),
+    unary("sin", np.sin),
+    unary("cos", np.cos),
+    unary("tanh", np.tanh),
+    unary("sigmoid", lambda x: 1 / (1 + np.exp(-x))),
+    unary("erf", _erf),
+    unary("reciprocal", lambda x: 1 / x, nonzero=True, grad=away_from_zero),
+    unary("gelu", _gelu, dtypes=FLOAT_DTYPES, tol={F32: 2e-6, F64: 1e-12}),
+    unary("gelu_tanh", _gelu_tanh, dtypes=FLOAT_DTYPES, tol={F32: 2e-6, F64: 1e-12},
+          fn=lambda x: rt.gelu(x, approximate="tanh")),
+    unary("logical_not", np.logical_not, out="bool", dtypes=ALL_DTYPES, grad=None),
+    unary("clamp", lambda x: np.clip(x, -1, 2), out="same", fn=lambda x: rt.clamp(x, -1, 2),
+          grad=avoiding(-3, 3, -1, 2), tol=DEFAULT_TOL, tol_cuda=CUDA_TOL),
+    OpInfo("cast", "cast", "cast", rt.cast, _cast_ref, _out_rule("same"), tuple(ALL_DTYPES),
+           grad=each(anywhere), grad_fn=lambda x: rt.cast(x, F64)),
+    # binary: "same" promotes, "div" is true division, "bool" compares
+    binary("add", np.add, grad=each(anywhere)),
+    binary("sub", np.subtract, dtypes=NUMERIC_DTYPES, rejects=(B,), grad=each(anywhere)),
+    binary("mul", np.multiply, grad=each(anywhere)),
+    binary("div", np.true_divide, out="div", nonzero=True,
+           grad=per_input(anywhere, away_from_zero)),
+    binary("pow", np.power, dtypes=NUMERIC_DTYPES, rejects=(B,), sample=_pow_sample,
+           grad=per_input(uniform(0.5, 2.0), anywhere), devices=("cpu",)),
+    binary("maximum", np.maximum, grad=distinct_pair),
+    binary("minimum", np.minimum, grad=distinct_pair),
+    binary("eq", np.equal, out="bool"),
+    binary("ne", np.not_equal, out="bool"),
+    binary("lt", np.less, out="bool"),
+    binary("le", np.less_equal, out="bool"),
+    binary("gt", np.greater, out="bool"),
+    binary("ge", np.greater_equal, out="bool"),
+    binary("logical_and", np.logical_and, out="bool"),
+    binary("logical_or", np.logical_or, out="bool"),
+    OpInfo("where", "where", "select", rt.where, np.where, _out_rule("same"), (F32,),
+           sample=_where_sample, arity=3, devices=("cpu",)),
+    # reductions: fn(x, axis=..., keepdims=...)
+    reduce("sum", np.sum, out="acc"),
+    reduce("prod", np.prod, out="acc", sample=_prod_sample, grad=each(uniform(0.5, 1.5))),
+    reduce("mean", np.mean, out="float"),
+    reduce("var", np.var, out="float"),
+    reduce("max", np.max, out="same"),
+    reduce("min", np.min, out="same"),
+    reduce("logsumexp", _logsumexp, out="float"),
+    OpInfo("argmax", "argmax", "arg_reduce", rt.argmax, np.argmax, _out_rule("int64"),
+           tuple(ALL_DTYPES)),
+    OpInfo("argmin", "argmin", "arg_reduce", rt.argmin, np.argmin, _out_rule("int64"),
+           tuple(ALL_DTYPES)),
+    # softmax family: fn(x, axis); ints are accepted (float32 result) but not swept
+    OpInfo("softmax", "softmax", "softmax", rt.softmax, _softmax, _out_rule("float"),
+           tuple(FLOAT_DTYPES), domain=(-20.0, 20.0), grad=each(normal2),
+           tol_cuda={F32: 1e-5, F64: 1e-5}),
+    OpInfo("log_softmax", "log_softmax", "softmax", rt.log_softmax, _log_softmax,
+           _out_rule("float"), tuple(FLOAT_DTYPES), domain=(-20.0, 20.0), grad=each(normal2),
+           tol_cuda={F32: 1e-5, F64: 1e-5}),
+    OpInfo("matmul", "matmul", "linalg", rt.matmul, np.matmul, _out_rule("same"),
+           tuple(NUMERIC_DTYPES), rejects=(B,), sample=shaped((3, 4), (4, 2)),
+           grad=each(gaussian), arity=2, tol_cuda={F32: 1e-4, F64: 1e-4}),
+    # composites (one catalogue op each): forward and gradient in tests/test_opinfo_coverage.py
+    OpInfo("linear", "linear", "linear", rt.nn.functional.linear,
+           lambda x, w, b: x @ w.T + b, _out_rule("same"), (F32,),
+           sample=shaped((2, 3), (4, 3), (4,)), grad=each(gaussian), arity=3, devices=("cpu",)),
+    # the target is an integer input: the gradient is tested in tests/autodiff/test_composite.py
+    OpInfo("cross_entropy", "cross_entropy", "loss", rt.nn.functional.cross_entropy,
+           _cross_entropy, _out_rule("float"), (F32,), sample=_cross_entropy_sample, arity=2,
+           devices=("cpu",)),
+]
+OPS: dict[str, OpInfo] = {r.name: r for r in _ROWS}
+
+#: extra rows: an op under other attributes (id differs from the catalogue ``op``)
+VARIANTS: dict[str, OpInfo] = {r.name: r for r in [
+    unary("clamp_min", lambda x: np.maximum(x, 0), out="same", op="clamp",
+          fn=lambda x: rt.clamp(x, min=0), grad=avoiding(-1.5, 1.5, 0.0),
+          tol=DEFAULT_TOL, tol_cuda=CUDA_TOL),
+    unary("clamp_max", lambda x: np.minimum(x, 0), out="same", op="clamp",
+          fn=lambda x: rt.clamp(x, max=0), grad=None, tol=DEFAULT_TOL, tol_cuda=CUDA_TOL),
+    reduce("var_ddof1", lambda x, axis=None, keepdims=False: np.var(x, axis=axis,
+                                                                    keepdims=keepdims, ddof=1),
+           out="float", dtypes=(), op="var",
+           fn=lambda x, axis=None, keepdims=False: rt.var(x, axis=axis, keepdims=keepdims,
+                                                          ddof=1)),
+]}
+
+#: catalogue ops without a row: why, and where they are tested
+NOT_IN_TABLE = {
+    "cross_entropy_backward": "internal op of cross_entropy's gradient; "
+                              "tests/autodiff/test_composite.py",
+    "reshape": "shape op, no numeric reference; tests/test_shape.py",
+    "permute": "shape op; tests/test_shape.py",
+    "expand": "shape op; tests/test_shape.py",
+    "cat": "variadic shape op; tests/test_shape.py",
+    "index": "indexing with a key; tests/test_shape.py, tests/test_tensor.py",
+    "slice_assign": "indexing with a key; tests/test_shape.py",
+    "take": "integer-index op; tests/test_shape.py, tests/autodiff/test_grad_shape_index.py",
+    "gather": "integer-index op; tests/test_shape.py, tests/autodiff/test_grad_shape_index.py",
+    "scatter_add": "integer-index op; tests/test_shape.py, tests/cuda/test_ops_cuda.py",
+    "init": "creation from a host array (rt.tensor); tests/test_tensor.py",
+    "full": "creation, no input tensor; tests/test_tensor.py",
+    "arange": "creation, no input tensor; tests/test_tensor.py",
+    "eye": "creation, no input tensor; tests/test_tensor.py",
+    "rand": "random creation, no NumPy reference; tests/test_tensor.py, tests/cuda",
+    "randn": "random creation, no NumPy reference; tests/test_tensor.py, tests/cuda",
+}
+
+
+def all_rows():
+    return list(OPS.values()) + list(VARIANTS.values())
+
+
+def rows(*families, device=None, grad=None, dtype=None, variants=True, exclude=()):
+    """Rows of these families (all if none), optionally only those that run on ``device``,
+    have (``grad=True``) or lack a gradient check, or support ``dtype``."""
+    out = []
+    for r in (all_rows() if variants else list(OPS.values())):
+        if families and r.family not in families:
+            continue
+        if device is not None and device not in r.devices:
+            continue
+        if grad is not None and (r.grad is not None) != grad:
+            continue
+        if dtype is not None and dtype not in r.dtypes:
+            continue
+        if r.name in exclude:
+            continue
+        out.append(r)
+    return out
+
+
+def names(*families, **kw):
+    return [r.name for r in rows(*families, **kw)]
+
+
+def cases(rs, dtypes=None):
+    """pytest params (row, dtype) over each row's dtypes (or those of them in ``dtypes``)."""
+    import pytest
+    return [pytest.param(r, dt, id=f"{r.name}-{dt.name}") for r in rs for dt in r.dtypes
+            if dtypes is None or dt in dtypes]
+
+
+def ids(r):
+    return getattr(r, "name", None)
