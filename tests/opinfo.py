@@ -334,6 +334,7 @@ _ROWS = [
     unary("gelu_tanh", _gelu_tanh, dtypes=FLOAT_DTYPES, tol={F32: 2e-6, F64: 1e-12},
           fn=lambda x: rt.gelu(x, approximate="tanh")),
     unary("logical_not", np.logical_not, out="bool", dtypes=ALL_DTYPES, grad=None),
+    unary("log1p", np.log1p, domain=(-0.9, 3.0), dtypes=(F32, F64, I64), grad=uniform(-0.5, 2.0)),
     unary("clamp", lambda x: np.clip(x, -1, 2), out="same", fn=lambda x: rt.clamp(x, -1, 2),
           grad=avoiding(-3, 3, -1, 2), tol=DEFAULT_TOL, tol_cuda=CUDA_TOL),
     OpInfo("cast", "cast", "cast", rt.cast, _cast_ref, _out_rule("same"), tuple(ALL_DTYPES),

@@ -420,3 +420,18 @@ def cast(x, dtype) -> Tensor:
 
 
 astype = cast
+
+
+# --------------------------------------------------------------------------- composites
+def _decompose_log1p(args, attrs):
+    # Kahan's log1p: u = 1 + x rounded; log(u) * x / (u - 1) cancels the rounding of u
+    # (within a few ulps of log1p), x itself where u == 1, and u where it overflowed to inf
+    x = _as_float(args[0])
+    u = add(x, 1)
+    d = sub(u, 1)
+    return where(eq(d, 0), x, where(eq(u, math.inf), u, mul(log(u), div(x, d))))
+
+
+log1p = _composite("log1p", 1, _decompose_log1p,
+                   grad=lambda c, g: (div(g, add(c.input(0), 1)),),
+                   doc="``log(1 + x)``, accurate for small ``x``.")
