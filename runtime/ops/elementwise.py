@@ -435,3 +435,35 @@ def _decompose_log1p(args, attrs):
 log1p = _composite("log1p", 1, _decompose_log1p,
                    grad=lambda c, g: (div(g, add(c.input(0), 1)),),
                    doc="``log(1 + x)``, accurate for small ``x``.")
+
+
+def _decompose_softplus(args, attrs):
+    x = _as_float(args[0])
+    beta, threshold = attrs.get("beta", 1.0), attrs.get("threshold", 20.0)
+    bx = x if beta == 1.0 else mul(x, beta)
+    # max(bx, 0) + log1p(exp(-|bx|)): no overflow, exact in both tails
+    y = add(maximum(bx, 0), log1p(exp(neg(abs(bx)))))
+    if beta != 1.0:
+        y = div(y, beta)
+    return where(gt(bx, threshold), x, y)
+
+
+def _grad_softplus(c, g):
+    x = c.input(0)
+    beta, threshold = c.attrs.get("beta", 1.0), c.attrs.get("threshold", 20.0)
+    bx = x if beta == 1.0 else mul(x, beta)
+    return (where(gt(bx, threshold), g, mul(g, sigmoid(bx))),)
+
+
+register(OpSpec("softplus", "unary", lambda args, attrs: (args[0].shape, float_of(args[0].dtype)),
+                decompose=_decompose_softplus, backward=_grad_softplus))
+
+
+@front_end(method=True)
+def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, and ``x`` where ``beta x > threshold`` (PyTorch's)."""
+    x = tensor_arg("softplus", x)
+    beta, threshold = float(beta), float(threshold)
+    if beta == 1.0 and threshold == 20.0:
+        return run("softplus", (x,))
+    return run("softplus", (x,), {"beta": beta, "threshold": threshold})
