@@ -467,3 +467,7 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     if beta == 1.0 and threshold == 20.0:
         return run("softplus", (x,))
     return run("softplus", (x,), {"beta": beta, "threshold": threshold})
+
+
+silu = _composite("silu", 1, lambda args, attrs: mul(_as_float(args[0]), sigmoid(args[0])),
+                  doc="``x * sigmoid(x)`` (swish), differentiated through its decomposition.")
