@@ -339,6 +339,8 @@ _ROWS = [
     unary("softplus", lambda x: np.where(x > 20, x, np.logaddexp(0, x)), domain=(-30.0, 30.0),
           dtypes=(F32, F64, I64)),
     unary("silu", lambda x: x / (1 + np.exp(-x)), domain=(-30.0, 30.0), dtypes=(F32, F64, I64)),
+    unary("mish", lambda x: x * np.tanh(np.logaddexp(0, x)), domain=(-30.0, 30.0),
+          dtypes=(F32, F64, I64)),
     unary("clamp", lambda x: np.clip(x, -1, 2), out="same", fn=lambda x: rt.clamp(x, -1, 2),
           grad=avoiding(-3, 3, -1, 2), tol=DEFAULT_TOL, tol_cuda=CUDA_TOL),
     OpInfo("cast", "cast", "cast", rt.cast, _cast_ref, _out_rule("same"), tuple(ALL_DTYPES),

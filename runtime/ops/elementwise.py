@@ -471,3 +471,7 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
 
 silu = _composite("silu", 1, lambda args, attrs: mul(_as_float(args[0]), sigmoid(args[0])),
                   doc="``x * sigmoid(x)`` (swish), differentiated through its decomposition.")
+
+
+mish = _composite("mish", 1, lambda args, attrs: mul(_as_float(args[0]), tanh(softplus(args[0]))),
+                  doc="``x * tanh(softplus(x))``, differentiated through its decomposition.")
