@@ -363,6 +363,7 @@ _ROWS = [
     binary("ge", np.greater_equal, out="bool"),
     binary("logical_and", np.logical_and, out="bool"),
     binary("logical_or", np.logical_or, out="bool"),
+    binary("logaddexp", np.logaddexp, out="div", dtypes=(F32, F64, I64), grad=each(anywhere)),
     OpInfo("where", "where", "select", rt.where, np.where, _out_rule("same"), (F32,),
            sample=_where_sample, arity=3, devices=("cpu",)),
     # reductions: fn(x, axis=..., keepdims=...)

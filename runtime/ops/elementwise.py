@@ -475,3 +475,20 @@ silu = _composite("silu", 1, lambda args, attrs: mul(_as_float(args[0]), sigmoid
 
 mish = _composite("mish", 1, lambda args, attrs: mul(_as_float(args[0]), tanh(softplus(args[0]))),
                   doc="``x * tanh(softplus(x))``, differentiated through its decomposition.")
+
+
+def _decompose_logaddexp(args, attrs):
+    a, b = (_as_float(v) for v in args)
+    m = maximum(a, b)
+    # m + log1p(exp(-|a - b|)), and m + log 2 where a == b (infinities of one sign included)
+    return where(eq(a, b), add(m, math.log(2.0)), add(m, log1p(exp(neg(abs(sub(a, b)))))))
+
+
+def _grad_logaddexp(c, g):
+    a, b = c.input(0), c.input(1)
+    return (mul(g, sigmoid(sub(a, b))) if c.needs(0) else None,
+            mul(g, sigmoid(sub(b, a))) if c.needs(1) else None)
+
+
+logaddexp = _composite("logaddexp", 2, _decompose_logaddexp, grad=_grad_logaddexp,
+                       doc="``log(exp(a) + exp(b))`` computed stably (NumPy's ``logaddexp``).")
