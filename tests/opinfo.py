@@ -294,6 +294,27 @@ def _where_sample(shape, dtype, rng):
     return [c, _oracle_sample((3, 4), dtype, rng), _oracle_sample((4,), I64, rng)]
 
 
+def _specials(shape, dtype, rng):
+    """Samples with NaN, +inf and -inf first (floats)."""
+    x = _oracle_sample(shape, dtype, rng)
+    if dtype.is_float and x.size >= 3:
+        x.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
+    return [x]
+
+
+def _halves(shape, dtype, rng):
+    """Multiples of 0.5 (ties for round) and a few other values."""
+    x = _oracle_sample(shape, dtype, rng, low=-4, high=4)
+    if dtype.is_float:
+        x = (np.round(x * 2) / 2).astype(dtype.np)
+        x.reshape(-1)[:2] = [2.675, -0.25]
+    return [x]
+
+
+def _lerp_ref(a, b, w):
+    return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+
+
 def shaped(*shapes):
     """A ``sample`` of fixed input shapes, each drawn like ``oracle.sample`` on ANYWHERE."""
     def sample(shape, dtype, rng):
@@ -341,6 +362,17 @@ _ROWS = [
     unary("silu", lambda x: x / (1 + np.exp(-x)), domain=(-30.0, 30.0), dtypes=(F32, F64, I64)),
     unary("mish", lambda x: x * np.tanh(np.logaddexp(0, x)), domain=(-30.0, 30.0),
           dtypes=(F32, F64, I64)),
+    unary("isnan", np.isnan, out="bool", dtypes=(F32, I64), sample=_specials, grad=None),
+    unary("isinf", np.isinf, out="bool", dtypes=(F32, I64), sample=_specials, grad=None),
+    unary("isfinite", np.isfinite, out="bool", dtypes=(F32, I64), sample=_specials, grad=None),
+    unary("nan_to_num", lambda x: np.nan_to_num(x, nan=0.5, posinf=1e30, neginf=-1e30),
+          out="same", dtypes=(F32, F64), sample=_specials,
+          fn=lambda x: rt.nan_to_num(x, nan=0.5, posinf=1e30, neginf=-1e30)),
+    unary("trunc", np.trunc, out="same", dtypes=(F32, I64), grad=None),
+    unary("frac", lambda x: x - np.trunc(x), out="same", dtypes=(F32, F64),
+          grad=avoiding(-2.9, 2.9, -2, -1, 0, 1, 2)),
+    unary("round", np.round, out="same", dtypes=(F32, F64, I64), sample=_halves, grad=None),
+    unary("square", np.square, out="same", dtypes=(F32, I64)),
     unary("clamp", lambda x: np.clip(x, -1, 2), out="same", fn=lambda x: rt.clamp(x, -1, 2),
           grad=avoiding(-3, 3, -1, 2), tol=DEFAULT_TOL, tol_cuda=CUDA_TOL),
     OpInfo("cast", "cast", "cast", rt.cast, _cast_ref, _out_rule("same"), tuple(ALL_DTYPES),
@@ -364,6 +396,20 @@ _ROWS = [
     binary("logical_and", np.logical_and, out="bool"),
     binary("logical_or", np.logical_or, out="bool"),
     binary("logaddexp", np.logaddexp, out="div", dtypes=(F32, F64, I64), grad=each(anywhere)),
+    binary("isclose", lambda a, b: np.isclose(a, b, rtol=1e-2, atol=1e-2), out="bool",
+           dtypes=(F32, I64), fn=lambda a, b: rt.isclose(a, b, rtol=1e-2, atol=1e-2)),
+    # ternary composites: forward and gradient in tests/test_opinfo_coverage.py
+    OpInfo("lerp", "lerp", "ternary", rt.lerp, _lerp_ref, _out_rule("float"), (F32,),
+           sample=shaped((2, 3), (2, 3), (3,)), grad=each(anywhere), arity=3, devices=("cpu",)),
+    OpInfo("addcmul", "addcmul", "ternary", lambda x, a, b: rt.addcmul(x, a, b, value=0.5),
+           lambda x, a, b: x + 0.5 * a * b, _out_rule("same"), (F32,),
+           sample=shaped((2, 3), (2, 3), (3,)), grad=each(anywhere), arity=3, devices=("cpu",)),
+    OpInfo("addcdiv", "addcdiv", "ternary", lambda x, a, b: rt.addcdiv(x, a, b, value=0.5),
+           lambda x, a, b: x + 0.5 * a / b, _out_rule("float"), (F32,),
+           sample=lambda shape, dtype, rng: [_oracle_sample((2, 3), dtype, rng),
+                                             _oracle_sample((2, 3), dtype, rng),
+                                             _oracle_sample((3,), dtype, rng, low=0.5, high=2)],
+           grad=per_input(anywhere, anywhere, positive), arity=3, devices=("cpu",)),
     OpInfo("where", "where", "select", rt.where, np.where, _out_rule("same"), (F32,),
            sample=_where_sample, arity=3, devices=("cpu",)),
     # reductions: fn(x, axis=..., keepdims=...)

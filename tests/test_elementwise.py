@@ -38,6 +38,19 @@ def test_special_values():
     assert lg[0] == -np.inf and np.isnan(lg[1]) and lg[2] == np.inf
 
 
+def test_nan_to_num_defaults_to_the_dtype_extremes():
+    for dt in (np.float32, np.float64):
+        x = np.array([np.nan, np.inf, -np.inf, 1.5], dt)
+        np.testing.assert_array_equal(rt.nan_to_num(rt.tensor(x)).numpy(), np.nan_to_num(x))
+    assert rt.nan_to_num(rt.tensor([1, 2])).numpy().tolist() == [1, 2]
+
+
+def test_allclose_is_a_python_bool():
+    assert rt.allclose(rt.ones(3), rt.ones(3) + 1e-7) is True
+    assert rt.allclose(rt.ones(3), rt.zeros(3)) is False
+    assert rt.allclose(rt.tensor([np.nan]), rt.tensor([np.nan]), equal_nan=True) is True
+
+
 def test_invert_operator_is_logical_not(rng):
     info = OPS["logical_not"]
     for dt in info.dtypes:

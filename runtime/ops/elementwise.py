@@ -10,7 +10,10 @@ between tied operands.
 """
 from __future__ import annotations
 
+import builtins as _b
 import math
+
+import numpy as np
 
 from ..dispatch import dispatch as run
 from .. import dtypes as D
@@ -152,28 +155,49 @@ def _binary_fn(name, doc=None):
     return fn
 
 
-def _composite(name, arity, decompose, grad=None, doc=None):
-    """A composite elementwise op with a float result (ints and bools computed as float32):
-    its record (no kernel: it runs as its decomposition) and its front-end function."""
-    if arity == 1:
-        def infer(args, attrs):
-            (x,) = args
-            return x.shape, float_of(x.dtype)
-        fam = "unary"
-    else:
-        def infer(args, attrs):
-            a, b = args
-            shape = broadcast_shapes(name, shape_of(a), shape_of(b))
-            return shape, float_of(D.result_type(a, b))
-        fam = "binary"
-    register(OpSpec(name, fam, infer, decompose=decompose, backward=grad))
+def _composite(name, arity, decompose, grad=None, doc=None, result="float",
+               differentiable=True, api=True):
+    """A composite elementwise op (no kernel: it runs as its decomposition) of ``arity``
+    broadcasting operands: its record and front-end function (a Tensor method).  ``result``:
+    "float" (ints and bools computed as float32), "same" (the promoted dtype; bool rejected)
+    or "bool"."""
+    def infer(args, attrs):
+        if arity == 1:
+            shape, dt = args[0].shape, args[0].dtype
+        else:
+            shape = broadcast_shapes(name, *(shape_of(a) for a in args))
+            dt = D.result_type(args[0], args[1], name)
+            for a in args[2:]:
+                dt = D.result_type(Meta((), dt), a, name)
+        if result == "float":
+            return shape, float_of(dt)
+        if result == "bool":
+            return shape, D.bool_
+        if dt.is_bool:
+            raise DTypeError(f"{name}: not defined for dtype bool (cast to an int or float "
+                             f"dtype first)")
+        return shape, dt
+
+    fam = {1: "unary", 2: "binary"}.get(arity, "elementwise")
+    register(OpSpec(name, fam, infer, decompose=decompose, backward=grad,
+                    differentiable=differentiable))
+    if not api:
+        return None
     if arity == 1:
         def fn(x):
             return run(name, (tensor_arg(name, x),))
-        fn.__name__ = name
-        fn.__doc__ = doc
+    elif arity == 2:
+        return front_end(_binary_fn(name, doc), method=True)
     else:
-        fn = _binary_fn(name, doc)
+        def fn(*args):
+            if len(args) != arity:
+                raise ArgumentTypeError(f"{name}: expected {arity} operands, got {len(args)}")
+            like = next((a for a in args if isinstance(a, Tensor)), None)
+            if like is None:
+                raise ArgumentTypeError(f"{name}: at least one operand must be a Tensor")
+            return run(name, tuple(operand(name, a, like) for a in args))
+    fn.__name__ = name
+    fn.__doc__ = doc
     return front_end(fn, method=True)
 
 
@@ -492,3 +516,172 @@ def _grad_logaddexp(c, g):
 
 logaddexp = _composite("logaddexp", 2, _decompose_logaddexp, grad=_grad_logaddexp,
                        doc="``log(exp(a) + exp(b))`` computed stably (NumPy's ``logaddexp``).")
+
+
+# --------------------------------------------------------------------------- exact composites
+def _infer_float(args, attrs):
+    return args[0].shape, float_of(args[0].dtype)
+
+
+def _infer_same(name):
+    def infer(args, attrs):
+        (x,) = args
+        return x.shape, unary_dtype(name, "same", x, attrs)
+    return infer
+
+
+def _trunc(x):
+    return where(lt(x, 0), ceil(x), floor(x)) if x.dtype.is_float else floor(x)
+
+
+isnan = _composite("isnan", 1, lambda args, attrs: ne(args[0], args[0]), result="bool",
+                   differentiable=False, doc="Whether each element is NaN (never for ints).")
+isinf = _composite("isinf", 1, lambda args, attrs: (
+    eq(abs(args[0]), math.inf) if args[0].dtype.is_float else ne(args[0], args[0])),
+    result="bool", differentiable=False, doc="Whether each element is +inf or -inf.")
+isfinite = _composite("isfinite", 1, lambda args, attrs: (
+    lt(abs(args[0]), math.inf) if args[0].dtype.is_float else eq(args[0], args[0])),
+    result="bool", differentiable=False, doc="Whether each element is neither inf nor NaN.")
+trunc = _composite("trunc", 1, lambda args, attrs: _trunc(args[0]), result="same",
+                   differentiable=False, doc="Rounding toward zero (``fix``).")
+frac = _composite("frac", 1, lambda args, attrs: sub(args[0], _trunc(args[0])), result="same",
+                  grad=lambda c, g: (g,), doc="``x - trunc(x)``: the fractional part, with x's sign.")
+square = _composite("square", 1, lambda args, attrs: mul(args[0], args[0]), result="same",
+                    doc="``x * x``.")
+
+
+def _decompose_lerp(args, attrs):
+    a, b, w = (_as_float(v) for v in args)
+    d = sub(b, a)
+    # PyTorch's two forms: exact at both ends (w = 0 gives a, w = 1 gives b)
+    small = lt(abs(w), 0.5) if isinstance(w, Tensor) else _b.abs(w) < 0.5
+    if isinstance(small, bool):
+        return add(a, mul(w, d)) if small else sub(b, mul(d, sub(1, w)))
+    return where(small, add(a, mul(w, d)), sub(b, mul(d, sub(1, w))))
+
+
+lerp = _composite("lerp", 3, _decompose_lerp,
+                  doc="``start + weight * (end - start)`` (PyTorch's ``lerp(start, end, weight)``).")
+
+
+def _addc(name, combine, result, doc):
+    def decompose(args, attrs):
+        x, t1, t2 = args
+        if result == "float":
+            x = _as_float(x)
+        v = attrs.get("value", 1)
+        p = combine(t1, t2)
+        return add(x, p if v == 1 else mul(p, v))
+
+    _composite(name, 3, decompose, result=result, api=False)
+
+    def fn(input, tensor1, tensor2, value=1) -> Tensor:  # noqa: A002
+        like = next((a for a in (input, tensor1, tensor2) if isinstance(a, Tensor)), None)
+        if like is None:
+            raise ArgumentTypeError(f"{name}: at least one operand must be a Tensor")
+        args = tuple(operand(name, a, like) for a in (input, tensor1, tensor2))
+        value = operand(name, value)
+        return run(name, args, None if value == 1 else {"value": value})
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return front_end(fn, method=True)
+
+
+addcmul = _addc("addcmul", lambda a, b: mul(a, b), "same",
+                "``input + value * tensor1 * tensor2`` (PyTorch's).")
+addcdiv = _addc("addcdiv", lambda a, b: div(a, b), "float",
+                "``input + value * tensor1 / tensor2`` (PyTorch's; a float result).")
+
+
+def _decompose_nan_to_num(args, attrs):
+    (x,) = args
+    if not x.dtype.is_float:
+        return floor(x)                     # ints have no NaN or inf: the values themselves
+    info = np.finfo(x.dtype.np)
+    nan, pos, neg_ = attrs.get("nan", 0.0), attrs.get("posinf"), attrs.get("neginf")
+    pos = float(info.max) if pos is None else pos
+    neg_ = float(info.min) if neg_ is None else neg_
+    y = where(ne(x, x), nan, x)
+    return where(eq(y, math.inf), pos, where(eq(y, -math.inf), neg_, y))
+
+
+register(OpSpec("nan_to_num", "unary", _infer_same("nan_to_num"), decompose=_decompose_nan_to_num,
+                backward=lambda c, g: (where(isfinite(c.input(0)), g, 0),)))
+
+
+@front_end(method=True)
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None) -> Tensor:
+    """NaN as ``nan``, +inf as ``posinf`` and -inf as ``neginf`` (default: the dtype's largest
+    and lowest finite values), as NumPy and PyTorch."""
+    x = tensor_arg("nan_to_num", x)
+    attrs = {k: float(v) for k, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf))
+             if v is not None}
+    return run("nan_to_num", (x,), attrs if attrs != {"nan": 0.0} else None)
+
+
+def _decompose_isclose(args, attrs):
+    a, b = args
+    dt = float_of(D.result_type(a, b))
+    if not dt.is_float or not (getattr(a, "dtype", dt).is_float or getattr(b, "dtype", dt).is_float):
+        dt = D.float64                      # two int operands: compare in float64
+    a = cast(a, dt) if isinstance(a, Tensor) else a
+    b = cast(b, dt) if isinstance(b, Tensor) else b
+    rtol, atol = attrs.get("rtol", 1e-05), attrs.get("atol", 1e-08)
+    bound = add(mul(abs(b), rtol), atol) if isinstance(b, Tensor) else atol + rtol * _b.abs(b)
+    close = logical_or(le(abs(sub(a, b)), bound), eq(a, b))   # (eq: equal infinities)
+    if attrs.get("equal_nan", False):
+        close = logical_or(close, logical_and(ne(a, a), ne(b, b)))
+    return close
+
+
+register(OpSpec("isclose", "binary",
+                lambda args, attrs: (broadcast_shapes("isclose", shape_of(args[0]), shape_of(args[1])),
+                                     D.bool_),
+                decompose=_decompose_isclose, differentiable=False))
+
+
+@front_end(method=True)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
+    """``|a - b| <= atol + rtol * |b|`` elementwise (NumPy's and PyTorch's ``isclose``)."""
+    like = a if isinstance(a, Tensor) else (b if isinstance(b, Tensor) else None)
+    if like is None:
+        raise ArgumentTypeError("isclose: at least one operand must be a Tensor")
+    attrs = {"rtol": float(rtol), "atol": float(atol), "equal_nan": bool(equal_nan)}
+    return run("isclose", (operand("isclose", a, like), operand("isclose", b, like)), attrs)
+
+
+@front_end(method=True)
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Whether every element of ``a`` and ``b`` is close (a Python bool, as NumPy's)."""
+    c = isclose(a, b, rtol, atol, equal_nan)
+    return bool(c.numpy().all())
+
+
+def _decompose_round(args, attrs):
+    (x,) = args
+    if not x.dtype.is_float:
+        return floor(x)                     # (decimals >= 0: ints are already round)
+    d = attrs.get("decimals", 0)
+    y = x if d == 0 else mul(x, 10.0 ** d)
+    r = floor(y)
+    f = sub(y, r)                           # exact: r and y are within one of each other
+    odd = ne(sub(r, mul(floor(mul(r, 0.5)), 2)), 0)
+    r = where(logical_or(gt(f, 0.5), logical_and(eq(f, 0.5), odd)), add(r, 1), r)
+    return r if d == 0 else div(r, 10.0 ** d)
+
+
+register(OpSpec("round", "unary", _infer_same("round"), decompose=_decompose_round,
+                differentiable=False))
+
+
+@front_end(method=True)
+def round(x, decimals: int = 0) -> Tensor:  # noqa: A001
+    """Rounding half to even (NumPy's and PyTorch's), to ``decimals`` digits (scaled by
+    ``10**decimals``, as theirs)."""
+    from .args import int_arg
+    x = tensor_arg("round", x)
+    decimals = int_arg("round", "decimals", decimals)
+    if decimals < 0 and not x.dtype.is_float:
+        raise ArgumentValueError(f"round: negative decimals need a float tensor, got "
+                                 f"{x.dtype.name}")
+    return run("round", (x,), {"decimals": decimals} if decimals else None)
