@@ -71,7 +71,7 @@ def _execute_step(execute, spec, attrs, shape, dtype):
 
 def _fused_step(fused, prog):
     def fstep(*payloads):
-        return fused(prog, payloads)
+        return fused(prog, [*payloads])
     return fstep
 
 
