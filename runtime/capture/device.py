@@ -252,8 +252,8 @@ class CaptureDevice(Device):
             return out
         session = None
         ins = []
-        operands = None     # the call-order operand list, only when a scalar is among them
-        for i, a in enumerate(args):
+        literal = False
+        for a in args:
             if isinstance(a, Tensor):
                 ref = a._payload
                 s = ref.session
@@ -261,23 +261,21 @@ class CaptureDevice(Device):
                     raise CaptureScopeError(CAPTURE_SCOPE_COMPLETE)
                 session = s
                 ins.append(ref.ir)
-                if operands is not None:
-                    operands.append(ref.ir)
             else:
-                if operands is None:
-                    operands = list(ins)
-                operands.append(_plain(a))
+                literal = True
         if session is None:  # only scalar operands: the front end never does this
             session = self._session()
         rec = _plain_attrs(attrs) if attrs else {}
         ins = tuple(ins)
+        # the operands in call order: the tensors' IR, Python scalars as literals
+        operands = tuple([a._payload.ir if isinstance(a, Tensor) else _plain(a)
+                          for a in args]) if literal else ins
         # session.tensor inlined: this is the per-op cost of recording
         tid = new_id()
         ir = TensorIr(tid, shape, dtype)
         session.tensors[tid] = ir
         session.produced.add(tid)
-        session.operations.append(OperationIr(spec.name, ins if operands is None else tuple(operands),
-                                              (ir,), rec, ins))
+        session.operations.append(OperationIr(spec.name, operands, (ir,), rec, ins))
         return _wrap(_Ref(session, ir, None), shape, dtype, session.device, tid)
 
     def to_host(self, t):

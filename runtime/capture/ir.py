@@ -44,13 +44,13 @@ class OperationIr:
 
     def __init__(self, op: str, operands: tuple, outputs: tuple, attrs: dict, inputs=None):
         self.op = op
-        self.args = args = operands if type(operands) is tuple else tuple(operands)
         if inputs is None:  # (the recorder passes the tensor operands it already has)
-            inputs = args
-            for a in args:
+            operands = inputs = tuple(operands)
+            for a in operands:
                 if type(a) is not TensorIr:
-                    inputs = tuple([a for a in args if type(a) is TensorIr])
+                    inputs = tuple([a for a in operands if type(a) is TensorIr])
                     break
+        self.args = operands
         self.inputs = inputs
         self.outputs = outputs
         self.attrs = attrs
