@@ -7,12 +7,14 @@ one callable over *values* (kernel-set payloads on a plain device, tensors elsew
 - an op on a plain device: ``dispatch.plain_step`` (the kernel set's prepared unary/binary
   kernel, or a closure over the catalogue lowering with the operand shapes/dtypes, attrs and
   output bound);
-- a fused program (plain devices only): the kernel set's ``fused(program, payloads)``;
-- an op on any other device (autodiff): ``device.execute(spec, args, attrs, shape, dtype)``.
+- a fused program (plain devices only): the kernel set's ``fused(program, payloads)``, called
+  in place;
+- an op on any other device (autodiff): ``device.execute(spec, args, attrs, shape, dtype)``,
+  called in place with its bound spec, attrs and result shape/dtype.
 
 Literal (Python scalar) operands get constant slots.  The step list is then unrolled into one
 generated function (``_generate``): ``run(v0, v1, ...)`` takes the per-call values (inputs,
-then parameters), runs one line ``s<out> = f<k>(s<a>, s<b>)`` per step (``s<d> = None`` where a
+then parameters), runs one line ``s<out> = f<k>(s<a>, s<b>)`` (or the ``execute``/``fused`` call) per step (``s<d> = None`` where a
 value dies) and returns the outputs (wrapped into tensors on a plain device).  A call costs one
 Python call per step and nothing else.  Only slot numbers and step indices are written into the
 source; the callables, literals and output metadata are passed in its namespace.
@@ -63,18 +65,6 @@ def _metas(operands) -> tuple:
     return tuple(_Meta(a.shape, a.dtype) if type(a) is TensorIr else a for a in operands)
 
 
-def _execute_step(execute, spec, attrs, shape, dtype):
-    def xstep(*args):
-        return execute(spec, args, attrs, shape, dtype)
-    return xstep
-
-
-def _fused_step(fused, prog):
-    def fstep(*payloads):
-        return fused(prog, [*payloads])
-    return fstep
-
-
 def build_plan(device, units, inputs, params, outputs) -> Plan:
     """Lower ``units`` (``("op", OperationIr)`` or ``("fused", FusedProgram, in ids, out ids)``,
     in an executable order) for ``device``.  ``inputs`` and ``params`` are the ids whose values
@@ -102,7 +92,8 @@ def build_plan(device, units, inputs, params, outputs) -> Plan:
 
     ks = dispatch.kernels_for(device) if plain else None
     execute = device.execute
-    lowered = []             # (fn, operand refs, out slots)
+    lowered = []             # (kind, what, operand refs, out slots); kind "call": what(*refs),
+    #                          "exec": device.execute(*what with the refs as args), "fused"
     reads: list = []         # per unit: the tensor ids it reads
     for unit in units:
         if unit[0] == "op":
@@ -110,22 +101,22 @@ def build_plan(device, units, inputs, params, outputs) -> Plan:
             spec = spec_of(op.op)
             out = op.outputs[0]
             attrs = dict(op.attrs)
-            if plain:
-                fn = dispatch.plain_step(device, spec, _metas(op.args), attrs, out.shape, out.dtype)
-            else:
-                fn = _execute_step(execute, spec, attrs, out.shape, out.dtype)
             refs = tuple(("s", slot_of(a.id)) if type(a) is TensorIr else literal(a)
                          for a in op.args)
-            lowered.append((fn, refs, (slot_of(out.id),), False))
+            if plain:
+                fn = dispatch.plain_step(device, spec, _metas(op.args), attrs, out.shape, out.dtype)
+                lowered.append(("call", fn, refs, (slot_of(out.id),)))
+            else:
+                lowered.append(("exec", (spec, attrs, out.shape, out.dtype), refs,
+                                (slot_of(out.id),)))
             reads.append([t.id for t in op.inputs])
         else:
             _, prog, in_ids, out_ids = unit
             if not plain:
                 raise CaptureError("CompileOnAutodiff", f"fused programs run on plain devices, "
                                                         f"not on {device}")
-            fn = _fused_step(ks.fused, prog)
-            lowered.append((fn, tuple(("s", slot_of(t)) for t in in_ids),
-                            tuple(slot_of(t) for t in out_ids), True))
+            lowered.append(("fused", prog, tuple(("s", slot_of(t)) for t in in_ids),
+                            tuple(slot_of(t) for t in out_ids)))
             reads.append(list(in_ids))
     out_slots = [slot_of(t.id) for t in outputs]
 
@@ -140,12 +131,13 @@ def build_plan(device, units, inputs, params, outputs) -> Plan:
         if s not in keep:
             dead[k].append(s)
     out_meta = [(t.shape, t.dtype) for t in outputs] if plain else None
-    run = _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta)
+    run = _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta,
+                    execute, ks.fused if plain else None)
     return Plan(device, plain, run, len(lowered), len(arg_slots))
 
 
-def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta):
-    ns: dict = {}
+def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, execute, fused):
+    ns: dict = {"X": execute, "FU": fused}
     lines = [f"def run({', '.join(f'a{i}' for i in range(len(arg_slots)))}):"]
     for i, s in enumerate(arg_slots):
         lines.append(f"    s{s} = a{i}")
@@ -155,13 +147,17 @@ def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta):
     def ref(r):
         return f"s{r[1]}" if r[0] == "s" else f"k{r[1]}"
 
-    for k, ((fn, refs, outs, multi), d) in enumerate(zip(lowered, dead)):
-        ns[f"f{k}"] = fn
-        call = f"f{k}({', '.join(ref(r) for r in refs)})"
-        if multi:
-            lines.append(f"    {''.join(f's{o}, ' for o in outs)}= {call}")
-        else:
-            lines.append(f"    s{outs[0]} = {call}")
+    for k, ((kind, what, refs, outs), d) in enumerate(zip(lowered, dead)):
+        args = ", ".join(ref(r) for r in refs)
+        if kind == "call":          # a prepared step: f(*payloads)
+            ns[f"f{k}"] = what
+            lines.append(f"    s{outs[0]} = f{k}({args})")
+        elif kind == "exec":        # device.execute(spec, args, attrs, shape, dtype)
+            ns[f"p{k}"], ns[f"t{k}"], ns[f"h{k}"], ns[f"d{k}"] = what
+            lines.append(f"    s{outs[0]} = X(p{k}, ({args}{',' if refs else ''}), t{k}, h{k}, d{k})")
+        else:                       # a fused program: kernel set's fused(program, payloads)
+            ns[f"g{k}"] = what
+            lines.append(f"    {''.join(f's{o}, ' for o in outs)}= FU(g{k}, [{args}])")
         for x in d:
             lines.append(f"    s{x} = None")
     if out_meta is None:
@@ -174,7 +170,5 @@ def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta):
             ns[f"S{j}"], ns[f"D{j}"] = meta
             rets.append(f"W(s{s}, S{j}, D{j}, DEV)")
         lines.append(f"    return ({''.join(r + ', ' for r in rets)})")
-    if len(lines) == 1:
-        lines.append("    pass")
     exec(compile("\n".join(lines), "<capture plan>", "exec"), ns)
     return ns["run"]
