@@ -314,12 +314,13 @@ def test_fuzz_header_edits_never_crash(tmp_path_factory, data):
     or a graph that runs (or refuses the input with a typed error) and gives results of the
     declared shapes and dtypes, the same from replay and compile."""
     tmp = tmp_path_factory.mktemp("fuzz")
-    fn = data.draw(st.sampled_from([_mlp, _scatter, _gather]))
+    fn = data.draw(st.sampled_from([_mlp, _scatter, _gather, _with_scalars]))
     p = _saved(tmp, fn)
     header, body = _parts(p)
     tensors = [t for o in header["operations"] for t in _tensor_entries(o)] + header["tensors"]
     for _ in range(data.draw(st.integers(1, 3))):
-        what = data.draw(st.sampled_from(["dim", "dtype", "id", "value_shape", "axis"]))
+        what = data.draw(st.sampled_from(["dim", "dtype", "id", "value_shape", "axis",
+                                          "operand"]))
         if what == "dim" and tensors:
             t = data.draw(st.sampled_from(tensors))
             if t[1]:
@@ -336,6 +337,15 @@ def test_fuzz_header_edits_never_crash(tmp_path_factory, data):
             for o in header["operations"]:
                 if "axis" in o["attrs"]:
                     o["attrs"]["axis"] = data.draw(st.integers(-4, 4))
+        elif what == "operand":   # a literal operand in place of any operand, or one more
+            o = data.draw(st.sampled_from(header["operations"]))
+            lit = {"literal": data.draw(st.one_of(
+                st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False, width=32),
+                st.just({"float": "nan"}), st.text(max_size=3), st.just({"tuple": [1]})))}
+            if o["operands"] and data.draw(st.booleans()):
+                o["operands"][data.draw(st.integers(0, len(o["operands"]) - 1))] = lit
+            else:
+                o["operands"].append(lit)
     _write(p, header, body)
     try:
         g = rt.load_graph(p)
