@@ -6,7 +6,8 @@ with what the ops compute must be refused before anything runs.  ``check`` walks
 order and raises ``CaptureError(kind="InvalidGraph")`` naming the op (its index and name) at the
 first of: an unknown op; an operand that is neither a graph input nor an earlier result; a
 result id defined twice; a stored value whose shape or dtype is not its tensor's; a catalogue
-shape/dtype rule that rejects the operands and attrs, or gives another result than the one
+shape/dtype rule that rejects the operands and attrs (an operand that is neither a ``TensorIr``
+nor a bool/int/float literal included), or gives another result than the one
 declared; a boundary tensor that does not exist.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..errors import CaptureError, TensorRuntimeError
-from .ir import SCALARS_ATTR, TensorIr
+from .ir import LITERAL_TYPES, TensorIr
 
 __all__ = ["check_graph", "INVALID"]
 
@@ -77,6 +78,10 @@ def check_graph(graph) -> None:
         out = op.outputs[0]
         if tensors.get(out.id) != out:
             raise _fail(f"{where}: result {out} is not the graph's tensor {out.id}", out.id)
+        for a in op.args:
+            if type(a) is not TensorIr and type(a) not in LITERAL_TYPES:
+                raise _fail(f"{where}: operand {a!r:.60} is neither a tensor nor a bool, int or "
+                            f"float literal", out.id)
         for t in op.inputs:
             if t.id not in defined:
                 raise _fail(f"{where} reads tensor {t.id} before it is defined", t.id)
@@ -90,12 +95,9 @@ def check_graph(graph) -> None:
                 raise _fail(f"{where}: constant {out.id} has no stored value", out.id)
             continue
         attrs = dict(op.attrs)
-        scalars = attrs.pop(SCALARS_ATTR, ())
         try:
-            args = [_Operand(t) for t in op.inputs]
-            for pos, value in sorted(scalars):
-                args.insert(pos, value)
-            shape, dtype = spec.infer(tuple(args), attrs)
+            args = tuple(_Operand(a) if type(a) is TensorIr else a for a in op.args)
+            shape, dtype = spec.infer(args, attrs)
         except TensorRuntimeError as exc:
             raise _fail(f"{where} rejects its operands: {exc}", out.id) from None
         except Exception as exc:  # a malformed attr or scalar the rule cannot even read

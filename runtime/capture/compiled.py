@@ -2,9 +2,10 @@
 
 ``CompiledGraph`` is built once: constants are uploaded (and ops whose operands are all
 constants are folded into new contiguous constants, e.g. a weight's transpose), the fusion pass
-(``fuse.plan_fusion``) groups ops into ``FusedProgram``s, and each call runs the steps in order —
-fused programs through ``dispatch.run_fused`` (one generated kernel each), every other op through
-the device's normal ``execute``, exactly as ``graph.run`` does.  Results equal ``graph.run``'s
+(``fuse.plan_fusion``) groups ops into ``FusedProgram``s, and the steps are lowered by the same
+plan runner as ``graph.run`` (``plan.build_plan``): fused programs to the kernel set's ``fused``
+(one generated kernel each), every other op to the step ``graph.run`` uses for it.  Constant
+folding runs its ops through that runner too.  Results equal ``graph.run``'s
 (elementwise bit for bit; reductions and softmax within rounding).
 
 Compiled graphs are for inference: ``compile`` on an autodiff device raises ``CaptureError``
@@ -22,8 +23,9 @@ from ..device import cpu, device as _parse_device
 from ..errors import CaptureError, DeviceError
 from ..ops.catalogue import CATALOGUE
 from .fuse import plan_fusion
-from .ir import SCALARS_ATTR, CapturedGraph, OperationIr, TensorIr
-from .replay import Executable, _spec
+from .ir import CapturedGraph, OperationIr
+from .plan import build_plan, spec_of as _spec
+from .replay import Executable
 
 __all__ = ["CompiledGraph"]
 
@@ -66,6 +68,7 @@ class CompiledGraph:
             raise DeviceError(f"{dev}: graph.compile is not supported on this device yet (the "
                               f"{dev.kind} kernel set has no fused kernels); use graph.run(..., "
                               f"device={dev}) or compile on cpu")
+        graph._ensure_checked()
         self._input_irs = tuple(graph.tensor(t) for t in graph.inputs)
         self.params: dict = {}
         self.folded: list = []
@@ -82,80 +85,50 @@ class CompiledGraph:
 
     # ---- compile time ---------------------------------------------------------------
     def _fold(self, graph: CapturedGraph) -> CapturedGraph:
-        """Evaluate ops whose tensor operands are all constants; they become constants."""
+        """Evaluate ops whose tensor operands are all constants; they become constants.  The
+        folded ops run once, as one plan, through the same runner as every call."""
         inputs = set(graph.inputs)
-        const: dict = {}                       # tid -> Tensor on the device
-        values = dict(graph.values)
+        values = graph.values
+        known = set(values) - inputs          # constants, and the results folded so far
+        folded = []
         ops_out = []
-        tensors = dict(graph._tensors)
         for op in graph.operations:
             if op.op == "init":
                 ops_out.append(op)
                 continue
             spec = _spec(op.op)
-            is_const = (op.inputs and spec.family not in _NO_FOLD
-                        and all(t.id not in inputs and t.id in values for t in op.inputs))
-            if not is_const:
+            if (op.inputs and spec.family not in _NO_FOLD
+                    and all(t.id in known for t in op.inputs)):
+                folded.append(op)
+                known.add(op.outputs[0].id)
+                ops_out.append(OperationIr("init", (), (op.outputs[0],), {}))
+            else:
                 ops_out.append(op)
-                continue
-            args = []
-            for o in op.operands():
-                if isinstance(o, TensorIr):
-                    t = const.get(o.id)
-                    if t is None:
-                        t = const[o.id] = dispatch.create("init", self.device,
-                                                          {"value": values[o.id]})
-                    args.append(t)
-                else:
-                    args.append(o)
-            attrs = {k: v for k, v in op.attrs.items() if k != SCALARS_ATTR}
-            out = op.outputs[0]
-            t = self.device.execute(spec, tuple(args), attrs, out.shape, out.dtype)
-            arr = np.require(t.numpy(), requirements="C")
-            values[out.id] = arr
-            const[out.id] = dispatch.create("init", self.device, {"value": arr})
-            ops_out.append(OperationIr("init", (), (out,), {}))
-            self.folded.append(str(op))
-        if not self.folded:
+        if not folded:
             return graph
+        made = {op.outputs[0].id for op in folded}
+        needed = {t.id for op in folded for t in op.inputs} - made
+        read = [t for t in values if t in needed]
+        plan = build_plan(self.device, [("op", op) for op in folded], (), read,
+                          [op.outputs[0] for op in folded])
+        dev = self.device
+        results = plan([dispatch.create("init", dev, {"value": values[t]}) for t in read])
+        values = dict(values)
+        for op, t in zip(folded, results):
+            values[op.outputs[0].id] = np.require(t.numpy(), requirements="C")
+            self.folded.append(str(op))
         # drop constants nothing reads any more (folded away), keep declared inputs/outputs
         read = {t.id for op in ops_out for t in op.inputs} | set(graph.outputs) | inputs
         ops_out = [op for op in ops_out if op.op != "init" or op.outputs[0].id in read]
         keep = {op.outputs[0].id for op in ops_out if op.op == "init"} | inputs
         values = {k: v for k, v in values.items() if k in keep}
-        return CapturedGraph(ops_out, graph.inputs, graph.outputs, values, tensors)
+        return CapturedGraph(ops_out, graph.inputs, graph.outputs, values, graph._tensors)
 
     def _build_plan(self):
-        slot: dict = {}
-
-        def slot_of(tid):
-            s = slot.get(tid)
-            if s is None:
-                s = slot[tid] = len(slot)
-            return s
-
-        self._input_slots = tuple(slot_of(t) for t in self.graph.inputs)
-        self._param_slots = tuple((slot_of(t), t) for t in self.params)
-        plan = []
-        for step in self.steps:
-            if step[0] == "op":
-                op = step[1]
-                spec = CATALOGUE[op.op]
-                attrs = {k: v for k, v in op.attrs.items() if k != SCALARS_ATTR}
-                ops = op.operands()
-                template = tuple(None if isinstance(o, TensorIr) else o for o in ops)
-                tslots = tuple((i, slot_of(o.id)) for i, o in enumerate(ops)
-                               if isinstance(o, TensorIr))
-                out = op.outputs[0]
-                plan.append(("op", spec, template, tslots, attrs, out.shape, out.dtype,
-                             slot_of(out.id)))
-            else:
-                _, prog, in_ids, out_ids = step
-                plan.append(("fused", prog, tuple(slot_of(t) for t in in_ids),
-                             tuple(slot_of(t) for t in out_ids)))
-        self._out_slots = tuple(slot_of(t) for t in self.graph.outputs)
-        self._nslots = len(slot)
-        self._plan = tuple(plan)
+        self._param_ids = tuple(self.params)
+        self._n_inputs = len(self._input_irs)
+        self._plan = build_plan(self.device, self.steps, self.graph.inputs, self._param_ids,
+                                self.graph.output_tensors)
 
     # ---- run time -----------------------------------------------------------------------
     def _input(self, k, x):
@@ -163,31 +136,13 @@ class CompiledGraph:
 
     def __call__(self, *inputs) -> tuple:
         """Run the compiled graph; returns one tensor per graph output, in order."""
-        run_fused = dispatch.run_fused
-        n = len(self._input_slots)
-        if len(inputs) != n:
-            raise TypeError(f"the graph takes {n} input(s), got {len(inputs)}")
-        env = [None] * self._nslots
-        for k, (s, x) in enumerate(zip(self._input_slots, inputs)):
-            env[s] = self._input(k, x)
-        params = self.params
-        for s, tid in self._param_slots:
-            env[s] = params[tid]
-        dev = self.device
-        execute = dev.execute
-        for step in self._plan:
-            if step[0] == "op":
-                _, spec, template, tslots, attrs, shape, dtype, out = step
-                args = list(template)
-                for i, s in tslots:
-                    args[i] = env[s]
-                env[out] = execute(spec, tuple(args), attrs, shape, dtype)
-            else:
-                _, prog, ins, outs = step
-                res = run_fused(dev, prog, [env[s] for s in ins])
-                for s, t in zip(outs, res):
-                    env[s] = t
-        return tuple(env[s] for s in self._out_slots)
+        if len(inputs) != self._n_inputs:
+            raise TypeError(f"the graph takes {self._n_inputs} input(s), got {len(inputs)}")
+        vals = [self._input(k, x) for k, x in enumerate(inputs)]
+        if self._param_ids:
+            params = self.params
+            vals += [params[t] for t in self._param_ids]
+        return self._plan(vals)
 
     # ---- introspection --------------------------------------------------------------------
     @property

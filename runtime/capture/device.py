@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from ..device import Device, register_device_parser
 from ..errors import (CAPTURE_SCOPE_COMPLETE, CAPTURE_SCOPE_REQUIRED, CaptureAutodiffError,
                       CaptureError, CaptureScopeError, CaptureValueError, DeviceError)
 from ..tensor import Tensor, new_id
-from .ir import SCALARS_ATTR, CapturedGraph, OperationIr, TensorIr
+from .ir import CapturedGraph, OperationIr, TensorIr
 
 __all__ = ["CaptureDevice", "CaptureSession", "CaptureScope", "CompletionToken"]
 
@@ -31,7 +32,9 @@ SEEDING = "seeding is not supported during graph capture"
 _ids = itertools.count(1)
 _wrap = Tensor._wrap
 _lock = threading.Lock()
-_DEVICES: dict = {}    # id -> CaptureDevice (every device ever created; ids are never reused)
+# id -> CaptureDevice, weakly: a device lives while something (a tensor, a scope, the user's
+# variable) refers to it; "capture:N" parses back while it does.  Ids are never reused.
+_DEVICES: "weakref.WeakValueDictionary[int, CaptureDevice]" = weakref.WeakValueDictionary()
 _SESSIONS: dict = {}   # id -> CaptureSession of the scope now open on that device
 
 
@@ -176,13 +179,13 @@ class CaptureScope:
 class CaptureDevice(Device):
     """A device that executes nothing: inside a scope it records every op into a graph."""
 
-    __slots__ = ("id",)
+    __slots__ = ("id", "__weakref__")
     family = "capture"
     kind = "capture"
 
     def __new__(cls, _id=None):
         if _id is not None:  # internal: the registered device with this id
-            return _DEVICES[_id]
+            return _DEVICES[_id]  # (KeyError once it is gone)
         self = object.__new__(cls)
         with _lock:
             n = next(_ids)
@@ -249,8 +252,8 @@ class CaptureDevice(Device):
             return out
         session = None
         ins = []
-        scalars = None
-        for i, a in enumerate(args):
+        literal = False
+        for a in args:
             if isinstance(a, Tensor):
                 ref = a._payload
                 s = ref.session
@@ -259,19 +262,20 @@ class CaptureDevice(Device):
                 session = s
                 ins.append(ref.ir)
             else:
-                pair = (i, _plain(a))
-                scalars = (pair,) if scalars is None else scalars + (pair,)
+                literal = True
         if session is None:  # only scalar operands: the front end never does this
             session = self._session()
         rec = _plain_attrs(attrs) if attrs else {}
-        if scalars is not None:
-            rec[SCALARS_ATTR] = scalars
+        ins = tuple(ins)
+        # the operands in call order: the tensors' IR, Python scalars as literals
+        operands = tuple([a._payload.ir if isinstance(a, Tensor) else _plain(a)
+                          for a in args]) if literal else ins
         # session.tensor inlined: this is the per-op cost of recording
         tid = new_id()
         ir = TensorIr(tid, shape, dtype)
         session.tensors[tid] = ir
         session.produced.add(tid)
-        session.operations.append(OperationIr(spec.name, tuple(ins), (ir,), rec))
+        session.operations.append(OperationIr(spec.name, operands, (ir,), rec, ins))
         return _wrap(_Ref(session, ir, None), shape, dtype, session.device, tid)
 
     def to_host(self, t):

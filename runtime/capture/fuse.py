@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..ops.catalogue import CATALOGUE, _Meta, binary_dtypes
-from .ir import SCALARS_ATTR
 
 __all__ = ["FusedInput", "FusedOp", "FusedProgram", "plan_fusion", "ELEMENTWISE_FAMILIES",
            "ROW_REDUCTIONS"]
@@ -399,7 +398,7 @@ def _build_program(g, ops, producer, group_of, graph_outputs, needed_outside):
         out = op.outputs[0]
         level = g.level[k]
         fam = CATALOGUE[op.op].family
-        attrs = {kk: v for kk, v in op.attrs.items() if kk != SCALARS_ATTR}
+        attrs = op.attrs
         if op.op == "matmul":
             a, b = op.inputs
             fops.append(FusedOp("matmul", (in_ref(a), in_ref(b)), _np(out.dtype), _np(out.dtype)))

@@ -1,8 +1,9 @@
 """The captured graph IR: ``TensorIr``, ``OperationIr`` and ``CapturedGraph`` (SPEC §5).
 
-The IR is plain data: an op name (the catalogue name), operand and result ``TensorIr``s
-(id, shape, dtype) and a dict of plain attribute values.  Python scalar operands are not
-constants: they are kept in ``attrs["scalars"]`` as ``((position, value), ...)``.
+The IR is plain data: an op name (the catalogue name), its operands in call order, result
+``TensorIr``s (id, shape, dtype) and a dict of plain attribute values.  An operand is a
+``TensorIr`` or a Python scalar literal (``bool``, ``int``, ``float``): ``x * 2.0`` records
+``mul`` with operands ``(%x, 2.0)``.  Scalars are never constants (no ``init``, no value).
 """
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import numpy as np
 
 from .. import dtypes as D
 
-__all__ = ["TensorIr", "OperationIr", "CapturedGraph", "SCALARS_ATTR"]
+__all__ = ["TensorIr", "OperationIr", "CapturedGraph", "LITERAL_TYPES"]
 
-#: The attr that holds a recorded op's Python-scalar operands as ((position, value), ...).
-SCALARS_ATTR = "scalars"
+#: The types of literal (Python scalar) operands.
+LITERAL_TYPES = (bool, int, float)
 
 
 class TensorIr(NamedTuple):
@@ -30,13 +31,26 @@ class TensorIr(NamedTuple):
 
 
 class OperationIr:
-    """One recorded operation: ``op`` (catalogue name), ``inputs``/``outputs`` (``TensorIr``) and
-    ``attrs`` (plain values)."""
+    """One recorded operation: ``op`` (catalogue name), ``args`` (its operands in call order:
+    ``TensorIr``s and Python scalar literals), ``outputs`` (``TensorIr``) and ``attrs`` (plain
+    values).  ``inputs`` is the tensor operands alone, in order (for consumers that only need
+    tensors); ``operands()`` the call-order list.
 
-    __slots__ = ("op", "inputs", "outputs", "attrs")
+    ``OperationIr(op, operands, outputs, attrs)``: ``operands`` in call order; with no scalar
+    literal it is exactly ``inputs``.  (``inputs=`` may pass the tensor operands when the caller
+    has them already; it must be what ``operands`` holds.)"""
 
-    def __init__(self, op: str, inputs: tuple, outputs: tuple, attrs: dict):
+    __slots__ = ("op", "args", "inputs", "outputs", "attrs")
+
+    def __init__(self, op: str, operands: tuple, outputs: tuple, attrs: dict, inputs=None):
         self.op = op
+        if inputs is None:  # (the recorder passes the tensor operands it already has)
+            operands = inputs = tuple(operands)
+            for a in operands:
+                if type(a) is not TensorIr:
+                    inputs = tuple([a for a in operands if type(a) is TensorIr])
+                    break
+        self.args = operands
         self.inputs = inputs
         self.outputs = outputs
         self.attrs = attrs
@@ -44,24 +58,28 @@ class OperationIr:
     def __eq__(self, other) -> bool:
         return (isinstance(other, OperationIr) and self.op == other.op
                 and self.inputs == other.inputs and self.outputs == other.outputs
+                and _attrs_equal(self.args, other.args)
                 and _attrs_equal(self.attrs, other.attrs))
 
     __hash__ = None
 
     def operands(self) -> list:
-        """The operand list in call order: ``TensorIr``s with the scalar operands put back."""
-        ops = list(self.inputs)
-        for pos, value in self.attrs.get(SCALARS_ATTR, ()):
-            ops.insert(pos, value)
-        return ops
+        """The operand list in call order: ``TensorIr``s and scalar literals."""
+        return list(self.args)
+
+    def with_tensors(self, fn) -> "OperationIr":
+        """A copy with every ``TensorIr`` (operands and outputs) replaced by ``fn(t)``."""
+        return OperationIr(self.op, tuple(fn(a) if type(a) is TensorIr else a for a in self.args),
+                           tuple(fn(t) for t in self.outputs), dict(self.attrs))
 
     def __repr__(self) -> str:
-        return f"OperationIr({self.op!r}, inputs={list(self.inputs)}, outputs={list(self.outputs)}, attrs={self.attrs!r})"
+        return (f"OperationIr({self.op!r}, operands={list(self.args)}, "
+                f"outputs={list(self.outputs)}, attrs={self.attrs!r})")
 
     def __str__(self) -> str:
         outs = ", ".join(str(o) for o in self.outputs)
-        args = ", ".join(f"%{a.id}" if isinstance(a, TensorIr) else repr(a) for a in self.operands())
-        attrs = {k: v for k, v in self.attrs.items() if k != SCALARS_ATTR}
+        args = ", ".join(f"%{a.id}" if isinstance(a, TensorIr) else repr(a) for a in self.args)
+        attrs = self.attrs
         extra = " " + ", ".join(f"{k}={_fmt(v)}" for k, v in attrs.items()) if attrs else ""
         return f"{outs} = {self.op}({args}){extra}"
 
@@ -105,6 +123,8 @@ class CapturedGraph:
         self.outputs = list(outputs)
         self.values = dict(values)
         self._tensors = dict(tensors)  # id -> TensorIr for every tensor of the graph
+        self._checked = False          # check() passed (bind/compile run it once per graph)
+        self._run_cache: dict = {}     # (device, checkpointing) -> Executable of graph.run
 
     # ---- introspection ------------------------------------------------------------
     def tensor(self, tid: int) -> TensorIr:
@@ -166,6 +186,20 @@ class CapturedGraph:
         ``rt.load_graph`` calls it on every file it reads."""
         from .check import check_graph
         check_graph(self)
+        self._checked = True
+
+    def _ensure_checked(self) -> None:
+        """``check()`` once per graph (what ``bind``/``compile`` call first); an op that is not
+        registered in this process raises ``CaptureError`` kind ``UnknownOp`` first, naming
+        ``rt.custom_op``.  Graphs are not mutated through the public API, so a passed check
+        is kept."""
+        if self._checked:
+            return
+        from .plan import spec_of
+        for op in self.operations:
+            if isinstance(op.op, str):
+                spec_of(op.op)
+        self.check()
 
     # ---- consumers --------------------------------------------------------------------
     def bind(self, device=None, trainable=None):
@@ -176,9 +210,19 @@ class CapturedGraph:
         return Executable(self, device, trainable)
 
     def run(self, *inputs, device=None):
-        """Replay the graph on ``device`` (default: cpu); returns one tensor per output."""
-        from .replay import Executable
-        return Executable(self, device, trainable=False)(*inputs)
+        """Replay the graph on ``device`` (default: cpu); returns one tensor per output.
+
+        The bound executable is built on the first run per device and kept on the graph; its
+        constants are never trainable (``trainable=False``), so nothing a caller trains on an
+        autodiff device (through ``bind``) is seen by ``run``."""
+        from ..device import cpu, device as _parse_device
+        dev = cpu() if device is None else _parse_device(device)
+        key = (dev, getattr(dev, "checkpointing", None))
+        exe = self._run_cache.get(key)
+        if exe is None:
+            from .replay import Executable
+            exe = self._run_cache.setdefault(key, Executable(self, dev, trainable=False))
+        return exe(*inputs)
 
     def compile(self, device=None):
         """An executable for ``device`` (default cpu) returning what ``run`` returns, with chains

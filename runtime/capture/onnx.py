@@ -5,8 +5,13 @@ Pure Python over the IR; ``onnx`` is imported inside :func:`export_onnx` (the ``
 ``input_0..``, the outputs ``output_0..`` (each through an ``Identity``), constants (``init``
 values that are not inputs) and the creation ops ``full``/``arange``/``eye`` (precomputed with
 NumPy: they are deterministic) become initializers, and every other op maps onto ONNX ops or a
-short composition of them.  Python-scalar operands (``attrs["scalars"]``) become 0-d
-initializers of the op's compute dtype; dtype promotion is made explicit with ``Cast``.
+short composition of them.  Each op's ONNX operator is the one its catalogue record names
+(``CATALOGUE[op].onnx``); ops that need more than a rename (``rsqrt``, ``gelu``, ``var``, ``ne``,
+``clamp``, ``cast``, ``index``, ...) keep a lowering of their own, looked up by the record's
+name, then by its family; an op whose record names no ONNX operator and that has no lowering
+raises :class:`OnnxExportError` ("has no ONNX mapping").  Literal (Python scalar) operands
+become 0-d initializers of the op's compute dtype; dtype promotion is made explicit with
+``Cast``.
 
 Known differences from ``graph.run`` (also in the README, "ONNX export"):
 
@@ -30,7 +35,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..errors import TensorRuntimeError
-from ..ops.catalogue import BINARY, CATALOGUE, UNARY, binary_dtypes
+from ..ops.catalogue import CATALOGUE, binary_dtypes
 from .ir import CapturedGraph, TensorIr
 
 __all__ = ["export_onnx", "OnnxExportError", "OnnxNotInstalledError", "MIN_OPSET"]
@@ -74,6 +79,10 @@ def export_onnx(graph: CapturedGraph, path=None, opset: int = 17):
 
 
 _I64_MIN = -(2 ** 63)
+
+
+def _no_mapping(name: str) -> OnnxExportError:
+    return OnnxExportError(name, f"graph.to_onnx: op {name!r} has no ONNX mapping")
 
 
 class _Builder:
@@ -180,12 +189,22 @@ class _Builder:
         if s is None or s.family == "custom":
             raise OnnxExportError(name, f"graph.to_onnx: op {name!r} is a custom op (rt.custom_op) "
                                         f"and has no ONNX equivalent; it cannot be exported")
-        fn = getattr(self, f"op_{name}", None)
+        # a lowering of the record's own (keyed by its name), else its family's, which
+        # renames the op to the ONNX operator the record names
+        fn = getattr(self, f"op_{s.name}", None)
         if fn is None:
             fn = getattr(self, f"fam_{s.family}", None)
         if fn is None:
-            raise OnnxExportError(name, f"graph.to_onnx: op {name!r} has no ONNX mapping")
+            raise _no_mapping(name)
         return fn(op)
+
+    @staticmethod
+    def record(op) -> str:
+        """The ONNX operator the op's catalogue record names (``CATALOGUE[op].onnx``)."""
+        onnx_name = CATALOGUE[op.op].onnx
+        if not onnx_name:
+            raise _no_mapping(op.op)
+        return onnx_name
 
     # ---- elementwise ------------------------------------------------------------------------
     def fam_unary(self, op) -> str:
@@ -193,28 +212,39 @@ class _Builder:
         (xt,) = op.inputs
         x = self.names[xt.id]
         out = op.outputs[0].dtype
-        if name == "logical_not":
-            return self.node("Not", [self.to_bool(xt)])
         x = self.cast(x, xt.dtype, out)
         if name in ("floor", "ceil") and not out.is_float:
             return x
         if name == "relu" and not out.is_float:
             return self.node("Max", [x, self.scalar(0, out)])
-        if name == "rsqrt":
-            return self.node("Reciprocal", [self.node("Sqrt", [x])])
-        if name == "gelu":        # 0.5 x (1 + erf(x / sqrt 2))
-            e = self.node("Erf", [self.node("Mul", [x, self.scalar(0.7071067811865476, out)])])
-            return self.node("Mul", [self.node("Mul", [self.scalar(0.5, out), x]),
-                                     self.node("Add", [self.scalar(1.0, out), e])])
-        if name == "gelu_tanh":   # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-            x3 = self.node("Mul", [self.node("Mul", [self.node("Mul", [self.scalar(0.044715, out), x]),
-                                                     x]), x])
-            t = self.node("Tanh", [self.node("Mul", [self.scalar(0.7978845608028654, out),
-                                                     self.node("Add", [x, x3])])])
-            return self.node("Mul", [self.node("Mul", [self.scalar(0.5, out), x]),
-                                     self.node("Add", [self.scalar(1.0, out), t])])
-        onnx_name = UNARY[name][1]
-        return self.node(onnx_name, [x])
+        return self.node(self.record(op), [x])
+
+    def _unary_input(self, op):
+        (xt,) = op.inputs
+        out = op.outputs[0].dtype
+        return self.cast(self.names[xt.id], xt.dtype, out), out
+
+    def op_logical_not(self, op) -> str:
+        return self.node(self.record(op), [self.to_bool(op.inputs[0])])
+
+    def op_rsqrt(self, op) -> str:
+        x, _ = self._unary_input(op)
+        return self.node("Reciprocal", [self.node("Sqrt", [x])])
+
+    def op_gelu(self, op) -> str:          # 0.5 x (1 + erf(x / sqrt 2))
+        x, out = self._unary_input(op)
+        e = self.node("Erf", [self.node("Mul", [x, self.scalar(0.7071067811865476, out)])])
+        return self.node("Mul", [self.node("Mul", [self.scalar(0.5, out), x]),
+                                 self.node("Add", [self.scalar(1.0, out), e])])
+
+    def op_gelu_tanh(self, op) -> str:     # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        x, out = self._unary_input(op)
+        x3 = self.node("Mul", [self.node("Mul", [self.node("Mul", [self.scalar(0.044715, out), x]),
+                                                 x]), x])
+        t = self.node("Tanh", [self.node("Mul", [self.scalar(0.7978845608028654, out),
+                                                 self.node("Add", [x, x3])])])
+        return self.node("Mul", [self.node("Mul", [self.scalar(0.5, out), x]),
+                                 self.node("Add", [self.scalar(1.0, out), t])])
 
     def op_clamp(self, op) -> str:
         (xt,) = op.inputs
@@ -245,12 +275,15 @@ class _Builder:
         big = self.node("GreaterOrEqual", [z, self.scalar(lim, src)])
         return self.node("Where", [big, self.scalar(info.max, dst), y])
 
+    def _logical(self, op) -> str:         # operands as truth values
+        a, b = op.operands()
+        return self.node(self.record(op), [self.to_bool(a), self.to_bool(b)])
+
+    op_logical_and = op_logical_or = _logical
+
     def fam_binary(self, op) -> str:
         name = op.op
         a, b = op.operands()
-        kind, onnx_name = BINARY[name]
-        if kind == "logical":
-            return self.node(onnx_name, [self.to_bool(a), self.to_bool(b)])
         compute, out = binary_dtypes(name, a, b)
         if compute.is_bool:
             if name in ("add", "maximum"):
@@ -262,13 +295,15 @@ class _Builder:
         xa, xb = self.operand(a, compute), self.operand(b, compute)
         if name == "ne":
             return self.node("Not", [self.node("Equal", [xa, xb])])
-        r = self.node(onnx_name, [xa, xb])
-        return r if kind == "cmp" else self.cast(r, compute, out)
+        r = self.node(self.record(op), [xa, xb])
+        # a comparison gives bool already; arithmetic is cast from the compute dtype
+        return r if out.is_bool else self.cast(r, compute, out)
 
     def op_where(self, op) -> str:
         cond, a, b = op.operands()
         out = op.outputs[0].dtype
-        return self.node("Where", [self.to_bool(cond), self.operand(a, out), self.operand(b, out)])
+        return self.node(self.record(op), [self.to_bool(cond), self.operand(a, out),
+                                           self.operand(b, out)])
 
     # ---- reductions -------------------------------------------------------------------------
     def fam_reduce(self, op) -> str:
@@ -277,27 +312,30 @@ class _Builder:
         out = op.outputs[0].dtype
         axes, keep = op.attrs["axes"], op.attrs["keepdims"]
         x = self.names[xt.id]
+        onnx_name = self.record(op)
         if name in ("max", "min"):
             if xt.dtype.is_bool:   # ReduceMax/Min take no bools before opset 20
-                r = self.reduce(f"Reduce{name.title()}", self.cast(x, D.bool_, D.int32), axes, keep)
+                r = self.reduce(onnx_name, self.cast(x, D.bool_, D.int32), axes, keep)
                 return self.cast(r, D.int32, D.bool_)
-            return self.reduce(f"Reduce{name.title()}", x, axes, keep)
-        x = self.cast(x, xt.dtype, out)
-        if name == "var":
-            k = int(np.prod([xt.shape[a] for a in axes], dtype=np.int64))
-            d = self.node("Sub", [x, self.reduce("ReduceMean", x, axes, True)])
-            s = self.reduce("ReduceSum", self.node("Mul", [d, d]), axes, keep)
-            return self.node("Div", [s, self.scalar(float(max(k - op.attrs.get("ddof", 0), 0)), out)])
-        onnx_name = {"sum": "ReduceSum", "prod": "ReduceProd", "mean": "ReduceMean",
-                     "logsumexp": "ReduceLogSumExp"}[name]
-        return self.reduce(onnx_name, x, axes, keep)
+            return self.reduce(onnx_name, x, axes, keep)
+        return self.reduce(onnx_name, self.cast(x, xt.dtype, out), axes, keep)
+
+    def op_var(self, op) -> str:
+        (xt,) = op.inputs
+        out = op.outputs[0].dtype
+        axes, keep = op.attrs["axes"], op.attrs["keepdims"]
+        x = self.cast(self.names[xt.id], xt.dtype, out)
+        k = int(np.prod([xt.shape[a] for a in axes], dtype=np.int64))
+        d = self.node("Sub", [x, self.reduce("ReduceMean", x, axes, True)])
+        s = self.reduce("ReduceSum", self.node("Mul", [d, d]), axes, keep)
+        return self.node("Div", [s, self.scalar(float(max(k - op.attrs.get("ddof", 0), 0)), out)])
 
     def fam_arg_reduce(self, op) -> str:
         (xt,) = op.inputs
         x = self.names[xt.id]
         if xt.dtype.is_bool:
             x = self.cast(x, D.bool_, D.int32)
-        onnx_name = "ArgMax" if op.op == "argmax" else "ArgMin"
+        onnx_name = self.record(op)
         axis, keep = op.attrs["axis"], op.attrs["keepdims"]
         if axis is None:
             flat = self.reshape(x, [-1]) if len(xt.shape) != 1 else x
@@ -308,8 +346,7 @@ class _Builder:
     def fam_softmax(self, op) -> str:
         (xt,) = op.inputs
         x = self.cast(self.names[xt.id], xt.dtype, op.outputs[0].dtype)
-        return self.node("Softmax" if op.op == "softmax" else "LogSoftmax", [x],
-                         axis=int(op.attrs["axis"]))
+        return self.node(self.record(op), [x], axis=int(op.attrs["axis"]))
 
     # ---- linalg and shape -------------------------------------------------------------------
     def op_matmul(self, op) -> str:
@@ -317,24 +354,26 @@ class _Builder:
         out = op.outputs[0]
         xa, xb = self.operand(a, out.dtype), self.operand(b, out.dtype)
         if len(a.shape) > 1 and len(b.shape) > 1:
-            return self.node("MatMul", [xa, xb])
+            return self.node(self.record(op), [xa, xb])
         # A 1-D operand as an explicit row/column, then the result reshaped: onnxruntime 1.32's
         # Transpose+MatMul fusion computes wrong values for a 1-D right operand.
         if len(a.shape) == 1:
             xa = self.reshape(xa, (1,) + tuple(a.shape))
         if len(b.shape) == 1:
             xb = self.reshape(xb, tuple(b.shape) + (1,))
-        return self.reshape(self.node("MatMul", [xa, xb]), out.shape)
+        return self.reshape(self.node(self.record(op), [xa, xb]), out.shape)
 
     def op_reshape(self, op) -> str:
-        return self.reshape(self.names[op.inputs[0].id], op.attrs["shape"])
+        return self.node(self.record(op), [self.names[op.inputs[0].id],
+                                           self.i64(list(op.attrs["shape"]))], allowzero=1)
 
     def op_permute(self, op) -> str:
-        return self.node("Transpose", [self.names[op.inputs[0].id]],
+        return self.node(self.record(op), [self.names[op.inputs[0].id]],
                          perm=[int(a) for a in op.attrs["axes"]])
 
     def op_expand(self, op) -> str:
-        return self.node("Expand", [self.names[op.inputs[0].id], self.i64(list(op.attrs["shape"]))])
+        return self.node(self.record(op), [self.names[op.inputs[0].id],
+                                           self.i64(list(op.attrs["shape"]))])
 
     def op_index(self, op) -> str:
         (xt,) = op.inputs
@@ -363,8 +402,8 @@ class _Builder:
                 squeeze.append(axis)
             axis += 1
         if axes:
-            x = self.node("Slice", [x, self.i64(starts), self.i64(ends), self.i64(axes),
-                                    self.i64(steps)])
+            x = self.node(self.record(op), [x, self.i64(starts), self.i64(ends), self.i64(axes),
+                                            self.i64(steps)])
         if squeeze:
             x = self.node("Squeeze", [x, self.i64(squeeze)])
         if unsqueeze:
@@ -406,11 +445,11 @@ class _Builder:
         if axis is None:
             x = self.reshape(x, [-1]) if len(xt.shape) != 1 else x
             axis = 0
-        return self.node("Gather", [x, self.names[it.id]], axis=int(axis))
+        return self.node(self.record(op), [x, self.names[it.id]], axis=int(axis))
 
     def op_gather(self, op) -> str:
         xt, it = op.inputs
-        return self.node("GatherElements", [self.names[xt.id], self.names[it.id]],
+        return self.node(self.record(op), [self.names[xt.id], self.names[it.id]],
                          axis=int(op.attrs["axis"]))
 
     def op_scatter_add(self, op) -> str:
@@ -429,7 +468,7 @@ class _Builder:
         dt = xt.dtype
         if dt.is_bool:                    # logical or: add as int32, then != 0
             x, src = self.cast(x, dt, D.int32), self.cast(src, dt, D.int32)
-        r = self.node("ScatterElements", [x, idx, src], axis=int(op.attrs["axis"]),
+        r = self.node(self.record(op), [x, idx, src], axis=int(op.attrs["axis"]),
                       reduction="add")
         if dt.is_bool:
             r = self.cast(r, D.int32, dt)
@@ -437,7 +476,7 @@ class _Builder:
 
     def op_cat(self, op) -> str:
         out = op.outputs[0].dtype
-        return self.node("Concat", [self.operand(t, out) for t in op.inputs],
+        return self.node(self.record(op), [self.operand(t, out) for t in op.inputs],
                          axis=int(op.attrs["axis"]))
 
     # ---- creation ---------------------------------------------------------------------------
@@ -463,10 +502,10 @@ class _Builder:
 
     def op_rand(self, op) -> str:
         t = op.outputs[0]
-        return self.node("RandomUniform", [], dtype=self.elem(t.dtype), shape=list(t.shape),
+        return self.node(self.record(op), [], dtype=self.elem(t.dtype), shape=list(t.shape),
                          low=0.0, high=1.0)
 
     def op_randn(self, op) -> str:
         t = op.outputs[0]
-        return self.node("RandomNormal", [], dtype=self.elem(t.dtype), shape=list(t.shape),
+        return self.node(self.record(op), [], dtype=self.elem(t.dtype), shape=list(t.shape),
                          mean=0.0, scale=1.0)

@@ -2,7 +2,13 @@
 
 Layout: the magic line ``b"RTGRAPH1\\n"``, the header length (8 bytes, little endian), a JSON
 header (sorted keys, no whitespace), then the raw little-endian bytes of every value in
-canonical id order, then (format version 2) the SHA-256 of everything before it.
+canonical id order, then (format version >= 2) the SHA-256 of everything before it.
+
+Format versions: 3 (written now) stores each op's ``operands`` in call order, a tensor as
+``[id, shape, dtype]`` and a scalar literal as ``{"literal": value}`` (tagged JSON for
+non-finite floats); 2 (SHA-256 trailer) and 1 (no trailer) stored the tensor operands as
+``inputs`` and the scalars as the attr ``scalars`` (``((position, value), ...)``), converted
+into operands on load.
 
 A file is untrusted input: ``load_graph`` checks the magic, the lengths, the checksum, the
 header's structure, every value's byte length against its declared shape and dtype, and then
@@ -25,12 +31,14 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import GraphFileError
 from .check import check_graph
-from .ir import CapturedGraph, OperationIr, TensorIr
+from .ir import LITERAL_TYPES, CapturedGraph, OperationIr, TensorIr
 
 __all__ = ["save_graph", "load_graph", "canonicalize", "MAGIC"]
 
 MAGIC = b"RTGRAPH1\n"
-FORMAT_VERSION = 2  # 2: a SHA-256 trailer; version 1 files (no trailer) still load
+FORMAT_VERSION = 3  # 3: literal operands in place; 2: a SHA-256 trailer; 1: none (both load)
+_VERSIONS = (1, 2, 3)
+_LEGACY_SCALARS = "scalars"   # the attr of versions 1 and 2 that held the scalar operands
 _DIGEST = 32
 
 
@@ -58,8 +66,7 @@ def canonicalize(graph: CapturedGraph) -> CapturedGraph:
     def tir(t):
         return TensorIr(mapping[t.id], t.shape, t.dtype)
 
-    ops = [OperationIr(op.op, tuple(tir(t) for t in op.inputs), tuple(tir(t) for t in op.outputs),
-                       dict(op.attrs)) for op in graph.operations]
+    ops = [op.with_tensors(tir) for op in graph.operations]
     tensors = {mapping[k]: tir(v) for k, v in graph._tensors.items() if k in mapping}
     values = {mapping[k]: v for k, v in sorted(graph.values.items(), key=lambda kv: mapping[kv[0]])
               if k in mapping}
@@ -125,6 +132,46 @@ def _tir(t: TensorIr) -> list:
     return [t.id, list(t.shape), t.dtype.name]
 
 
+def _operand(a) -> list | dict:
+    if type(a) is TensorIr:
+        return _tir(a)
+    if type(a) not in LITERAL_TYPES:
+        raise TypeError(f"graph.save: operand {a!r} is neither a tensor nor a bool, int or "
+                        f"float literal")
+    return {"literal": _enc(a)}
+
+
+def _unoperand(x):
+    if isinstance(x, dict):
+        if len(x) != 1 or "literal" not in x:
+            raise ValueError(f"bad operand entry {x!r:.80}")
+        v = _dec(x["literal"])
+        if type(v) not in LITERAL_TYPES:
+            raise ValueError(f"literal operand {v!r:.60} is not a bool, int or float")
+        return v
+    return _untir(x)
+
+
+def _legacy_operands(inputs, scalars) -> tuple:
+    """Versions 1 and 2: tensor ``inputs`` plus ``scalars`` ((position, value), ...) as one
+    call-order operand tuple."""
+    if not isinstance(scalars, tuple):
+        raise ValueError(f"bad scalars attribute {scalars!r:.80}")
+    n = len(inputs) + len(scalars)
+    placed: dict = {}
+    for pair in scalars:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise ValueError(f"bad scalars entry {pair!r:.80}")
+        pos, value = pair
+        if type(pos) is not int or not 0 <= pos < n or pos in placed:
+            raise ValueError(f"bad scalar operand position {pos!r:.40} (of {n} operands)")
+        if type(value) not in LITERAL_TYPES:
+            raise ValueError(f"literal operand {value!r:.60} is not a bool, int or float")
+        placed[pos] = value
+    rest = iter(inputs)
+    return tuple(placed[k] if k in placed else next(rest) for k in range(n))
+
+
 def _int(x) -> int:
     if type(x) is not int:
         raise ValueError(f"{x!r} is not an integer")
@@ -156,7 +203,7 @@ def save_graph(graph: CapturedGraph, path) -> None:
         "format": "runtime.capture.graph", "version": FORMAT_VERSION,
         "inputs": g.inputs, "outputs": g.outputs,
         "tensors": [_tir(g._tensors[k]) for k in sorted(g._tensors)],
-        "operations": [{"op": op.op, "inputs": [_tir(t) for t in op.inputs],
+        "operations": [{"op": op.op, "operands": [_operand(a) for a in op.args],
                         "outputs": [_tir(t) for t in op.outputs],
                         "attrs": {k: _enc(v) for k, v in op.attrs.items()}}
                        for op in g.operations],
@@ -199,7 +246,7 @@ def load_graph(path) -> CapturedGraph:
     if not isinstance(header, dict):
         raise bad("has a damaged header (not an object)")
     version = header.get("version")
-    if version not in (1, 2) or type(version) is not int:
+    if type(version) is not int or version not in _VERSIONS:
         raise bad(f"has an unsupported graph format version {version!r}")
     end = len(data)
     if version >= 2:
@@ -208,15 +255,16 @@ def load_graph(path) -> CapturedGraph:
             raise bad("is damaged (its SHA-256 checksum does not match)")
     body = memoryview(data)[pos + n:end]
     try:
-        graph = _decode(header, body)
+        graph = _decode(header, body, version)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError,
             RecursionError) as exc:
         raise bad(f"has a malformed header ({type(exc).__name__}: {exc})"[:300]) from None
     check_graph(graph)
+    graph._checked = True
     return graph
 
 
-def _decode(header: dict, body) -> CapturedGraph:
+def _decode(header: dict, body, version: int = FORMAT_VERSION) -> CapturedGraph:
     values = {}
     for v in header["values"]:
         tid, offset, nbytes = _int(v["id"]), _int(v["offset"]), _int(v["nbytes"])
@@ -236,11 +284,25 @@ def _decode(header: dict, body) -> CapturedGraph:
         values[tid] = np.frombuffer(raw, dtype=dt.np.newbyteorder("<")).astype(dt.np).reshape(shape)
     ops = []
     for o in header["operations"]:
-        if not isinstance(o["op"], str) or not isinstance(o["attrs"], dict):
+        if not isinstance(o, dict) or not isinstance(o["op"], str) \
+                or not isinstance(o["attrs"], dict):
             raise ValueError(f"bad operation entry {o!r:.80}")
-        ops.append(OperationIr(o["op"], tuple(_untir(t) for t in o["inputs"]),
-                               tuple(_untir(t) for t in o["outputs"]),
-                               {k: _dec(x) for k, x in o["attrs"].items()}))
+        attrs = {k: _dec(x) for k, x in o["attrs"].items()}
+        if version >= 3:
+            entries = o["operands"]
+            if not isinstance(entries, list):
+                raise ValueError(f"bad operands list {entries!r:.80}")
+            operands = tuple(_unoperand(a) for a in entries)
+        else:
+            entries = o["inputs"]
+            if not isinstance(entries, list):
+                raise ValueError(f"bad inputs list {entries!r:.80}")
+            inputs = tuple(_untir(t) for t in entries)
+            operands = _legacy_operands(inputs, attrs.pop(_LEGACY_SCALARS, ()))
+        outputs = o["outputs"]
+        if not isinstance(outputs, list):
+            raise ValueError(f"bad outputs list {outputs!r:.80}")
+        ops.append(OperationIr(o["op"], operands, tuple(_untir(t) for t in outputs), attrs))
     tensors = {t.id: t for t in (_untir(x) for x in header["tensors"])}
     inputs = [_int(i) for i in header["inputs"]]
     outputs = [_int(i) for i in header["outputs"]]

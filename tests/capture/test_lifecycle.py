@@ -59,7 +59,8 @@ def test_device_reusable_for_sequential_scopes():
             y = x * float(k)
             scope.complete(inputs=[x], outputs=[y])
         graphs.append(scope.graph)
-    assert [g.operations[-1].attrs["scalars"] for g in graphs] == [((1, 0.0),), ((1, 1.0),), ((1, 2.0),)]
+    assert [g.operations[-1].operands()[1] for g in graphs] == [0.0, 1.0, 2.0]
+    assert all(g.operations[-1].attrs == {} for g in graphs)
 
 
 def test_overlapping_scopes_on_separate_devices():
@@ -298,7 +299,7 @@ def test_threads_on_separate_devices_record_their_own_ops():
         for s, g in enumerate(results[k]):
             ops = g.operations
             assert [o.op for o in ops] == ["init"] + ["add"] * (s % 5 + 1)
-            assert [o.attrs["scalars"][0][1] for o in ops[1:]] == \
+            assert [o.operands()[1] for o in ops[1:]] == \
                 [float(k * 1000 + s * 10 + i) for i in range(s % 5 + 1)]
             ids = [o.outputs[0].id for o in ops]
             assert [o.inputs[0].id for o in ops[1:]] == ids[:-1]  # a chain, nothing mixed in

@@ -79,10 +79,14 @@ def _enlarged_index(tmp_path, fn, shape):
     return p, header, body + big, v["id"]
 
 
+def _tensor_entries(o):
+    """The tensor entries ([id, shape, dtype]) of an operation entry: operands and results."""
+    return [t for t in o["operands"] if isinstance(t, list)] + o["outputs"]
+
+
 def _redeclare(header, tid, shape):
     """Declare tensor ``tid`` with ``shape`` everywhere the header names it."""
-    for t in header["tensors"] + [t for o in header["operations"]
-                                  for t in o["inputs"] + o["outputs"]]:
+    for t in header["tensors"] + [t for o in header["operations"] for t in _tensor_entries(o)]:
         if t[0] == tid:
             t[1] = list(shape)
 
@@ -129,7 +133,7 @@ def _set(d, key, value):
     (lambda h: _redeclare(h, _op(h, "softmax")["outputs"][0][0], (2, 5)),
      r"operation \d+ \('softmax'\) gives float32\[2, 3\], the graph declares float32\[2, 5\]"),
     # was: KeyError: 12345 at run
-    (lambda h: _set(_op(h, "relu")["inputs"][0], 0, 12345),
+    (lambda h: _set(_op(h, "relu")["operands"][0], 0, 12345),
      r"operation \d+ \('relu'\) reads tensor 12345 before it is defined"),
     (lambda h: _set(h["operations"][-1], "op", "launch_missiles"),
      r"operation \d+ \('launch_missiles'\) is not an op of the catalogue"),
@@ -185,15 +189,122 @@ def test_damaged_header(tmp_path, header, match):
         rt.load_graph(p)
 
 
+def _legacy(header, version):
+    """``header`` (format 3) as a version 1/2 header: tensor operands as ``inputs``, literal
+    operands as the attr ``scalars`` ((position, value), ...), in tagged JSON."""
+    header["version"] = version
+    for o in header["operations"]:
+        operands = o.pop("operands")
+        o["inputs"] = [a for a in operands if isinstance(a, list)]
+        scalars = [{"tuple": [k, a["literal"]]} for k, a in enumerate(operands)
+                   if isinstance(a, dict)]
+        if scalars:
+            o["attrs"]["scalars"] = {"tuple": scalars}
+    return header
+
+
 def test_version_1_files_still_load(tmp_path):
     """Files saved before the checksum (format version 1) load, validated the same way."""
     p = _saved(tmp_path, _mlp)
     header, body = _parts(p)
-    header["version"] = 1
-    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    text = json.dumps(_legacy(header, 1), sort_keys=True, separators=(",", ":")).encode()
     p.write_bytes(MAGIC + struct.pack("<Q", len(text)) + text + body)
     (y,) = rt.load_graph(p).run(X)
     np.testing.assert_array_equal(y.numpy(), _mlp(rt.tensor(X)).numpy())
+
+
+def _with_scalars(x):
+    return rt.where(x > 2.0, x * 0.5, -1) + 1 - x
+
+
+def test_version_2_files_with_scalars_attrs_load_as_operands(tmp_path):
+    p = _saved(tmp_path, _with_scalars)
+    want = rt.load_graph(p)
+    header, body = _parts(p)
+    _write(p, _legacy(header, 2), body)
+    g = rt.load_graph(p)
+    assert g == want
+    assert all("scalars" not in o.attrs for o in g.operations)
+    np.testing.assert_array_equal(g.run(X)[0].numpy(), _with_scalars(rt.tensor(X)).numpy())
+
+
+def _op_entry(header, name):
+    return next(o for o in header["operations"] if o["op"] == name)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda h: _set(_op_entry(h, "mul"), "operands", {"not": "a list"}), r"bad operands list"),
+    (lambda h: _set(_op_entry(h, "mul"), "operands", 7), r"bad operands list"),
+    (lambda h: _op_entry(h, "mul").pop("operands"), r"KeyError: 'operands'"),
+    (lambda h: _op_entry(h, "mul")["operands"].__setitem__(1, {"literal": "half"}),
+     r"literal operand 'half' is not a bool, int or float"),
+    (lambda h: _op_entry(h, "mul")["operands"].__setitem__(1, {"literal": {"tuple": [1, 2]}}),
+     r"literal operand \(1, 2\) is not a bool, int or float"),
+    (lambda h: _op_entry(h, "mul")["operands"].__setitem__(1, {"literal": None}),
+     r"literal operand None is not a bool, int or float"),
+    (lambda h: _op_entry(h, "mul")["operands"].__setitem__(1, {"literal": 1, "x": 2}),
+     r"bad operand entry"),
+    (lambda h: _op_entry(h, "mul")["operands"].__setitem__(1, {"tensor": 1}), r"bad operand entry"),
+    (lambda h: _op_entry(h, "mul")["operands"].__setitem__(1, 0.5), r"bad tensor entry 0.5"),
+    (lambda h: _op_entry(h, "mul")["operands"].__setitem__(1, [1, [2], "float32", 4]),
+     r"bad tensor entry"),
+    (lambda h: _set(h, "operations", [7]), r"bad operation entry 7"),
+])
+def test_malformed_operand_lists_are_bad_files(tmp_path, edit, match):
+    p = _saved(tmp_path, _with_scalars)
+    header, body = _parts(p)
+    edit(header)
+    _write(p, header, body)
+    _bad(p, match)
+
+
+@pytest.mark.parametrize("edit, match", [
+    # an operand dropped or added: the op's rule refuses the operand count
+    (lambda h: _op_entry(h, "mul")["operands"].pop(), r"\('mul'\) has malformed operands"),
+    (lambda h: _op_entry(h, "mul")["operands"].append({"literal": 2}),
+     r"\('mul'\) has malformed operands"),
+    # a literal where the rule needs a tensor
+    (lambda h: _op_entry(h, "where")["operands"].__setitem__(0, {"literal": True}),
+     r"\('where'\) rejects its operands: where: the condition must be a tensor"),
+    # a literal of another type changes the result dtype the file declares
+    (lambda h: _op_entry(h, "mul")["operands"].__setitem__(1, {"literal": True}) or
+     _op_entry(h, "mul")["operands"].__setitem__(0, {"literal": 3}),
+     r"\('mul'\)"),
+])
+def test_inconsistent_operand_lists_are_invalid_graphs(tmp_path, edit, match):
+    p = _saved(tmp_path, _with_scalars)
+    header, body = _parts(p)
+    edit(header)
+    _write(p, header, body)
+    _invalid(p, match)
+
+
+@pytest.mark.parametrize("scalars, match", [
+    ({"tuple": [{"tuple": [5, 0.5]}]}, r"bad scalar operand position 5 \(of 2 operands\)"),
+    ({"tuple": [{"tuple": [-1, 0.5]}]}, r"bad scalar operand position -1"),
+    ({"tuple": [{"tuple": [1.0, 0.5]}]}, r"bad scalar operand position 1.0"),
+    ({"tuple": [{"tuple": [1, 0.5]}, {"tuple": [1, 0.5]}]}, r"bad scalar operand position 1"),
+    ({"tuple": [{"tuple": [1, "x"]}]}, r"literal operand 'x' is not a bool, int or float"),
+    ({"tuple": [{"tuple": [1]}]}, r"bad scalars entry"),
+    ([[1, 0.5]], r"bad scalars attribute"),
+    (3, r"bad scalars attribute"),
+])
+def test_malformed_legacy_scalars_are_bad_files(tmp_path, scalars, match):
+    p = _saved(tmp_path, _with_scalars)
+    header, body = _parts(p)
+    header = _legacy(header, 2)
+    _op_entry(header, "mul")["attrs"]["scalars"] = scalars
+    _write(p, header, body)
+    _bad(p, match)
+
+
+def test_legacy_inputs_list_malformed(tmp_path):
+    p = _saved(tmp_path, _with_scalars)
+    header, body = _parts(p)
+    header = _legacy(header, 2)
+    _op_entry(header, "mul")["inputs"] = "x"
+    _write(p, header, body)
+    _bad(p, r"bad inputs list")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
@@ -203,13 +314,13 @@ def test_fuzz_header_edits_never_crash(tmp_path_factory, data):
     or a graph that runs (or refuses the input with a typed error) and gives results of the
     declared shapes and dtypes, the same from replay and compile."""
     tmp = tmp_path_factory.mktemp("fuzz")
-    fn = data.draw(st.sampled_from([_mlp, _scatter, _gather]))
+    fn = data.draw(st.sampled_from([_mlp, _scatter, _gather, _with_scalars]))
     p = _saved(tmp, fn)
     header, body = _parts(p)
-    tensors = [t for o in header["operations"] for t in o["inputs"] + o["outputs"]] \
-        + header["tensors"]
+    tensors = [t for o in header["operations"] for t in _tensor_entries(o)] + header["tensors"]
     for _ in range(data.draw(st.integers(1, 3))):
-        what = data.draw(st.sampled_from(["dim", "dtype", "id", "value_shape", "axis"]))
+        what = data.draw(st.sampled_from(["dim", "dtype", "id", "value_shape", "axis",
+                                          "operand"]))
         if what == "dim" and tensors:
             t = data.draw(st.sampled_from(tensors))
             if t[1]:
@@ -226,6 +337,15 @@ def test_fuzz_header_edits_never_crash(tmp_path_factory, data):
             for o in header["operations"]:
                 if "axis" in o["attrs"]:
                     o["attrs"]["axis"] = data.draw(st.integers(-4, 4))
+        elif what == "operand":   # a literal operand in place of any operand, or one more
+            o = data.draw(st.sampled_from(header["operations"]))
+            lit = {"literal": data.draw(st.one_of(
+                st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False, width=32),
+                st.just({"float": "nan"}), st.text(max_size=3), st.just({"tuple": [1]})))}
+            if o["operands"] and data.draw(st.booleans()):
+                o["operands"][data.draw(st.integers(0, len(o["operands"]) - 1))] = lit
+            else:
+                o["operands"].append(lit)
     _write(p, header, body)
     try:
         g = rt.load_graph(p)

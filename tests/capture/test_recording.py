@@ -25,7 +25,8 @@ def test_ops_record_catalogue_shapes_and_dtypes_without_running():
     assert mm.outputs[0].shape == (2, 4) and mm.outputs[0].dtype is rt.float64
     assert ops[3].outputs[0].id == y.id and y.shape == (2, 4) and y.dtype is rt.float64
     assert ops[4].attrs == {"axis": 1, "keepdims": False} and i.dtype is rt.int64 and i.shape == (2,)
-    assert ops[5].attrs == {"scalars": ((1, 0.5),)} and b.dtype is rt.bool_
+    assert ops[5].attrs == {} and ops[5].operands() == [ops[3].outputs[0], 0.5]
+    assert b.dtype is rt.bool_
     assert isinstance(ops[0], OperationIr) and ops[0].inputs == () and ops[0].attrs == {}
     assert set(g.values) == {x.id, w.id}
     np.testing.assert_array_equal(g.values[x.id], xv)
@@ -34,7 +35,7 @@ def test_ops_record_catalogue_shapes_and_dtypes_without_running():
     assert g.inputs == [x.id] and g.outputs == [y.id, i.id, b.id]
 
 
-def test_scalars_are_attrs_with_their_positions_not_constants():
+def test_scalars_are_literal_operands_in_call_order_not_constants():
     cap = rt.CaptureDevice()
     with cap.capture_scope() as scope:
         x = rt.tensor([1, 2, 3], device=cap)  # int64
@@ -45,10 +46,13 @@ def test_scalars_are_attrs_with_their_positions_not_constants():
         scope.complete(inputs=[x], outputs=[a, b, c, d])
     ops = scope.graph.operations
     assert [o.op for o in ops] == ["init", "sub", "pow", "gt", "where", "clamp"]
-    assert ops[1].attrs == {"scalars": ((0, 2),)} and ops[1].inputs[0].id == x.id
-    assert ops[1].operands() == [2, ops[1].inputs[0]]
-    assert ops[2].attrs == {"scalars": ((1, 2),)}
-    assert ops[4].attrs == {"scalars": ((1, 1.5),)} and len(ops[4].inputs) == 2
+    assert ops[1].attrs == {} and ops[1].inputs[0].id == x.id
+    assert ops[1].operands() == [2, ops[1].inputs[0]] and ops[1].args == (2, ops[1].inputs[0])
+    assert type(ops[1].args[0]) is int
+    assert ops[2].attrs == {} and ops[2].operands() == [ops[2].inputs[0], 2]
+    assert ops[4].attrs == {} and len(ops[4].inputs) == 2
+    assert ops[4].operands() == [ops[3].outputs[0], 1.5, ops[4].inputs[1]]
+    assert "where(%" in str(ops[4]) and ", 1.5, %" in str(ops[4])
     assert ops[5].attrs == {"min": 0, "max": 2} and type(ops[5].attrs["max"]) is int
     assert list(scope.graph.values) == [x.id]  # no constant for any scalar
     assert c.dtype is rt.float32
