@@ -7,8 +7,8 @@ and a second process pays no compile time) and launched through ``_array.launch`
 check can record it).  Every op is evaluated with the same scalar body and operand/result
 conversions as the eager cuda kernels (``elementwise.cuda_body``/``cuda_conv``, i.e. the op
 table's bodies and ``_source.conv_expr`` with math calls mapped to ``cuda.scalar_math``), and op
-lowering is the shared generator's (``jit_kernels._fusegen.lower_op``), so fused results equal eager
-cuda results (elementwise bit for bit; reductions within rounding).
+lowering is the shared generator's (``jit_kernels._fusegen.lower_op``), so fused results
+equal eager cuda results (elementwise bit for bit; reductions within rounding).
 
 Kinds:
 
@@ -54,6 +54,7 @@ class _Gen(FusedGen):
     DECORATOR = "@cuda.jit(device=True)"
     IMPORTS = ("import math\nimport numpy as np\nimport numba\nfrom numba import cuda\n"
                "from jit_kernels.cuda import scalar_math as sm\n")
+
     def body(self, name, cdt):
         return cuda_body(name, optable.kind_of(cdt), cdt)
 
