@@ -15,21 +15,16 @@ from __future__ import annotations
 import importlib
 from typing import Any, Protocol, Sequence
 
-#: Elementwise unary ops every kernel set implements (``KernelSet.unary``).
-UNARY_OPS = (
-    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
-    "relu", "gelu", "gelu_tanh", "erf", "reciprocal", "sign", "floor", "ceil",
-    "logical_not", "clamp",
-)
-#: Elementwise binary ops every kernel set implements (``KernelSet.binary``).
-BINARY_OPS = (
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum",
-    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-)
-#: Reductions over a tuple of axes (``KernelSet.reduce``).
-REDUCE_OPS = ("sum", "mean", "prod", "max", "min", "var", "logsumexp")
+from jit_kernels import optable
+
+#: Elementwise unary ops every kernel set implements (``KernelSet.unary``); from the op table.
+UNARY_OPS = optable.UNARY_OPS
+#: Elementwise binary ops every kernel set implements (``KernelSet.binary``); from the op table.
+BINARY_OPS = optable.BINARY_OPS
+#: Reductions over a tuple of axes (``KernelSet.reduce``); from the op table.
+REDUCE_OPS = optable.REDUCE_OPS
 #: Index-returning reductions over one axis (``KernelSet.arg_reduce``).
-ARG_REDUCE_OPS = ("argmax", "argmin")
+ARG_REDUCE_OPS = optable.ARG_REDUCE_OPS
 
 #: Every method of the protocol; a test checks each kernel set implements all of them.
 PROTOCOL_METHODS = (
@@ -163,12 +158,6 @@ _REGISTRY: dict[str, str] = {
 _INSTANCES: dict[str, Any] = {}
 
 
-def register_kernel_set(kind: str, target: str) -> None:
-    """Register ``"module:Class"`` as the kernel set for device kind ``kind``."""
-    _REGISTRY[kind] = target
-    _INSTANCES.pop(kind, None)
-
-
 def kernel_set_for(kind: str) -> KernelSet:
     """The (singleton) kernel set for a device kind; imports its module on first use."""
     ks = _INSTANCES.get(kind)
@@ -182,7 +171,3 @@ def kernel_set_for(kind: str) -> KernelSet:
         _INSTANCES[kind] = ks
     return ks
 
-
-def kernel_kinds() -> tuple:
-    """Device kinds with a registered kernel set."""
-    return tuple(_REGISTRY)

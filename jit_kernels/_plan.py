@@ -8,20 +8,14 @@ the ``IndexError`` of ``take``/``gather``.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from jit_kernels import optable
+from jit_kernels._layout import size_of  # noqa: F401 (re-exported)
 
 F64 = np.dtype(np.float64)
 I64 = np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
-
-
-def size_of(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 # -- reductions --------------------------------------------------------------------------------
@@ -55,53 +49,68 @@ def reduce_shape(shape, axes, keepdims):
 
 
 def empty_fill(op, out_dt):
-    """The value of a reduction over nothing (sum 0, prod 1, mean/var nan, logsumexp -inf)."""
-    fill = {"sum": 0, "prod": 1, "mean": math.nan, "var": math.nan, "logsumexp": -math.inf}.get(op, 0)
+    """The value of a reduction over nothing (the table's ``fill``: sum 0, prod 1, mean/var
+    nan, logsumexp -inf; a NaN fill is 0 for a non-float result)."""
+    fill = optable.empty_fill(op)
     if out_dt.kind != "f" and fill != fill:
         fill = 0
     return fill
 
 
 def acc_dtype(op, in_dt, out_dt, bool_minmax=None):
-    """Accumulation dtype: max/min in the input dtype (bool as ``bool_minmax`` where a set
-    cannot hold bools in its accumulator), float results in float64, int/bool ones in int64."""
-    if op in ("max", "min"):
+    """Accumulation dtype by the table's ``acc`` rule: "input" (max/min) in the input dtype
+    (bool as ``bool_minmax`` where a set cannot hold bools in its accumulator), "f64" in
+    float64, "wide" float results in float64 and int/bool ones in int64."""
+    r = optable.REDUCTIONS.get(op)
+    rule = "wide" if r is None else r.acc
+    if rule == "input":
         return bool_minmax if (bool_minmax is not None and in_dt.kind == "b") else in_dt
-    if out_dt.kind == "f":
+    if rule == "f64" or out_dt.kind == "f":
         return F64
     return I64 if out_dt.kind in "iub" else out_dt
 
 
+def _fa(r, K, attrs):
+    """The finaliser scale of reduction entry ``r`` over ``K`` elements."""
+    if r.fa == "K":
+        return float(K)
+    if r.fa == "K-ddof":
+        ddof = (attrs or {}).get("ddof", 0) or 0
+        return float(max(K - ddof, 0))
+    return 0.0
+
+
 def reduce(op, x, axes, keepdims, out_dtype, attrs, *, run, full, reshape, bool_minmax=None):
     """``op`` over ``axes`` as calls of ``run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None)``
-    (a flat array of the kept-dims outputs): ``var`` is two-pass (mean, then squared deviations
-    over ``max(K - ddof, 0)``), ``logsumexp`` the max then the shifted sum of exponentials.
-    Empty reductions are ``full(shape, fill, out_dt)``; the result is ``reshape(flat, shape)``."""
+    (a flat array of the kept-dims outputs), as the op table says: a one-pass reduction is one
+    call; a two-pass one (``var``: mean, then squared deviations over ``max(K - ddof, 0)``;
+    ``logsumexp``: the max, then the shifted sum of exponentials) first reduces its ``center``
+    in float64, then runs its ``kernel`` around it.  Empty reductions are
+    ``full(shape, fill, out_dt)``; the result is ``reshape(flat, shape)``."""
     out_dt = np.dtype(out_dtype)
     axes, kshape, K, R = reduce_shape(x.shape, axes, keepdims)
     if K == 0 or R == 0:
         return full(kshape, empty_fill(op, out_dt), out_dt)
-    in_dt = x.dtype
-    if op in ("sum", "prod", "max", "min"):
-        res = run(op, x, axes, acc_dtype(op, in_dt, out_dt, bool_minmax), out_dt)
-    elif op == "mean":
-        res = run("mean", x, axes, acc_dtype(op, in_dt, out_dt, bool_minmax), out_dt, fa=float(K))
-    elif op == "var":
-        ddof = (attrs or {}).get("ddof", 0) or 0
-        mean = run("mean", x, axes, F64, F64, fa=float(K))
-        res = run("sqdev", x, axes, F64, out_dt, fa=float(max(K - ddof, 0)), center=mean)
-    elif op == "logsumexp":
-        mx = run("max", x, axes, acc_dtype("max", in_dt, F64, bool_minmax), F64)
-        res = run("sumexp", x, axes, F64, out_dt, center=mx)
-    else:
+    r = optable.REDUCTIONS.get(op)
+    if r is None or not r.public:
         raise ValueError(f"unknown reduction {op!r}")
+    in_dt = x.dtype
+    if r.center is None:
+        res = run(op, x, axes, acc_dtype(op, in_dt, out_dt, bool_minmax), out_dt,
+                  fa=_fa(r, K, attrs))
+    else:
+        c = optable.REDUCTIONS[r.center]
+        center = run(r.center, x, axes, acc_dtype(r.center, in_dt, F64, bool_minmax), F64,
+                     fa=_fa(c, K, attrs))
+        res = run(r.kernel, x, axes, acc_dtype(r.kernel, in_dt, out_dt, bool_minmax), out_dt,
+                  fa=_fa(r, K, attrs), center=center)
     return reshape(res, kshape)
 
 
 def arg_reduce_shape(op, shape, axis, keepdims):
     """(is_max, kept dims, reduced dims, result shape, R) of argmax/argmin over ``axis``
     (None: all axes)."""
-    if op not in ("argmax", "argmin"):
+    if op not in optable.ARG_REDUCE_OPS:
         raise ValueError(f"unknown arg reduction {op!r}")
     nd = len(shape)
     if axis is None:

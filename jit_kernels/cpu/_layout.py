@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import numba
 
-from jit_kernels._plan import size_of  # noqa: F401 (re-exported)
+from jit_kernels._layout import (broadcast_strides, coalesce, scalar_array, size_of,  # noqa: F401
+                                 wrap_int)  # (re-exported: device-neutral, shared with cuda)
 
 PAR_THRESHOLD = 30_000  # elements; below it a serial kernel beats a prange launch
 
@@ -56,67 +57,5 @@ def flat_base(x: np.ndarray):
     return base, -neg, es
 
 
-def broadcast_strides(shape, out_shape, strides):
-    """Element strides of an operand of ``shape``/``strides`` broadcast to ``out_shape``."""
-    pad = len(out_shape) - len(shape)
-    res = [0] * pad
-    for n, s, no in zip(shape, strides, out_shape[pad:]):
-        res.append(0 if n == 1 else s)
-    return res
-
-
-def coalesce(shape, strides_list):
-    """Drop size-1 dims and merge adjacent dims that are contiguous in every operand.
-
-    Returns ``(shape, [strides per operand])`` with at least one dim; C order is preserved.
-    """
-    dims = [i for i, n in enumerate(shape) if n != 1]
-    if not dims:
-        return [1], [[0] for _ in strides_list]
-    d0 = dims[0]
-    shp = [shape[d0]]
-    sts = [[s[d0]] for s in strides_list]
-    for d in dims[1:]:
-        n = shape[d]
-        if all(st[-1] == s[d] * n for st, s in zip(sts, strides_list)):
-            shp[-1] *= n
-            for st, s in zip(sts, strides_list):
-                st[-1] = s[d]
-        else:
-            shp.append(n)
-            for st, s in zip(sts, strides_list):
-                st.append(s[d])
-    return shp, sts
-
-
 def i64(seq):
     return np.array(seq, dtype=np.int64)
-
-
-def wrap_int(v: int, dtype: np.dtype) -> int:
-    bits = dtype.itemsize * 8
-    m = 1 << bits
-    v %= m
-    return v - m if v >= m >> 1 else v
-
-
-def scalar_array(v, dtype) -> np.ndarray:
-    """A 0-d array of ``dtype`` holding Python/NumPy scalar ``v`` (ints wrap like C)."""
-    dtype = np.dtype(dtype)
-    if isinstance(v, np.ndarray):
-        v = v.item()
-    elif isinstance(v, np.generic):
-        v = v.item()
-    if dtype.kind == "b":
-        return np.array(bool(v), dtype=dtype)
-    if dtype.kind in "iu":
-        if isinstance(v, float):
-            if v != v:
-                v = 0
-            elif v in (float("inf"), float("-inf")):
-                info = np.iinfo(dtype)
-                v = info.max if v > 0 else info.min
-            else:
-                v = int(v)
-        return np.array(wrap_int(int(v), dtype), dtype=dtype)
-    return np.array(v, dtype=dtype)

@@ -29,13 +29,15 @@ Semantics (compute in ``compute_dtype``, store as ``out_dtype``):
 - ``cast``: float→int truncates toward zero and saturates (NaN→0, +inf/too large→INT_MAX,
   -inf/too small→INT_MIN); anything→bool is ``x != 0``; bool→number is 0/1; int→int wraps.
 - ``logical_*`` take any dtype (nonzero is true) and return bool.
-- Transcendentals go through ``jit_kernels.cpu.scalar_math``.
+- Scalar bodies and result dtypes are the op table's (``jit_kernels.optable``), rendered
+  here; transcendentals go through ``jit_kernels.cpu.scalar_math``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from jit_kernels import _plan
+from jit_kernels import _plan, optable
+from jit_kernels._source import NP_NAME, conv_expr, render as _render
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import _pool
 from jit_kernels.cpu._background import parallel_ready as _parallel_ready
@@ -43,126 +45,21 @@ from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce,
                                      nthreads, scalar_array, size_of)
 
 BOOL = _plan.BOOL
-_NP_NAME = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32",
-            "int64": "np.int64", "bool": "np.bool_"}
+_NP_NAME = NP_NAME
+_kind = optable.kind_of
+_result_dtype = optable.result_dtype
 
-# ---------------------------------------------------------------------------------------------
-# scalar op bodies: op -> (kind -> body source).  Arguments are x0, x1, x2 already converted;
-# ``C`` is the compute type.  ``kind`` is "f" (float), "i" (int) or "b" (bool).
 
-_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-BOOL_RESULT = set(_CMP) | {"logical_and", "logical_or", "logical_not"}
+def render(src: str) -> str:
+    """The op table's dialect in cpu terms: ``EXP(`` -> ``sm.exp(`` (``jit_kernels.cpu.
+    scalar_math``), ``FMAX_NAN(`` -> ``sm.fmax_nan(``, ``INF`` -> ``np.inf``."""
+    return _render(src, lambda name: "sm." + name.lower(), "np.inf")
 
 
 def _body(op: str, kind: str) -> str:
-    fl = kind == "f"
-    if op in _CMP:
-        return f"return x0 {_CMP[op]} x1"
-    simple = {
-        "ident": "return x0",
-        "where": "return x1 if x0 else x2",
-        "logical_not": "return not x0",
-        "logical_and": "return (x0 != 0) and (x1 != 0)",
-        "logical_or": "return (x0 != 0) or (x1 != 0)",
-        "neg": "return -x0",
-        "add": "return x0 + x1",
-        "sub": "return x0 - x1",
-        "mul": "return x0 * x1",
-        "clamp_lo": "return x1 if x0 < x1 else x0",
-        "clamp_hi": "return x1 if x0 > x1 else x0",
-        "clamp": "y = x1 if x0 < x1 else x0\n    return x2 if y > x2 else y",
-    }
-    if op in simple:
-        if kind == "b" and op in ("add", "sub", "mul", "neg"):
-            # Numba's bool arithmetic gives an int (True + True == 2); the result is a bool
-            # (nonzero), as the stored output is, so a fused consumer sees the same value
-            return f"return ({simple[op][7:]}) != 0"
-        return simple[op]
-    if fl:
-        fbodies = {
-            "abs": "return abs(x0)",
-            "exp": "return sm.exp(x0)",
-            "log": "return sm.log(x0)",
-            "sqrt": "return sm.sqrt(x0)",
-            "rsqrt": "return C(1.0) / sm.sqrt(x0)",
-            "sin": "return sm.sin(x0)",
-            "cos": "return sm.cos(x0)",
-            "tanh": "return sm.tanh(x0)",
-            "erf": "return sm.erf(x0)",
-            "sigmoid": ("if x0 >= C(0.0):\n        z = sm.exp(-x0)\n        return C(1.0) / (C(1.0) + z)\n"
-                        "    z = sm.exp(x0)\n    return z / (C(1.0) + z)"),
-            "relu": "return C(0.0) if x0 < C(0.0) else x0",
-            "gelu": "return C(0.5) * x0 * (C(1.0) + sm.erf(x0 * C(0.7071067811865476)))",
-            "gelu_tanh": ("return C(0.5) * x0 * (C(1.0) + sm.tanh(C(0.7978845608028654) * "
-                          "(x0 + C(0.044715) * x0 * x0 * x0)))"),
-            "reciprocal": "return C(1.0) / x0",
-            "sign": ("if x0 > C(0.0):\n        return C(1.0)\n    if x0 < C(0.0):\n        return C(-1.0)\n"
-                     "    return x0"),
-            "floor": "return sm.floor(x0)",
-            "ceil": "return sm.ceil(x0)",
-            "div": "return x0 / x1",
-            "pow": "return sm.pow(x0, x1)",
-            "maximum": ("if x0 != x0:\n        return x0\n    if x1 != x1:\n        return x1\n"
-                        "    return x0 if x0 >= x1 else x1"),
-            "minimum": ("if x0 != x0:\n        return x0\n    if x1 != x1:\n        return x1\n"
-                        "    return x0 if x0 <= x1 else x1"),
-        }
-        if op in fbodies:
-            return fbodies[op]
-    else:
-        ibodies = {
-            "abs": "return -x0 if x0 < 0 else x0",
-            "relu": "return C(0) if x0 < 0 else x0",
-            "sign": "if x0 > 0:\n        return C(1)\n    if x0 < 0:\n        return C(-1)\n    return C(0)",
-            "floor": "return x0",
-            "ceil": "return x0",
-            "reciprocal": ("if x0 == 1:\n        return C(1)\n    if x0 == -1:\n        return C(-1)\n"
-                           "    return C(0)"),
-            "div": "if x1 == 0:\n        return C(0)\n    q = abs(x0) // abs(x1)\n    return q if (x0 < 0) == (x1 < 0) else -q",
-            "pow": ("e = np.int64(x1)\n    if e < 0:\n        if x0 == 1:\n            return np.int64(1)\n"
-                    "        if x0 == -1:\n            return np.int64(1) if e % 2 == 0 else np.int64(-1)\n"
-                    "        return np.int64(0)\n    r = np.int64(1)\n    b = np.int64(x0)\n"
-                    "    while e > 0:\n        if e & 1:\n            r = r * b\n        b = b * b\n"
-                    "        e = e >> 1\n    return r"),
-            "maximum": "return x0 if x0 >= x1 else x1",
-            "minimum": "return x0 if x0 <= x1 else x1",
-        }
-        if op in ibodies:
-            return ibodies[op]
-        # transcendentals on int/bool compute: evaluate in float64
-        if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf"):
-            return f"return sm.{op}(np.float64(x0))"
-        if op in ("rsqrt", "sigmoid", "gelu", "gelu_tanh"):
-            return _body(op, "f").replace("C(", "np.float64(").replace("(x0", "(np.float64(x0)")
-    raise ValueError(f"unknown elementwise op {op!r}")
-
-
-def _kind(dt: np.dtype) -> str:
-    return "f" if dt.kind == "f" else ("b" if dt.kind == "b" else "i")
-
-
-def _result_dtype(op: str, cv: tuple) -> np.dtype:
-    if op in BOOL_RESULT:
-        return BOOL
-    if op == "where":
-        return cv[1]
-    if cv[0].kind != "f" and op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "rsqrt",
-                                     "sigmoid", "gelu", "gelu_tanh"):
-        return np.dtype(np.float64)
-    if op == "pow" and cv[0].kind != "f":
-        return np.dtype(np.int64)
-    return cv[0]
-
-
-def conv_expr(expr: str, src: np.dtype, dst: np.dtype) -> str:
-    """Source converting ``expr`` (numba value of dtype ``src``) to ``dst`` (cast semantics)."""
-    if dst.kind == "b":
-        return expr if src.kind == "b" else f"({expr} != 0)"
-    if src.kind == "f" and dst.kind in "iu":
-        return f"sm.f2i{dst.itemsize * 8}({expr})"
-    if src == dst and dst.kind == "f":
-        return expr
-    return f"{_NP_NAME[dst.name]}({expr})"
+    """Source of op's scalar function body (arguments ``x0, x1, x2`` already converted; ``C``
+    the compute type) for compute kind "f"/"i"/"b" (``jit_kernels.optable``)."""
+    return render(optable.body(op, kind))
 
 
 _TEMPLATE = '''\
@@ -259,7 +156,7 @@ def _masks(n):
 def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
     n = len(in_dts)
     res_dt = _result_dtype(op, cv_dts)
-    kind = _kind(cv_dts[1] if op == "where" else cv_dts[0])
+    kind = _kind(optable.compute_dtype(op, cv_dts))
 
     def call(reads):
         args = ", ".join(conv_expr(r, in_dts[i], cv_dts[i]) for i, r in enumerate(reads))
@@ -298,7 +195,7 @@ def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
 
     return _TEMPLATE.format(
         flat_fns="\n\n".join(flat_fns),
-        C=_NP_NAME[(cv_dts[1] if op == "where" else cv_dts[0]).name],
+        C=_NP_NAME[optable.compute_dtype(op, cv_dts).name],
         xs=", ".join(f"x{i}" for i in range(n)),
         body=_body(op, kind),
         seg_args=", ".join(f"b{i}, p{i}, s{i}" for i in range(n)),
@@ -499,8 +396,10 @@ def _strided(mod, total, args, out1):
 # ---------------------------------------------------------------------------------------------
 # public entry points used by CpuKernels
 
+_NOT_FAST = optable.NOT_FAST   # ops ``_plan.unary`` lowers (no prepared flat kernel)
+
 def unary(op, x, out_dtype, attrs):
-    if type(x) is _ndarray and op != "clamp" and op != "logical_not" and x.flags.c_contiguous:
+    if type(x) is _ndarray and op not in _NOT_FAST and x.flags.c_contiguous:
         key = (op, (x.dtype,), (out_dtype,), out_dtype, "a")
         fns = _FLAT.get(key) or _flat_fns(*key)
         shape = x.shape
@@ -585,7 +484,7 @@ def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype):
 
 def unary_fn(op, x_dtype, out_dtype):
     """A prepared ``unary`` (no attrs) for a fixed input dtype; see ``binary_fn``."""
-    if op in ("clamp", "logical_not"):
+    if op in _NOT_FAST:
         return None
     od = np.dtype(out_dtype)
     fns = _flat_fns(op, (np.dtype(x_dtype),), (od,), od, "a")

@@ -4,8 +4,9 @@ A program (``runtime.capture.fuse.FusedProgram``, read here only as plain data: 
 ``shape``, ``inputs``, ``scalars``, ``ops``, ``outputs``, ``key()``) is turned into Python source,
 written with ``jit_kernels.codegen.load_generated_module`` (so ``cache=True`` works and a second
 process pays no compile time) and called.  Every op is evaluated with the same scalar function
-and the same operand/result conversions as the single-op kernels of ``elementwise`` (its
-``_body``/``conv_expr``), so fused elementwise results equal eager results bit for bit.
+and the same operand/result conversions as the single-op kernels of ``elementwise`` (the op
+table's bodies, ``_source.conv_expr``; the builder is ``jit_kernels._fusegen``), so fused
+elementwise results equal eager results bit for bit.
 
 Kinds:
 
@@ -26,14 +27,18 @@ from __future__ import annotations
 import hashlib
 import sys
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
+from jit_kernels._fusegen import Epilogue, FusedGen, closure, lower_op
+from jit_kernels._source import NP_NAME as _NP_NAME
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import matmul as _matmul
 from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
                                      nthreads, scalar_array, size_of)
-from jit_kernels.cpu.elementwise import _NP_NAME, _body, _kind, _result_dtype, conv_expr
+from jit_kernels.cpu.elementwise import _body, _kind
+from jit_kernels.optable import ROW_OPS
 
 BOOL = np.dtype(np.bool_)
 _MODS: dict = {}
@@ -43,9 +48,12 @@ _MODS: dict = {}
 # kernel.  A pooled buffer is handed out again only when nothing but the pool references it
 # (every view a caller holds keeps a reference to it through ``.base``).
 POOL_MIN_BYTES = 1 << 20
-_POOL: dict = {}
+#: (shape, dtype) -> up to ``_POOL_PER_KEY`` buffers; least recently used key first, at most
+#: ``POOL_MAX_KEYS`` keys (a program run over many shapes must not pin a buffer per shape)
+_POOL: OrderedDict = OrderedDict()
 _POOL_LOCK = threading.Lock()
 _POOL_PER_KEY = 3
+POOL_MAX_KEYS = 16
 
 
 def _empty(shape, dtype):
@@ -56,7 +64,13 @@ def _empty(shape, dtype):
         return np.empty(shape, dtype)
     key = (shape, dtype)
     with _POOL_LOCK:
-        lst = _POOL.setdefault(key, [])
+        lst = _POOL.get(key)
+        if lst is None:
+            lst = _POOL[key] = []
+            while len(_POOL) > POOL_MAX_KEYS:
+                _POOL.popitem(last=False)
+        else:
+            _POOL.move_to_end(key)
         for a in lst:
             # references: the list, the loop variable, getrefcount's argument
             if sys.getrefcount(a) <= 3:
@@ -67,102 +81,35 @@ def _empty(shape, dtype):
         return a
 
 
+def empty_pool() -> int:
+    """Forget every pooled output buffer; returns the bytes of those no caller still holds
+    (freed now).  Buffers in use stay valid: their holders keep them alive."""
+    with _POOL_LOCK:
+        freed = 0
+        for lst in _POOL.values():
+            for a in lst:
+                # references: the list, the loop variable, getrefcount's argument
+                if sys.getrefcount(a) <= 3:
+                    freed += a.nbytes
+        _POOL.clear()
+    return freed
+
+
 # ------------------------------------------------------------------------------ op lowering
-def _lower_op(fop):
-    """(eager op name, conversion dtypes, out dtype, arg refs) of a fused elementwise op,
-    chosen exactly as ``elementwise.unary/binary/where/cast`` choose them."""
-    od = np.dtype(fop.dtype)
-    cd = np.dtype(fop.compute)
-    op = fop.op
-    if op == "cast":
-        return "ident", (od,), od, fop.args[:1]
-    if op == "where":
-        return "where", (BOOL, od, od), od, fop.args
-    if op == "logical_not":
-        return "logical_not", (BOOL,), BOOL, fop.args
-    if op == "clamp":
-        x, lo, hi = fop.args
-        if lo is None and hi is None:
-            return "ident", (od,), od, (x,)
-        if hi is None:
-            return "clamp_lo", (od, od), od, (x, lo)
-        if lo is None:
-            return "clamp_hi", (od, od), od, (x, hi)
-        return "clamp", (od, od, od), od, (x, lo, hi)
-    if len(fop.args) == 2:
-        return op, (cd, cd), od, fop.args
-    return op, (od,), od, fop.args
+_lower_op = lower_op
+_closure = closure
 
 
-class _Gen:
-    """Source builder of a program's elementwise ops: one scalar function per op and the
-    expression of each op's value.  The cuda set subclasses it (its device functions, scalar
-    bodies and imports); everything else is shared."""
+class _Gen(FusedGen):
+    """The shared source builder with njit scalar functions and the cpu set's bodies."""
 
-    #: decorator of the per-op scalar functions
     DECORATOR = '@njit(inline="always", error_model="numpy")'
     IMPORTS = ("import math\nimport numpy as np\nfrom numba import njit, prange\n"
                "from jit_kernels.cpu import scalar_math as sm\n")
-    #: ops computed by their own kernels (their values are precomputed operands here)
-    SKIP = ("matmul", "sum", "mean", "max", "min", "softmax", "log_softmax")
 
     def body(self, name: str, cdt: np.dtype) -> str:
         """Source of op ``name``'s scalar function body computing in ``cdt``."""
         return _body(name, _kind(cdt))
-
-    def __init__(self, prog):
-        self.prog = prog
-        self.funcs: list = []
-        self.lowered = {}
-        for j, fop in enumerate(prog.ops):
-            if fop.op in self.SKIP:
-                continue
-            name, cv, od, args = _lower_op(fop)
-            cdt = cv[1] if name == "where" else cv[0]
-            body = self.body(name, cdt).replace("C(", f"C{j}(")
-            xs = ", ".join(f"x{i}" for i in range(len(cv)))
-            self.funcs.append(f"C{j} = {_NP_NAME[cdt.name]}\n\n\n"
-                              f"{self.DECORATOR}\n"
-                              f"def f{j}({xs}):\n    {body}\n")
-            self.lowered[j] = (name, cv, od, args)
-
-    def dtype_of(self, r) -> np.dtype:
-        kind, k = r
-        if kind == "in":
-            return np.dtype(self.prog.inputs[k].dtype)
-        if kind == "sc":
-            return np.dtype(self.prog.scalars[k][1])
-        return np.dtype(self.prog.ops[k].dtype)
-
-    def expr(self, j, read) -> str:
-        """Source of op j's value; ``read(ref)`` gives the source of an operand."""
-        name, cv, od, args = self.lowered[j]
-        res = _result_dtype(name, cv)
-        xs = ", ".join(conv_expr(read(r), self.dtype_of(r), cv[i]) for i, r in enumerate(args))
-        call = f"f{j}({xs})"
-        return conv_expr(call, res, od) if (res != od or od.kind != "f") else call
-
-    def header(self) -> str:
-        return self.IMPORTS + "\n\n" + "\n\n".join(self.funcs)
-
-
-def _closure(prog, targets, level="elem"):
-    """Op indices (in order) of ``level`` needed to compute ``targets``, stopping at other
-    levels, reductions and softmax (whose values are precomputed)."""
-    need = set()
-    stack = list(targets)
-    while stack:
-        j = stack.pop()
-        if j in need:
-            continue
-        need.add(j)
-        fop = prog.ops[j]
-        if fop.op in ("sum", "mean", "max", "min", "softmax", "log_softmax", "matmul"):
-            continue
-        for r in fop.args:
-            if r is not None and r[0] == "op" and prog.ops[r[1]].level == level:
-                stack.append(r[1])
-    return sorted(need)
 
 
 def _module(prog, variant, source_fn):
@@ -374,8 +321,7 @@ def _rows_source(prog, pattern) -> str:
     scs = [f"sc{k}" for k in range(len(prog.scalars))]
     outs = [f"o{k}" for k in range(len(prog.outputs))]
     args = ", ".join(["oshape"] + ins + scs + outs + ["K", "nchunks"])
-    reds = [j for j, o in enumerate(ops) if o.op in ("sum", "mean", "max", "min", "softmax",
-                                                    "log_softmax")]
+    reds = [j for j, o in enumerate(ops) if o.op in ROW_OPS]
     red_set = set(reds)
 
     def read_row(r):
@@ -531,59 +477,7 @@ def run_rows(prog, arrays):
 
 
 # ------------------------------------------------------------------------------ matmul
-class _Epilogue:
-    """The elementwise part of a matmul program: op 0 (the matmul) becomes input 0."""
-
-    def __init__(self, prog):
-        ops = prog.ops
-        used = []
-        for o in ops[1:]:
-            for r in o.args:
-                if r is not None and r[0] == "in" and r[1] not in used:
-                    used.append(r[1])
-        in_map = {k: q + 1 for q, k in enumerate(used)}
-
-        def remap(r):
-            if r is None or r[0] == "sc":
-                return r
-            if r[0] == "in":
-                return ("in", in_map[r[1]])
-            return ("in", 0) if r[1] == 0 else ("op", r[1] - 1)
-
-        from dataclasses import replace
-        new_ops = tuple(replace(o, args=tuple(remap(r) for r in o.args)) for o in ops[1:])
-        self.used = used
-        self.mm_is_output = 0 in prog.outputs
-        outs = [j - 1 for j in prog.outputs if j != 0]
-        shapes = [s for j, s in zip(prog.outputs, prog.output_shapes) if j != 0]
-        mm = ops[0]
-        mm_in = type(prog.inputs[0])(tuple(prog.shape), mm.dtype)
-        self.prog = replace(prog, kind="elementwise",
-                            inputs=(mm_in,) + tuple(prog.inputs[k] for k in used),
-                            ops=new_ops, outputs=tuple(outs), output_shapes=tuple(shapes))
-
-    _CACHE: dict = {}
-
-    @classmethod
-    def of(cls, prog) -> "_Epilogue":
-        """The (cached) epilogue of matmul program ``prog``."""
-        epi = cls._CACHE.get(prog)
-        if epi is None:
-            epi = cls._CACHE[prog] = cls(prog)
-        return epi
-
-    def outputs(self, prog, c, arrays, run_elementwise) -> list:
-        """``prog``'s outputs from its matmul result ``c``: the epilogue run by the kernel
-        set's ``run_elementwise`` into fresh (pooled) arrays, and ``c`` where it is an output,
-        in the program's order.  Not into ``c`` itself: an output aliasing an input keeps
-        LLVM from vectorising the epilogue loop (the compiled MLP of bench_compile ran at
-        1.15x eager that way, 1.37x into a fresh array)."""
-        ins = [c] + [arrays[k] for k in self.used]
-        res = run_elementwise(self.prog, ins) if self.prog.outputs else []
-        if self.mm_is_output:
-            k0 = list(prog.outputs).index(0)
-            res = list(res[:k0]) + [c] + list(res[k0:])
-        return res
+_Epilogue = Epilogue
 
 
 def run_matmul(prog, arrays):

@@ -30,11 +30,12 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
 
-from jit_kernels import _plan
+from jit_kernels import _plan, optable
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import scalar_math as sm
 from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
-from jit_kernels.cpu.elementwise import _NP_NAME, conv_expr
+from jit_kernels._source import NP_NAME as _NP_NAME, conv_expr
+from jit_kernels.cpu.elementwise import render
 
 _TEMPLATE = '''\
 import math
@@ -223,36 +224,9 @@ def cols_serial(base, off, N, rshape, rstr, center, out, K, fa):
 
 
 def _spec(op, in_dt, acc_dt):
-    """(init, step, comb, fin) source for op with accumulation dtype ``acc_dt``."""
-    f = acc_dt.kind == "f"
-    if op in ("sum", "mean", "sqdev", "sumexp"):
-        init = "A(0)"
-        step = {"sum": "a + v", "mean": "a + v", "sqdev": "a + (v - c) * (v - c)",
-                "sumexp": "a + sm.exp(v - c)"}[op]
-        comb = "a + b"
-        fin = {"sum": "return a", "mean": "return a / fa", "sqdev": "return a / fa",
-               "sumexp": ("if c != c or c == math.inf or c == -math.inf:\n        return A(c)\n"
-                          "    return sm.log(a) + c")}[op]
-        return init, step, comb, fin
-    if op == "prod":
-        return "A(1)", "a * v", "a * b", "return a"
-    if op in ("max", "min"):
-        gt = ">" if op == "max" else "<"
-        if f:
-            init = "A(-np.inf)" if op == "max" else "A(np.inf)"
-            fn = "sm.fmax_nan" if op == "max" else "sm.fmin_nan"
-            step = f"{fn}(a, v)"
-            comb = f"{fn}(a, b)"
-        else:
-            if acc_dt.kind == "b":
-                init = "False" if op == "max" else "True"
-            else:
-                info = np.iinfo(acc_dt)
-                init = f"A({info.min if op == 'max' else info.max})"
-            step = f"v if v {gt} a else a"
-            comb = f"b if b {gt} a else a"
-        return init, step, comb, "return a"
-    raise ValueError(op)
+    """(init, step, comb, fin) source for op with accumulation dtype ``acc_dt``: the op table's
+    (``jit_kernels.optable.REDUCTIONS``) rendered in cpu terms."""
+    return tuple(render(p) for p in optable.reduction_spec(op, acc_dt))
 
 
 _MODS: dict = {}
@@ -321,7 +295,7 @@ def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
 # axes, keepdims, out dtype): everything ``_plan.reduce`` and ``_run`` work out from the metadata
 # (kernel, its layout arguments, the result shape), so a repeated call only allocates and launches.
 _RPLANS: dict = {}
-_ONE_PASS = frozenset(("sum", "prod", "max", "min", "mean"))
+_ONE_PASS = optable.ONE_PASS
 
 
 def _one_pass_plan(op, x, axes, keepdims, out_dt):
@@ -329,7 +303,7 @@ def _one_pass_plan(op, x, axes, keepdims, out_dt):
     if K == 0 or R == 0:
         return None
     acc_dt = _plan.acc_dtype(op, x.dtype, out_dt)
-    fa = float(K) if op == "mean" else 0.0
+    fa = _plan._fa(optable.REDUCTIONS[op], K, None)
     es = [st // x.itemsize for st in x.strides]
     fn, args, tail, R, K = _kernel_plan(op, x.shape, es, axes, x.dtype, acc_dt, out_dt)
     center = np.zeros(R, dtype=np.float64)      # read only (the one-pass ops ignore it)

@@ -16,6 +16,7 @@ NumPy's rules exactly.
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 from numba import config, cuda
@@ -115,15 +116,28 @@ def c_strides_skip1(shape, strides) -> tuple:
 
 # -- device selection --------------------------------------------------------------------------
 
-_current = [None]
+class _Current(threading.local):
+    """The GPU this thread made current last (CUDA's current device is per thread, so the
+    cache is too: a thread working on GPU 1 must not make another skip selecting GPU 0)."""
+
+    index = None
+
+
+_current = _Current()
+
+
+def current_index():
+    """The GPU index this thread selected last through ``use`` (None: none yet)."""
+    return _current.index
 
 
 def use(index: int) -> None:
-    """Make GPU ``index`` current for the next allocation/launch (no-op under the simulator)."""
-    if SIM or _current[0] == index:
+    """Make GPU ``index`` current in this thread for the next allocation/launch (no-op under
+    the simulator)."""
+    if SIM or _current.index == index:
         return
     cuda.select_device(int(index))
-    _current[0] = index
+    _current.index = index
 
 
 _SM_COUNT: dict = {}
@@ -166,7 +180,7 @@ def alloc(shape, dtype, index) -> CudaArray:
 
 def alloc_c(shape: tuple, n: int, dtype: np.dtype, index: int) -> CudaArray:
     """``alloc`` for a normalised shape of ``n`` elements (no argument conversion)."""
-    if _current[0] != index:
+    if _current.index != index:
         use(index)
     buf, own = _pool.acquire(n, dtype, index)
     x = _new(CudaArray)
@@ -318,7 +332,7 @@ def launch(kern, grid, block, *args):
     if SIM:  # the simulator's ``kern[grid, block]`` configures ``kern`` itself: never cache it
         kern[grid, block](*args)
         return
-    ck = (kern, grid, block, _current[0])
+    ck = (kern, grid, block, _current.index)
     cfg = _CONFIGURED.get(ck)
     if cfg is None:
         if len(_CONFIGURED) > 4096:

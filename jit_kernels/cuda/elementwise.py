@@ -1,9 +1,9 @@
 """Elementwise kernels (unary, binary, where, cast, clamp, strided copy) for the cuda set.
 
-The scalar op bodies and conversion rules are the cpu set's (``jit_kernels.cpu.elementwise``:
-``_body``/``conv_expr``), so both sets have the same semantics; only the transcendental calls
-are renamed to this package's ``scalar_math`` (``sm.exp`` -> ``sm.exp_f32``/``sm.exp_f64`` by
-compute width).  For every (op, input dtypes, conversion dtypes, output dtype, which operands
+The scalar op bodies and result dtypes are the op table's (``jit_kernels.optable``) and the
+conversion rules ``jit_kernels._source.conv_expr``, as in the cpu set, so both sets have the
+same semantics; only the dialect's math calls render to this package's ``scalar_math``
+(``EXP(`` -> ``sm.exp_f32``/``sm.exp_f64`` by compute width).  For every (op, input dtypes, conversion dtypes, output dtype, which operands
 are scalars, rank) a module with one grid-stride kernel is generated, written to a real file
 with ``jit_kernels.codegen.load_generated_module`` and compiled lazily with ``cache=True``.
 
@@ -16,24 +16,35 @@ The same kernel writes into a strided output view, which is how copies, ``cat`` 
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from jit_kernels import _plan
+from jit_kernels import _plan, optable
+from jit_kernels._layout import broadcast_strides, coalesce, scalar_array
+from jit_kernels._source import NP_NAME as _NP_NAME, conv_expr, render as _render
 from jit_kernels.codegen import load_generated_module
-from jit_kernels.cpu._layout import broadcast_strides, coalesce, scalar_array
-from jit_kernels.cpu.elementwise import BOOL, _NP_NAME, _body, _kind, _result_dtype, conv_expr
 from jit_kernels.cuda._array import launch, CudaArray, TPB, alloc, alloc_c, blocks_for
 
-_SM_CALL = re.compile(r"sm\.(exp|log|sqrt|sin|cos|tanh|erf|floor|ceil|pow)\(")
+BOOL = _plan.BOOL
+_kind = optable.kind_of
+_result_dtype = optable.result_dtype
+
+
+def _pick(gt: str, p: str, q: str) -> str:
+    """NaN-propagating max (``gt`` ">") or min ("<") of names ``p``, ``q``, inline."""
+    return f"({p} if {p} != {p} else ({q} if {q} != {q} else ({q} if {q} {gt} {p} else {p})))"
+
+
+def render(src: str, w: str) -> str:
+    """The op table's dialect in cuda terms for compute width ``w`` ("f32"/"f64"): ``EXP(`` ->
+    ``sm.exp_f32(`` (``jit_kernels.cuda.scalar_math``), ``FMAX_NAN(p, q)`` inline, ``INF`` ->
+    ``math.inf``."""
+    return _render(src, lambda name: f"sm.{name.lower()}_{w}", "math.inf", _pick)
 
 
 def cuda_body(op: str, kind: str, c_dt: np.dtype) -> str:
-    """The cpu set's scalar body with transcendentals mapped to cuda scalar_math."""
-    body = _body(op, kind)
+    """The op table's scalar body with math functions mapped to cuda scalar_math by width."""
     w = "f32" if (kind == "f" and c_dt == np.float32) else "f64"
-    return _SM_CALL.sub(lambda m: f"sm.{m.group(1)}_{w}(", body)
+    return render(optable.body(op, kind), w)
 
 
 def cuda_conv(expr: str, src: np.dtype, dst: np.dtype) -> str:
@@ -73,7 +84,7 @@ UNROLL = 4
 def _gen_source(op, in_dts, cv_dts, out_dt, scalars, nd) -> str:
     n = len(in_dts)
     res_dt = _result_dtype(op, cv_dts)
-    c_dt = cv_dts[1] if op == "where" else cv_dts[0]
+    c_dt = optable.compute_dtype(op, cv_dts)
     kind = _kind(c_dt)
     op_args = []
     for i in range(n):

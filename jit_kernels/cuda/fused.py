@@ -5,10 +5,10 @@ A program (``runtime.capture.fuse.FusedProgram``, read here only as plain data: 
 written with ``jit_kernels.codegen.load_generated_module`` (a real file, so ``cache=True`` works
 and a second process pays no compile time) and launched through ``_array.launch`` (so the PTX
 check can record it).  Every op is evaluated with the same scalar body and operand/result
-conversions as the eager cuda kernels (``elementwise.cuda_body``/``cuda_conv``, i.e. the cpu
-set's ``_body``/``conv_expr`` with transcendentals mapped to ``cuda.scalar_math``), and op
-lowering is the cpu fused generator's (``cpu.fused._lower_op``), so fused results equal eager
-cuda results (elementwise bit for bit; reductions within rounding).
+conversions as the eager cuda kernels (``elementwise.cuda_body``/``cuda_conv``, i.e. the op
+table's bodies and ``_source.conv_expr`` with math calls mapped to ``cuda.scalar_math``), and op
+lowering is the shared generator's (``jit_kernels._fusegen.lower_op``), so fused results
+equal eager cuda results (elementwise bit for bit; reductions within rounding).
 
 Kinds:
 
@@ -25,7 +25,7 @@ Kinds:
   evaluated per row by every thread; a final pass computes and stores the elementwise outputs,
   thread 0 stores the row-level ones.  One module per (program key, outer rank).
 - ``matmul``: the cuda matmul kernel, then the epilogue as one generated elementwise kernel
-  (``cpu.fused._Epilogue`` rewrites it as an elementwise program reading the matmul result),
+  (``_fusegen.Epilogue`` rewrites it as an elementwise program reading the matmul result),
   written in place into the matmul result when its dtype allows.
 """
 from __future__ import annotations
@@ -34,29 +34,29 @@ import hashlib
 
 import numpy as np
 
+from jit_kernels import optable
+from jit_kernels._fusegen import Epilogue as _Epilogue, FusedGen, closure as _closure
+from jit_kernels._layout import broadcast_strides, coalesce, scalar_array, size_of
+from jit_kernels._source import NP_NAME as _NP_NAME
 from jit_kernels.codegen import load_generated_module
-from jit_kernels.cpu._layout import broadcast_strides, coalesce, scalar_array, size_of
-from jit_kernels.cpu.elementwise import _NP_NAME, _kind
-from jit_kernels.cpu.fused import _Epilogue, _Gen as _CpuGen
 from jit_kernels.cuda._array import (RTPB, SIM, TPB, CudaArray, alloc, blocks_for, launch)
 from jit_kernels.cuda.elementwise import cuda_body
 from jit_kernels.cuda.reduce import tree_reduce
 
-ROW_OPS = ("sum", "mean", "max", "min", "softmax", "log_softmax")
+ROW_OPS = optable.ROW_OPS
 _MODS: dict = {}
 
 
 # ------------------------------------------------------------------------------ source pieces
-class _Gen(_CpuGen):
-    """The cpu set's source builder with device functions, libdevice bodies and cuda imports."""
+class _Gen(FusedGen):
+    """The shared source builder with device functions, libdevice bodies and cuda imports."""
 
     DECORATOR = "@cuda.jit(device=True)"
     IMPORTS = ("import math\nimport numpy as np\nimport numba\nfrom numba import cuda\n"
                "from jit_kernels.cuda import scalar_math as sm\n")
-    SKIP = ROW_OPS + ("matmul",)
 
     def body(self, name, cdt):
-        return cuda_body(name, _kind(cdt), cdt)
+        return cuda_body(name, optable.kind_of(cdt), cdt)
 
 
 def _module(prog, variant, source_fn):
@@ -126,26 +126,6 @@ def _ew_source(prog, nd) -> str:
             f"    while i < n:\n"
             + "".join(f"{pad}{x}\n" for x in lines)
             + f"{pad}i += step\n")
-
-
-def _closure(prog, targets, level="elem", through_softmax=False):
-    """Op indices (sorted) of ``level`` needed to compute ``targets``; stops at other levels
-    and at row reductions (and at softmax unless ``through_softmax``)."""
-    need = set()
-    stack = list(targets)
-    while stack:
-        j = stack.pop()
-        if j in need:
-            continue
-        need.add(j)
-        fop = prog.ops[j]
-        if fop.op == "matmul" or (fop.op in ROW_OPS and not (
-                through_softmax and fop.op in ("softmax", "log_softmax"))):
-            continue
-        for r in fop.args:
-            if r is not None and r[0] == "op" and prog.ops[r[1]].level == level:
-                stack.append(r[1])
-    return sorted(need)
 
 
 def run_elementwise(prog, arrays):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from jit_kernels.codegen import load_generated_module
-from jit_kernels.cpu.elementwise import _NP_NAME
+from jit_kernels._source import NP_NAME as _NP_NAME
 from jit_kernels.cuda._array import launch, SIM, CudaArray, alloc
 
 _NB = {"float32": "numba.float32", "float64": "numba.float64", "int32": "numba.int32",

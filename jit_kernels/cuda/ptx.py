@@ -23,11 +23,13 @@ import sys
 
 import numpy as np
 
+from jit_kernels import optable
+
 _F32, _F64, _I32, _I64, _B = (np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64,
                                                      np.bool_))
 NUMERIC = (_F32, _F64, _I32, _I64)
-FLOAT_RESULT = {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "gelu",
-                "gelu_tanh", "erf", "reciprocal"}
+#: unary ops whose int inputs the runtime gives a float result (from the op table)
+FLOAT_RESULT = optable.FLOAT_RESULT
 
 
 def exercise(ks) -> None:

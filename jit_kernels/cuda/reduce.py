@@ -15,7 +15,7 @@ no transposing copy).  Two generated kernel families per (op, dtypes, ranks):
   one thread per output column walks the reduced range, so each warp reads consecutive
   addresses; the reduced range is split over ``blockIdx.y`` when needed, again with a second pass.
 
-Semantics are the cpu set's (``jit_kernels.cpu.reduce``): float inputs accumulate in float64 for
+Semantics are the op table's (``jit_kernels.optable``), as in the cpu set: float inputs accumulate in float64 for
 sum/mean/var/logsumexp (max/min in the input dtype), int/bool sums in int64; ``var`` is two-pass
 (mean, then squared deviations); empty reductions give the cpu set's fill values; max/min and
 logsumexp propagate NaN; argmax/argmin return the first index of the extreme (first NaN wins);
@@ -25,18 +25,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from jit_kernels import _plan
+from jit_kernels import _plan, optable
+from jit_kernels._layout import coalesce, size_of
+from jit_kernels._source import NB_NAME as _NB_NAME, NP_NAME as _NP_NAME
 from jit_kernels.codegen import load_generated_module
-from jit_kernels.cpu._layout import coalesce, size_of
-from jit_kernels.cpu.elementwise import _NP_NAME
 from jit_kernels.cuda._array import launch, RTPB, SIM, CudaArray, alloc, alloc_c, target_blocks
-from jit_kernels.cuda.elementwise import cuda_conv
+from jit_kernels.cuda.elementwise import cuda_conv, render
 
 I64 = np.dtype(np.int64)
 I32 = np.dtype(np.int32)
-
-_NB_NAME = {"float32": "numba.float32", "float64": "numba.float64", "int32": "numba.int32",
-            "int64": "numba.int64"}
 
 _TREE_REDUCE = '''\
 @cuda.jit(device=True)
@@ -212,28 +209,10 @@ def _unrolled(nkr, base, stride, indent, read):
 
 
 def _spec(op, acc_dt):
-    """(init, step, comb, fin) source for op with accumulation dtype ``acc_dt`` (cpu's rules)."""
-    f = acc_dt.kind == "f"
+    """(init, step, comb, fin) source for op with accumulation dtype ``acc_dt``: the op table's
+    (``jit_kernels.optable.REDUCTIONS``, as the cpu set) rendered in cuda terms."""
     w = "f32" if acc_dt == np.float32 else "f64"
-    if op in ("sum", "mean", "sqdev", "sumexp"):
-        step = {"sum": "a + v", "mean": "a + v", "sqdev": "a + (v - c) * (v - c)",
-                "sumexp": f"a + sm.exp_{w}(v - c)"}[op]
-        fin = {"sum": "return a", "mean": "return a / fa", "sqdev": "return a / fa",
-               "sumexp": ("if c != c or c == math.inf or c == -math.inf:\n        return A(c)\n"
-                          f"    return sm.log_{w}(a) + c")}[op]
-        return "A(0)", step, "a + b", fin
-    if op == "prod":
-        return "A(1)", "a * v", "a * b", "return a"
-    if op in ("max", "min"):
-        gt = ">" if op == "max" else "<"
-        if f:
-            init = "A(-math.inf)" if op == "max" else "A(math.inf)"
-            pick = (f"(a if a != a else (v if v != v else (v if v {gt} a else a)))")
-            return init, pick, pick.replace("v", "b"), "return a"
-        info = np.iinfo(acc_dt)
-        init = f"A({info.min if op == 'max' else info.max})"
-        return init, f"v if v {gt} a else a", f"b if b {gt} a else a", "return a"
-    raise ValueError(op)
+    return tuple(render(p, w) for p in optable.reduction_spec(op, acc_dt))
 
 
 _MODS: dict = {}

@@ -20,7 +20,7 @@ import numpy as np
 from numba import cuda
 
 from jit_kernels import _plan
-from jit_kernels.cpu._layout import size_of
+from jit_kernels._layout import size_of
 from jit_kernels.cuda._array import (launch, CudaArray, TPB, alloc, blocks_for, use, view_expand,
                                      view_index, view_permute, view_reshape)
 from jit_kernels.cuda.elementwise import copy_into

@@ -359,6 +359,8 @@ def _ref_reduce(op, x, axes, ddof=0):
         m = np.max(xf, axis=axes, keepdims=True)
         m = np.where(np.isfinite(m), m, 0)
         return np.squeeze(np.log(np.sum(np.exp(xf - m), axis=axes, keepdims=True)) + m, axis=axes)
+    if op == "norm":
+        return np.sqrt(np.sum(x.astype(np.float64) ** 2, axis=axes))
     f = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min}[op]
     if op in ("sum", "prod") and x.dtype.kind in "biu":
         return f(x.astype(np.int64), axis=axes)
