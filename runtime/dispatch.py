@@ -292,6 +292,13 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, shape, dtype)
     return step
 
 
+def fused_row_ops() -> tuple:
+    """(last-axis reductions, all row-level ops) the kernel sets' fused "rows" kernels compute:
+    jit_kernels' op table, read by the fusion pass (``runtime.capture.fuse``)."""
+    from jit_kernels import optable
+    return optable.ROW_REDUCTIONS, optable.ROW_OPS
+
+
 def clear_dispatch_cache() -> None:
     """Forget the cached per-op decisions of the small-op fast path and the cached inference."""
     _FAST.clear()

@@ -24,14 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .. import dispatch
 from ..ops.catalogue import CATALOGUE, _Meta, binary_dtypes
 
 __all__ = ["FusedInput", "FusedOp", "FusedProgram", "plan_fusion", "ELEMENTWISE_FAMILIES",
            "ROW_REDUCTIONS"]
 
 ELEMENTWISE_FAMILIES = ("unary", "binary", "select")
-ROW_REDUCTIONS = ("sum", "mean", "max", "min")
-ROW_SOFTMAX = ("softmax", "log_softmax")
+# the row ops the kernel sets' fused kernels compute (jit_kernels' op table, via dispatch)
+ROW_REDUCTIONS, _ROW_OPS = dispatch.fused_row_ops()
+ROW_SOFTMAX = tuple(o for o in _ROW_OPS if o not in ROW_REDUCTIONS)
 
 
 @dataclass(frozen=True)
