@@ -420,6 +420,8 @@ _ROWS = [
     reduce("max", np.max, out="same"),
     reduce("min", np.min, out="same"),
     reduce("logsumexp", _logsumexp, out="float"),
+    reduce("norm", lambda x, axis=None, keepdims=False: np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims)),
+           out="float", dtypes=(F32, F64, I64)),
     OpInfo("argmax", "argmax", "arg_reduce", rt.argmax, np.argmax, _out_rule("int64"),
            tuple(ALL_DTYPES)),
     OpInfo("argmin", "argmin", "arg_reduce", rt.argmin, np.argmin, _out_rule("int64"),

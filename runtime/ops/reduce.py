@@ -1,4 +1,4 @@
-"""Reductions over axes (``sum mean prod max min var logsumexp``), the index-returning
+"""Reductions over axes (``sum mean prod max min var logsumexp norm``), the index-returning
 ``argmax``/``argmin`` and ``softmax``/``log_softmax`` along one axis.
 
 A native reduction is one ``_reduction`` line here (dtype rule, empty rule, ONNX name,
@@ -203,6 +203,17 @@ def all(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:  # n
 
 logsumexp = _reduction("logsumexp", "float", True, "ReduceLogSumExp", _grad_logsumexp,
                        "log(sum(exp(x))) computed stably.")
+
+
+def _grad_norm(c, g):
+    # d||x|| / dx = x / ||x||; 0 where the norm is 0 (PyTorch's subgradient)
+    x = c.input(0)
+    y = _kept(c, c.output())
+    return (where(eq(y, 0), 0, mul(x, div(_kept(c, g), y))),)
+
+
+norm = _reduction("norm", "float", True, "ReduceL2", _grad_norm,
+                  "The L2 norm ``sqrt(sum(x**2))`` over ``axis`` (None: all); ints give float32.")
 
 
 # --------------------------------------------------------------------------- arg reductions
