@@ -293,11 +293,15 @@ class _Builder:
             if name not in ("eq", "ne"):   # ordered comparisons of bools: as 0/1 ints
                 compute = D.int32
         xa, xb = self.operand(a, compute), self.operand(b, compute)
-        if name == "ne":
-            return self.node("Not", [self.node("Equal", [xa, xb])])
         r = self.node(self.record(op), [xa, xb])
         # a comparison gives bool already; arithmetic is cast from the compute dtype
         return r if out.is_bool else self.cast(r, compute, out)
+
+    def op_ne(self, op) -> str:             # Not(Equal), in the comparison's dtype
+        a, b = op.operands()
+        compute = binary_dtypes("ne", a, b)[0]
+        return self.node("Not", [self.node("Equal", [self.operand(a, compute),
+                                                     self.operand(b, compute)])])
 
     def op_where(self, op) -> str:
         cond, a, b = op.operands()

@@ -172,11 +172,13 @@ def empty(*shape, dtype=None, device=None) -> Tensor:
 
 @front_end
 def zeros_like(t, dtype=None) -> Tensor:
+    """Zeros of ``t``'s shape, dtype (or ``dtype``) and device."""
     return full(t.shape, 0, dtype or t.dtype, t.device)
 
 
 @front_end
 def ones_like(t, dtype=None) -> Tensor:
+    """Ones of ``t``'s shape, dtype (or ``dtype``) and device."""
     return full(t.shape, 1, dtype or t.dtype, t.device)
 
 

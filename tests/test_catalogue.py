@@ -1,0 +1,142 @@
+"""The catalogue is complete: walking every record, each op has a front-end function that
+reaches it, a backward rule or an explicit ``differentiable=False`` (or a decomposition to
+differentiate), a lowering on both kernel sets (the kernel table's op lists) or a
+decomposition, and an ONNX mapping, an explicit opt-out or a decomposition.  (The table row of
+each op is tests/test_opinfo_coverage.py's check.)  Adding an op that misses one of them fails
+here, naming it."""
+import numpy as np
+import pytest
+
+import jit_kernels
+import runtime as rt
+import runtime.nn.functional as F
+from opinfo import OPS, all_rows
+from runtime.capture.onnx import _Builder
+from runtime.ops.catalogue import CATALOGUE, FRONTEND, METHODS
+
+BUILTIN = {n: s for n, s in CATALOGUE.items() if s.family != "custom"}
+
+# Ops with no rt.<name> of their own, and the front-end call that reaches each (on a capture
+# device: recording runs every op's shape/dtype rule and compiles nothing).
+REACHED_BY = {
+    "init": lambda x: rt.tensor(np.ones(2, np.float32), device=x.device),
+    "cast": lambda x: x.astype(rt.int32),
+    "gelu_tanh": lambda x: rt.gelu(x, approximate="tanh"),
+    "index": lambda x: x[0],
+    "linear": lambda x: F.linear(x, rt.ones(4, 3, device=x.device)),
+    "cross_entropy": lambda x: F.cross_entropy(x, rt.tensor([0, 1], device=x.device)),
+    "reshape": lambda x: x.reshape(-1),
+    "permute": lambda x: x.T,
+    "expand": lambda x: x[:, :1].expand(2, 5),
+    "cat": lambda x: rt.cat([x, x]),
+    "slice_assign": lambda x: x.slice_assign(0, 1.0),
+    "take": lambda x: x.take(rt.tensor([0], device=x.device), axis=1),
+    "gather": lambda x: x.gather(1, rt.tensor([[0], [1]], device=x.device)),
+    "scatter_add": lambda x: x.scatter_add(1, rt.tensor([[0], [1]], device=x.device), x[:, :1]),
+    "full": lambda x: rt.zeros(2, device=x.device),
+    "arange": lambda x: rt.arange(3, device=x.device),
+    "eye": lambda x: rt.eye(2, device=x.device),
+    "rand": lambda x: rt.rand(2, device=x.device),
+    "randn": lambda x: rt.randn(2, device=x.device),
+}
+# Reached only inside another op's gradient: that op's backward rule dispatches it.
+INTERNAL = {"cross_entropy_backward": "cross_entropy"}
+
+
+def _spy(monkeypatch):
+    seen = set()
+    for name, spec in BUILTIN.items():
+        def infer(args, attrs, _name=name, _infer=spec.infer):
+            seen.add(_name)
+            return _infer(args, attrs)
+        monkeypatch.setattr(spec, "infer", infer)
+    return seen
+
+
+def test_every_op_is_reached_by_a_front_end_function(monkeypatch):
+    seen = _spy(monkeypatch)
+    cap = rt.CaptureDevice()
+    with cap.capture_scope() as scope:
+        x = scope.placeholder((2, 3))
+        for name, spec in BUILTIN.items():
+            if name in INTERNAL:
+                continue
+            if name in REACHED_BY:
+                REACHED_BY[name](x)
+                continue
+            assert name in FRONTEND, f"op {name!r} has no front-end function (rt.{name}) and no " \
+                                     f"entry in REACHED_BY"
+            row = OPS.get(name)
+            assert row is not None, f"op {name!r} has no tests/opinfo.py row to call it with"
+            args = [rt.tensor(a, device=cap) for a in row.inputs((2, 3), row.dtypes[0] if row.dtypes
+                                                                  else rt.float32,
+                                                                  np.random.default_rng(0))]
+            row.fn(*args)
+        scope.complete(inputs=[x], outputs=[x])
+    missing = sorted(set(BUILTIN) - seen - set(INTERNAL))
+    assert not missing, f"ops no front-end call reached: {missing}"
+
+
+def test_internal_ops_are_reached_by_their_owners_rule(monkeypatch):
+    seen = _spy(monkeypatch)
+    ad = rt.autodiff(rt.cpu())
+    x = rt.tensor(np.zeros((2, 3), np.float32), device=ad).require_grad()
+    F.cross_entropy(x, rt.tensor([0, 1], device=ad)).backward()
+    assert set(INTERNAL) <= seen
+
+
+def test_every_front_end_function_is_documented():
+    undocumented = sorted(n for n, f in FRONTEND.items() if not (f.__doc__ or "").strip())
+    assert not undocumented, f"front-end functions without a docstring: {undocumented}"
+    assert set(METHODS) <= set(FRONTEND)
+    for n in METHODS:
+        assert callable(getattr(rt.Tensor, n)), n
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_every_op_has_a_rule_or_an_opt_out(name):
+    s = BUILTIN[name]
+    if s.differentiable:
+        assert s.backward is not None or s.decompose is not None, \
+            f"{name}: differentiable, but no backward rule and no decomposition"
+    else:
+        assert s.backward is None, f"{name}: a backward rule on a non-differentiable op"
+
+
+_KERNEL_LISTS = {"unary": jit_kernels.UNARY_OPS, "binary": jit_kernels.BINARY_OPS,
+                 "reduce": jit_kernels.REDUCE_OPS}
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_every_op_has_kernels_or_a_decomposition(name):
+    s = BUILTIN[name]
+    if s.composite:
+        assert s.decompose is not None
+        return
+    assert callable(s.kernel), f"{name}: no lowering"
+    if s.lowering in _KERNEL_LISTS:
+        assert name in _KERNEL_LISTS[s.lowering], \
+            f"{name}: lowered as the kernel sets' {s.lowering}({name!r}), but jit_kernels' op " \
+            f"table has no {s.lowering} op {name!r}"
+    if s.family == "arg_reduce":
+        assert name in jit_kernels.ARG_REDUCE_OPS
+
+
+def test_the_kernel_table_has_no_op_the_catalogue_lacks():
+    lowered = {n for n, s in BUILTIN.items() if s.lowering in _KERNEL_LISTS}
+    table = set(jit_kernels.UNARY_OPS) | set(jit_kernels.BINARY_OPS) | set(jit_kernels.REDUCE_OPS)
+    assert table == lowered, (sorted(table - lowered), sorted(lowered - table))
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_every_op_has_an_onnx_mapping_or_an_opt_out(name):
+    s = BUILTIN[name]
+    assert (s.onnx or s.onnx_skip or s.decompose is not None
+            or hasattr(_Builder, f"op_{name}")), \
+        f"{name}: no ONNX name (OpSpec.onnx), no opt-out (onnx_skip), no decomposition and no " \
+        f"exporter lowering (op_{name})"
+
+
+def test_every_table_row_names_a_catalogue_op():
+    for r in all_rows():
+        assert r.op in CATALOGUE, r
