@@ -23,11 +23,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from bench.autodiff_cases import (chain_backward_peak, numpy_mlp_step,  # noqa: E402
+from bench.autodiff_cases import (chain_backward_peak, numpy_mlp_step,
                                   runtime_mlp_step, torch_mlp_step)
-from bench.harness import time_call  # noqa: E402
+from bench.harness import time_call
 
 TORCH_TARGET = 1.0        # runtime step time / torch step time
 MEMORY_TARGET = 0.7       # balanced peak / none peak
@@ -105,7 +105,8 @@ def main(argv=None) -> int:
         print(f"  runtime/torch: {r_min:.2f}x (min), {r_med:.2f}x (median); target <= {TORCH_TARGET}x")
     print(f"  runtime/numpy: {t['runtime'][0] / t['numpy'][0]:.2f}x (min)")
     prof = mlp_profile()
-    print(f"Profile of one runtime step ({prof['ops_per_step']:.0f} dispatch calls, autodiff ops count twice), under cProfile "
+    print(f"Profile of one runtime step ({prof['ops_per_step']:.0f} dispatch calls, autodiff ops count twice), "
+          f"under cProfile "
           f"(which inflates Python): total {prof['total_ms']:.2f} ms = kernel set "
           f"{prof['kernel_set_ms']:.2f} ms (of which njit leaf functions "
           f"{prof['compiled_leaf_ms']:.2f} ms) + runtime/tape Python "

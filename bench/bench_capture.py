@@ -11,8 +11,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.capture_cases import recording_case, replay_case  # noqa: E402
-from bench.harness import compare  # noqa: E402
+from bench.capture_cases import recording_case, replay_case
+from bench.harness import compare
 
 RECORD_TARGET = 1.0
 REPLAY_TARGET = 0.5

@@ -16,8 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import compile_cases as C  # noqa: E402
-from bench.harness import compare  # noqa: E402
+from bench import compile_cases as C
+from bench.harness import compare
 
 TARGETS = {"chain": (4.0, 2.5), "softmax": (2.0, None), "mlp": (None, 1.2)}
 SETUPS = {"chain": C.chain_setup, "softmax": C.softmax_setup, "mlp": C.mlp_setup}

@@ -12,10 +12,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import pytest  # noqa: E402
+import pytest
 
-from bench.cases import core_cases  # noqa: E402
-from bench.harness import compare  # noqa: E402
+from bench.cases import core_cases
+from bench.harness import compare
 
 QUICK = os.environ.get("BENCH_QUICK", "1") != "0"
 
@@ -55,7 +55,7 @@ def test_core(benchmark, case, who):
 def main() -> int:
     rows = core_cases(quick=False)
     print(f"{'workload':<34}{'np/rt':>8}{'torch/rt':>10}   target")
-    for group, name, f_rt, f_np, f_t in rows:
+    for _group, name, f_rt, f_np, f_t in rows:
         fns = {"rt": f_rt, "np": f_np}
         if f_t is not None:
             fns["torch"] = f_t

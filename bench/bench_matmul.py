@@ -14,11 +14,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-from bench.harness import compare  # noqa: E402
-from jit_kernels.cpu import matmul as mm  # noqa: E402
+from bench.harness import compare
+from jit_kernels.cpu import matmul as mm
 
 try:  # PyTorch is an optional competitor
     import torch

@@ -177,7 +177,7 @@ def report(quick: bool = False) -> int:
             return "-" if t is None else (f"{t * 1e3:9.3f} ms" if t >= 1e-4 else f"{t * 1e6:9.1f} µs")
 
         def ratio(t):
-            return "-" if t is None else f"{t / t_rt:7.2f}×"
+            return "-" if t is None else f"{t / t_rt:7.2f}×"  # noqa: B023  (called in this iteration)
         print(f"{name:<26}{fmt(t_rt):>12}{figs:>16}{pct:>8}{fmt(t_t):>12}{ratio(t_t):>9}"
               f"{fmt(t_c):>12}{ratio(t_c):>9}", flush=True)
     print("ratios are competitor time / runtime time (> 1: the runtime is faster); torch sgemm "

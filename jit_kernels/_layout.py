@@ -20,7 +20,7 @@ def broadcast_strides(shape, out_shape, strides):
     """Element strides of an operand of ``shape``/``strides`` broadcast to ``out_shape``."""
     pad = len(out_shape) - len(shape)
     res = [0] * pad
-    for n, s, no in zip(shape, strides, out_shape[pad:]):
+    for n, s in zip(shape, strides):
         res.append(0 if n == 1 else s)
     return res
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from jit_kernels import optable
-from jit_kernels._layout import size_of  # noqa: F401 (re-exported)
+from jit_kernels._layout import size_of
 
 F64 = np.dtype(np.float64)
 I64 = np.dtype(np.int64)

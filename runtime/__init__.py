@@ -9,18 +9,19 @@ from .tensor import Tensor  # first: the front-end functions bind to it
 from .device import Device, cpu, cuda, cuda_unavailable_reason, default_device, device, devices
 from .dtypes import DType, bool_, float32, float64, int32, int64
 from .errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError,
-                     AutodiffNotMarkedError, CaptureAutodiffError, CaptureError, CaptureMoveError, CaptureScopeError, CaptureValueError,
+                     AutodiffNotMarkedError, CaptureAutodiffError, CaptureError, CaptureMoveError,
+                     CaptureScopeError, CaptureValueError,
                      DeviceError, DeviceMismatchError, DTypeError, GradientError, GraphFileError,
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
                      OutOfMemoryError, ShapeError, TensorRuntimeError)
 from .dispatch import empty_cache, synchronize
 from .movement import can_move
-from .ops.api import *  # noqa: E402,F401,F403  (every front-end function: rt.add, rt.sum, ...)
-from . import nn  # noqa: E402
-from .autodiff import *  # noqa: E402,F401,F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
-from .capture import *  # noqa: E402,F401,F403  (CaptureDevice, capture(), load_graph(), ...)
+from .ops.api import *  # noqa: F403  (every front-end function: rt.add, rt.sum, ...)
+from . import nn
+from .autodiff import *  # noqa: F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
+from .capture import *  # noqa: F403  (CaptureDevice, capture(), load_graph(), ...)
 
-bool = bool_  # noqa: A001  (rt.bool, as SPEC §2 names it)
+bool = bool_
 
 __version__ = "0.1.0"
 

@@ -41,7 +41,7 @@ class DType:
     def __repr__(self) -> str:
         return f"rt.{self.name}"
 
-    __str__ = lambda self: self.name  # noqa: E731
+    __str__ = lambda self: self.name
 
     def __reduce__(self):
         return (as_dtype, (self.name,))

@@ -6,9 +6,9 @@ import os
 # test).  tests/kernels/test_background.py switches them on for itself.
 os.environ.setdefault("JIT_KERNELS_BACKGROUND_COMPILE", "0")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from hypothesis import HealthCheck, settings  # noqa: E402
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
 
 settings.register_profile(
     "default", max_examples=25, deadline=None,

@@ -27,16 +27,21 @@ def test_comparison_with_an_int_beyond_the_dtype_widens_it():
 
 @pytest.mark.parametrize("fn, match", [
     (lambda: rt.tensor([0]) == 2**64, "eq: Python integer 18446744073709551616 is out of bounds for int64"),
-    (lambda: rt.tensor([5], dtype=rt.int32) + (2**40 + 3), "add: Python integer 1099511627779 is out of bounds for int32"),
-    (lambda: rt.tensor([5], dtype=rt.int32).clamp(max=2**40), "clamp: Python integer 1099511627776 is out of bounds for int32"),
+    (lambda: rt.tensor([5], dtype=rt.int32) + (2**40 + 3),
+     "add: Python integer 1099511627779 is out of bounds for int32"),
+    (lambda: rt.tensor([5], dtype=rt.int32).clamp(max=2**40),
+     "clamp: Python integer 1099511627776 is out of bounds for int32"),
     (lambda: rt.tensor([2**63]), "tensor: Python integer 9223372036854775808 is out of bounds for int64"),
     (lambda: rt.tensor([2**64]), "tensor: Python integer 18446744073709551616 is out of bounds for int64"),
     (lambda: rt.tensor([2**40], dtype=rt.int32), "tensor: Python integer 1099511627776 is out of bounds for int32"),
     (lambda: rt.full((2,), 2**40, dtype=rt.int32), "full: Python integer 1099511627776 is out of bounds for int32"),
     (lambda: rt.arange(2**63 - 2, 2**63 + 2), "arange: Python integer 9223372036854775809 is out of bounds for int64"),
-    (lambda: rt.arange(0, 2**40, 2**39, dtype=rt.int32), "arange: Python integer 549755813888 is out of bounds for int32"),
-    (lambda: rt.where(rt.tensor([True]), rt.tensor([1], dtype=rt.int32), 2**40), "where: Python integer 1099511627776 is out of bounds for int32"),
-    (lambda: rt.zeros(3, dtype=rt.int32).slice_assign(0, 2**40), "slice_assign: Python integer 1099511627776 is out of bounds for int32"),
+    (lambda: rt.arange(0, 2**40, 2**39, dtype=rt.int32),
+     "arange: Python integer 549755813888 is out of bounds for int32"),
+    (lambda: rt.where(rt.tensor([True]), rt.tensor([1], dtype=rt.int32), 2**40),
+     "where: Python integer 1099511627776 is out of bounds for int32"),
+    (lambda: rt.zeros(3, dtype=rt.int32).slice_assign(0, 2**40),
+     "slice_assign: Python integer 1099511627776 is out of bounds for int32"),
 ])
 def test_ints_that_do_not_fit_raise(fn, match):
     _raises(rt.DTypeError, match, fn)
@@ -61,7 +66,8 @@ def test_cross_entropy_with_no_classes_raises():
 
 
 @pytest.mark.parametrize("out, exc, match", [
-    (lambda a: np.zeros(7, np.float32), rt.ShapeError, r"forward returned float32\[7\], but its shape rule gives float32\[2\]"),
+    (lambda a: np.zeros(7, np.float32), rt.ShapeError,
+     r"forward returned float32\[7\], but its shape rule gives float32\[2\]"),
     (lambda a: np.zeros(2, np.float16), rt.DTypeError, r"forward returned float16\[2\]"),
     (lambda a: None, rt.DTypeError, r"forward returned object\[\]"),
 ])

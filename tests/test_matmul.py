@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import runtime as rt
-from oracle import NUMERIC_DTYPES, assert_close, sample
+from oracle import NUMERIC_DTYPES, sample
 
 
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=lambda d: d.name)

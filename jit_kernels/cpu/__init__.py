@@ -15,9 +15,9 @@ import sys
 # Keep OpenMP workers from spinning against other thread pools (see NUMBA-NOTES: thread pools).
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape  # noqa: E402
+from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape
 
 
 class CpuKernels:

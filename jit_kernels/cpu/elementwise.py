@@ -316,7 +316,7 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
     mask = ""
     out_shape = None
     same = True
-    for x, cv in zip(operands, cv_dts):
+    for x in operands:
         if isinstance(x, _ndarray):
             if out_shape is None:
                 out_shape = x.shape

@@ -446,7 +446,7 @@ def run_rows(prog, arrays):
     K = S[-1]
     R = size_of(S[:-1])
     res = []
-    for j, shp in zip(prog.outputs, prog.output_shapes):
+    for j in prog.outputs:
         res.append(_empty((R * K,) if prog.ops[j].level == "elem" else (R,), prog.ops[j].dtype))
     if R == 0 or K == 0:
         return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]

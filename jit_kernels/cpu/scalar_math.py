@@ -47,8 +47,8 @@ from jit_kernels import _saturate
 # Numba's SSA pass emits a pedantic NumbaIRAssumptionWarning ("variable ... is not in scope") for
 # the dtype-generic overloads below once they are inlined; the compiled code is correct (the ulp
 # tests check it), so keep that one message out of users' output.
-import warnings as _warnings  # noqa: E402
-from numba.core.errors import NumbaIRAssumptionWarning as _IRWarning  # noqa: E402
+import warnings as _warnings
+from numba.core.errors import NumbaIRAssumptionWarning as _IRWarning
 
 _warnings.filterwarnings("ignore", message=r"variable '_generic__locals__", category=_IRWarning)
 

@@ -1,13 +1,14 @@
 """The ``cuda`` payload (``CudaArray``), view metadata, device selection and launch sizes.
 
 A ``CudaArray`` is a strided view of a 1-D contiguous numba.cuda device buffer: ``buf`` (the
-allocation, possibly longer than the array: buffers come from the caching allocator
-``_pool``), ``own`` (the pool owner every view shares, which returns ``buf`` to the pool once
-no view is left; None for buffers not from the pool), ``offset`` (element position of the first element), ``strides`` (in elements, may
-be 0 or negative), ``shape``, ``dtype`` and the GPU ``index``.  Views (reshape, permute, expand,
-index) only change metadata, so every kernel reads operands as ``(buf, offset, strides)``, the
-same scheme as the cpu kernels, and the same code runs on a GPU and on the simulator (whose
-device arrays do not support every view a ``DeviceNDArray`` does, and vice versa).
+allocation, possibly longer than the array: buffers come from the caching allocator ``_pool``),
+``own`` (the pool owner every view shares, which returns ``buf`` to the pool once no view is
+left; None for buffers not from the pool), ``offset`` (element position of the first element),
+``strides`` (in elements, may be 0 or negative), ``shape``, ``dtype`` and the GPU ``index``.
+Views (reshape, permute, expand, index) only change metadata, so every kernel reads operands as
+``(buf, offset, strides)``, the same scheme as the cpu kernels, and the same code runs on a GPU
+and on the simulator (whose device arrays do not support every view a ``DeviceNDArray`` does,
+and vice versa).
 
 View metadata is computed by NumPy itself on a stand-in array (``as_strided`` over a 1-element
 buffer: only strides and pointers are looked at, no element is read), so reshape/index follow
@@ -327,7 +328,7 @@ def launch(kern, grid, block, *args):
     device array, so its numba type is fixed by its dtype)."""
     global _DNA
     if RECORD is not None:
-        fn = getattr(kern, "py_func", None) or getattr(kern, "fn")
+        fn = getattr(kern, "py_func", None) or kern.fn
         RECORD.append((fn.__code__.co_filename, fn.__name__, tuple(_describe(a) for a in args)))
     if SIM:  # the simulator's ``kern[grid, block]`` configures ``kern`` itself: never cache it
         kern[grid, block](*args)

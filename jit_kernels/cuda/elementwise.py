@@ -2,10 +2,11 @@
 
 The scalar op bodies and result dtypes are the op table's (``jit_kernels.optable``) and the
 conversion rules ``jit_kernels._source.conv_expr``, as in the cpu set, so both sets have the
-same semantics; only the dialect's math calls render to this package's ``scalar_math``
-(``EXP(`` -> ``sm.exp_f32``/``sm.exp_f64`` by compute width).  For every (op, input dtypes, conversion dtypes, output dtype, which operands
-are scalars, rank) a module with one grid-stride kernel is generated, written to a real file
-with ``jit_kernels.codegen.load_generated_module`` and compiled lazily with ``cache=True``.
+same semantics; only the dialect's math calls render to this package's ``scalar_math`` (``EXP(``
+-> ``sm.exp_f32``/``sm.exp_f64`` by compute width).  For every (op, input dtypes, conversion
+dtypes, output dtype, which operands are scalars, rank) a module with one grid-stride kernel is
+generated, written to a real file with ``jit_kernels.codegen.load_generated_module`` and
+compiled lazily with ``cache=True``.
 
 Layout: operands and the output are read/written by strides (``(buf, offset, strides)``), after
 coalescing dims that are contiguous in every operand, so the common contiguous case is a rank-1

@@ -7,6 +7,6 @@ from .custom import custom_op
 from .device import AutodiffDevice, autodiff, from_inner
 from .gradients import Gradients
 from .grad_mode import no_grad
-from . import movement as _movement  # noqa: F401  (registers the autodiff movement rows)
+from . import movement as _movement
 
 __all__ = ["autodiff", "no_grad", "from_inner", "custom_op", "Gradients", "AutodiffDevice"]

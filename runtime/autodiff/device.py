@@ -2,7 +2,6 @@
 records tracked ones on the tape (SPEC §4)."""
 from __future__ import annotations
 
-from .. import dtypes as D
 from ..device import Device, device as _parse_device, register_device_parser
 from ..errors import (ArgumentTypeError, ArgumentValueError, AutodiffNotMarkedError, CaptureAutodiffError, DTypeError,
                       NestedAutodiffError)
@@ -12,9 +11,9 @@ from .checkpoint import STRATEGIES
 from .gradients import Gradients
 from .grad_mode import _mode
 
-from ..dispatch import FAST as _FAST, fast_key as _fast_key  # noqa: E402
-from ..ops.catalogue import CATALOGUE as _CATALOGUE  # noqa: E402
-from .tape import Node  # noqa: E402
+from ..dispatch import FAST as _FAST, fast_key as _fast_key
+from ..ops.catalogue import CATALOGUE as _CATALOGUE
+from .tape import Node
 
 __all__ = ["AutodiffDevice", "AutodiffValue", "autodiff", "from_inner"]
 

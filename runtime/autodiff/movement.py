@@ -5,7 +5,7 @@ from ..errors import AutodiffMoveError
 from ..movement import MoveRule, can_move, register_move
 from ..tensor import Tensor
 from . import tape
-from .device import AutodiffValue, _wrap
+from .device import _wrap
 from .grad_mode import is_recording
 
 

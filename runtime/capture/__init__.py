@@ -10,7 +10,7 @@ from .device import CaptureDevice, CaptureScope, CompletionToken
 from .ir import CapturedGraph, OperationIr, TensorIr
 from .replay import Executable
 from .serialize import load_graph
-from . import movement as _movement  # noqa: F401  (registers the capture rows of SPEC §3)
+from . import movement as _movement
 
 __all__ = ["CaptureDevice", "CaptureScope", "CompletionToken", "CapturedGraph", "OperationIr",
            "TensorIr", "Executable", "capture", "load_graph"]

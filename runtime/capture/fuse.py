@@ -321,7 +321,7 @@ def _order_steps(ops, group_of, programs):
     """Topological order of units (plain ops and whole groups), stable by first appearance."""
     unit_of = {}
     units = []
-    for k, op in enumerate(ops):
+    for k in range(len(ops)):
         g = group_of.get(k)
         if g is not None and g.gid in programs:
             key = ("g", g.gid)

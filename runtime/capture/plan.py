@@ -13,11 +13,12 @@ one callable over *values* (kernel-set payloads on a plain device, tensors elsew
   called in place with its bound spec, attrs and result shape/dtype.
 
 Literal (Python scalar) operands get constant slots.  The step list is then unrolled into one
-generated function (``_generate``): ``run(v0, v1, ...)`` takes the per-call values (inputs,
-then parameters), runs one line ``s<out> = f<k>(s<a>, s<b>)`` (or the ``execute``/``fused`` call) per step (``s<d> = None`` where a
-value dies) and returns the outputs (wrapped into tensors on a plain device).  A call costs one
-Python call per step and nothing else.  Only slot numbers and step indices are written into the
-source; the callables, literals and output metadata are passed in its namespace.
+generated function (``_generate``): ``run(v0, v1, ...)`` takes the per-call values (inputs, then
+parameters), runs one line ``s<out> = f<k>(s<a>, s<b>)`` (or the ``execute``/``fused`` call) per
+step (``s<d> = None`` where a value dies) and returns the outputs (wrapped into tensors on a
+plain device).  A call costs one Python call per step and nothing else.  Only slot numbers and
+step indices are written into the source; the callables, literals and output metadata are passed
+in its namespace.
 """
 from __future__ import annotations
 

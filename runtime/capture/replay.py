@@ -15,7 +15,7 @@ import numpy as np
 from ..device import cpu, device as _parse_device
 from ..errors import CaptureError, DTypeError, ShapeError
 from ..tensor import Tensor
-from .plan import build_plan, spec_of as _spec
+from .plan import build_plan
 
 __all__ = ["Executable"]
 

@@ -11,13 +11,13 @@ non-finite floats); 2 (SHA-256 trailer) and 1 (no trailer) stored the tensor ope
 into operands on load.
 
 A file is untrusted input: ``load_graph`` checks the magic, the lengths, the checksum, the
-header's structure, every value's byte length against its declared shape and dtype, and then
-the whole graph against the catalogue's shape/dtype rules (``check.check_graph``), and raises
+header's structure, every value's byte length against its declared shape and dtype, and then the
+whole graph against the catalogue's shape/dtype rules (``check.check_graph``), and raises
 ``GraphFileError`` (``.kind == "BadGraphFile"``) or ``CaptureError`` (``"InvalidGraph"``)
-instead of returning a graph that could make a kernel read or write out of bounds.  Ids are renumbered 1, 2, ... in order of first appearance (declared
-inputs first, then each op's outputs), so the same computation captured twice saves the
-same bytes.  Attr values keep their exact Python types (tuple vs list, int vs float vs bool,
-slices) through tagged JSON.
+instead of returning a graph that could make a kernel read or write out of bounds.  Ids are
+renumbered 1, 2, ... in order of first appearance (declared inputs first, then each op's
+outputs), so the same computation captured twice saves the same bytes.  Attr values keep their
+exact Python types (tuple vs list, int vs float vs bool, slices) through tagged JSON.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
 """Neural-network helpers: ``rt.nn.functional`` (layers and optimisers come later, SPEC §8)."""
-from . import functional  # noqa: F401
+from . import functional
 
 __all__ = ["functional"]

@@ -25,7 +25,7 @@ def _reduce_loss(name: str, per_item: Tensor, reduction: str) -> Tensor:
     raise ArgumentValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
-def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa: A002
+def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
     """Mean (or sum, or per-element) squared error."""
     if isinstance(target, Tensor) and target.shape != input.shape:
         raise ShapeError(f"mse_loss: input of shape {input.shape} and target of shape "

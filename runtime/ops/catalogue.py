@@ -17,7 +17,7 @@ from __future__ import annotations
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, register, set_backward, spec
-from . import create, shape, elementwise, index, reduce, linalg, nn  # noqa: F401,E402 (registration)
+from . import create, shape, elementwise, index, reduce, linalg, nn  # noqa: F401 (registration)
 from .elementwise import BINARY, UNARY, binary_dtypes
 from .index import index_shape
 from .linalg import batch_pad, matmul_shapes
@@ -53,14 +53,14 @@ def register_custom(name: str, forward, shape_fn=None, replace: bool = False) ->
         s, d = shape_fn(*pairs)
         return tuple(s), D.as_dtype(d)
 
-    def kernel(ks, p, args, attrs, shape, dtype, device):
+    def kernel(ks, p, args, attrs, out_shape, dtype, device):
         out = ks.custom(forward, p)
         got_dt, got_shape = getattr(out, "dtype", None), tuple(getattr(out, "shape", ()))
-        if got_dt != dtype.np or got_shape != tuple(shape):
+        if got_dt != dtype.np or got_shape != tuple(out_shape):
             what = f"{got_dt}{list(got_shape)}" if got_dt is not None else type(out).__name__
             err = DTypeError if got_dt != dtype.np else ShapeError
             raise err(f"custom op {name!r}: forward returned {what}, but its shape rule gives "
-                      f"{dtype.name}{list(shape)}")
+                      f"{dtype.name}{list(out_shape)}")
         return out
 
     return register(OpSpec(name, "custom", infer, kernel, cost="compute",

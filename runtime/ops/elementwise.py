@@ -246,7 +246,7 @@ def _grad_sigmoid(c, g):
 
 
 neg = _unary("neg", "same", "Neg", lambda c, g: neg(g))
-abs = _unary("abs", "same", "Abs", lambda c, g: mul(g, sign(c.input(0))))  # noqa: A001
+abs = _unary("abs", "same", "Abs", lambda c, g: mul(g, sign(c.input(0))))
 sign = _unary("sign", "same", "Sign")
 relu = _unary("relu", "same", "Relu", lambda c, g: where(gt(c.input(0), 0), g, 0))
 floor = _unary("floor", "same", "Floor")
@@ -296,14 +296,14 @@ _unary("clamp", "clamp", "Clip", _grad_clamp, api=False)
 
 
 @front_end(method=True, aliases=("clip",))
-def clamp(x, min=None, max=None) -> Tensor:  # noqa: A002
+def clamp(x, min=None, max=None) -> Tensor:
     """Limit values to [min, max] (either bound may be None, a scalar or a tensor that
     broadcasts; with tensor bounds it is ``minimum(maximum(x, min), max)``, as PyTorch's)."""
     x = tensor_arg("clamp", x)
     if min is None and max is None:
         raise ArgumentValueError("clamp: at least one of min and max must be given")
-    min = operand("clamp", min, x) if min is not None else None   # noqa: A001
-    max = operand("clamp", max, x) if max is not None else None   # noqa: A001
+    min = operand("clamp", min, x) if min is not None else None
+    max = operand("clamp", max, x) if max is not None else None
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         y = x if min is None else maximum(x, min)
         return y if max is None else minimum(y, max)
@@ -381,7 +381,7 @@ add = _binary("add", "arith", "Add", _grad_add)
 sub = _binary("sub", "arith", "Sub", _grad_sub)
 mul = _binary("mul", "arith", "Mul", _grad_mul)
 div = _binary("div", "div", "Div", _grad_div)
-pow = _binary("pow", "arith", "Pow", _grad_pow)  # noqa: A001
+pow = _binary("pow", "arith", "Pow", _grad_pow)
 maximum = _binary("maximum", "arith", "Max", _grad_maxmin)
 minimum = _binary("minimum", "arith", "Min", _grad_maxmin)
 eq = _binary("eq", "cmp", "Equal")
@@ -575,7 +575,7 @@ def _addc(name, combine, result, doc):
 
     _composite(name, 3, decompose, result=result, api=False)
 
-    def fn(input, tensor1, tensor2, value=1) -> Tensor:  # noqa: A002
+    def fn(input, tensor1, tensor2, value=1) -> Tensor:
         like = next((a for a in (input, tensor1, tensor2) if isinstance(a, Tensor)), None)
         if like is None:
             raise ArgumentTypeError(f"{name}: at least one operand must be a Tensor")
@@ -675,7 +675,7 @@ register(OpSpec("round", "unary", _infer_same("round"), decompose=_decompose_rou
 
 
 @front_end(method=True)
-def round(x, decimals: int = 0) -> Tensor:  # noqa: A001
+def round(x, decimals: int = 0) -> Tensor:
     """Rounding half to even (NumPy's and PyTorch's), to ``decimals`` digits (scaled by
     ``10**decimals``, as theirs)."""
     from .args import int_arg

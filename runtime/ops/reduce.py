@@ -14,7 +14,7 @@ from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
 from .args import int_arg, tensor_arg, torch_alias
-from .elementwise import add, cast, div, eq, exp, mul, sub, where
+from .elementwise import cast, div, eq, exp, mul, sub, where
 from .registry import OpSpec, front_end, register
 from .shape import broadcast_to, reshape
 from .shapes import normalize_axes, normalize_axis, prod
@@ -147,14 +147,14 @@ def _grad_logsumexp(c, g):
     return (mul(exp(sub(x, _kept(c, c.output()))), _kept(c, g)),)
 
 
-sum = _reduction("sum", "acc", True, "ReduceSum", _grad_sum,  # noqa: A001
+sum = _reduction("sum", "acc", True, "ReduceSum", _grad_sum,
                  "Sum over ``axis`` (None: all); ints/bools accumulate in int64.")
 mean = _reduction("mean", "float", True, "ReduceMean", _grad_mean,
                   "Arithmetic mean (ints give float32).")
 prod_ = _reduction("prod", "acc", True, "ReduceProd", _grad_prod, "Product over ``axis``.")
-max = _reduction("max", "same", False, "ReduceMax", _grad_extreme,  # noqa: A001
+max = _reduction("max", "same", False, "ReduceMax", _grad_extreme,
                  "Maximum values (NaN propagates).")
-min = _reduction("min", "same", False, "ReduceMin", _grad_extreme,  # noqa: A001
+min = _reduction("min", "same", False, "ReduceMin", _grad_extreme,
                  "Minimum values (NaN propagates).")
 _reduction("var", "float", True, None, _grad_var, None, api=False)
 
@@ -163,7 +163,7 @@ _reduction("var", "float", True, None, _grad_var, None, api=False)
 def var(x, axis=None, keepdims=False, ddof=0, *, dim=None, keepdim=None,
         correction=None) -> Tensor:
     """Variance with ``ddof`` (NumPy's convention: 0; PyTorch's ``correction=`` is the same
-    number).""" 
+    number)."""
     ddof = torch_alias("var", ddof, 0, "ddof", correction, "ddof= and correction=")
     return _reduce("var", x, axis, keepdims, {"ddof": int_arg("var", "ddof", ddof)}, dim, keepdim)
 
@@ -190,13 +190,13 @@ def _truth(name, x, axis, keepdims, dim, keepdim, reducer, empty):
 
 
 @front_end(method=True)
-def any(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:  # noqa: A001
+def any(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:
     """Whether any element (along ``axis``) is nonzero, as bool (False over nothing)."""
     return _truth("any", x, axis, keepdims, dim, keepdim, max, False)
 
 
 @front_end(method=True)
-def all(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:  # noqa: A001
+def all(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:
     """Whether every element (along ``axis``) is nonzero, as bool (True over nothing)."""
     return _truth("all", x, axis, keepdims, dim, keepdim, min, True)
 

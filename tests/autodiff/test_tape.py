@@ -102,7 +102,8 @@ def test_no_grad_records_nothing_and_is_thread_local():
         y = x * 2
         seen = {}
         t = threading.Thread(target=lambda: seen.setdefault("tracked", (x * 2).requires_grad))
-        t.start(); t.join()
+        t.start()
+        t.join()
     assert not y.requires_grad and seen["tracked"]
     assert (x * 2).requires_grad
     with pytest.raises(rt.GradientError):

@@ -147,7 +147,7 @@ def test_leaving_without_complete_raises_incomplete_and_yields_no_graph():
             _x(cap)
     assert ei.value.kind == "Incomplete"
     with pytest.raises(CaptureError):
-        scope.graph
+        _ = scope.graph
     assert not cap.active
     with cap.capture_scope() as s2:  # released
         s2.complete()

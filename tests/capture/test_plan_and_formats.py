@@ -174,10 +174,9 @@ def test_the_check_runs_once_per_graph(monkeypatch):
     assert len(calls) == 1        # ... and bind does not again
 
 
-def _saved(g, _n=[0]):
+def _saved(g):
     import tempfile
-    _n[0] += 1
-    path = Path(tempfile.mkdtemp()) / f"g{_n[0]}.rtg"
+    path = Path(tempfile.mkdtemp()) / "g.rtg"
     g.save(path)
     return path
 

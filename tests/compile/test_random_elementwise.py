@@ -65,7 +65,7 @@ def build(program, n_out):
     def fn(*xs):
         vals = list(xs)
         for step in program:
-            pick = lambda i: vals[i % len(vals)]  # noqa: E731
+            pick = lambda i: vals[i % len(vals)]
             try:
                 if step[0] == "u":
                     y = OPS[step[1]].fn(pick(step[2]))

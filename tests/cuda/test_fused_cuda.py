@@ -71,7 +71,7 @@ def _random_case(seed):
         vals = list(xs)
         for step in steps:
             # mostly the latest values (long chains fuse), sometimes any earlier one
-            pick = lambda i: (vals[-1 - i % min(3, len(vals))] if i < 70  # noqa: E731
+            pick = lambda i: (vals[-1 - i % min(3, len(vals))] if i < 70
                               else vals[i % len(vals)])
             try:
                 if step[0] == "u":

@@ -17,7 +17,7 @@ def test_the_cuda_set_renders_every_table_body():
     from jit_kernels.cuda import scalar_math as sm
     from jit_kernels.cuda.elementwise import cuda_body
     from jit_kernels.cuda.reduce import _spec
-    for name, e in optable.ELEMENTWISE.items():
+    for name in optable.ELEMENTWISE:
         for kind, dt in (("f", F32), ("f", F64), ("i", I64), ("b", B)):
             body = cuda_body(name, kind, dt)
             assert not re.search(r"\b[A-Z][A-Z0-9_]+\(|\bINF\b", body), (name, kind, body)
@@ -70,7 +70,7 @@ def test_norm_on_cuda_matches_numpy():
     ks = CudaKernels()
     xh = (np.random.default_rng(5).random((3, 8)) * 4 - 2).astype(np.float32)
     x = ks.from_host(xh, 0)
-    ref = lambda a, ax: np.sqrt(np.sum(a.astype(np.float64) ** 2, axis=ax))  # noqa: E731
+    ref = lambda a, ax: np.sqrt(np.sum(a.astype(np.float64) ** 2, axis=ax))
     np.testing.assert_allclose(ks.to_host(ks.reduce("norm", x, (1,), False, F32, {})), ref(xh, 1),
                                rtol=2e-6)
     np.testing.assert_allclose(ks.to_host(ks.reduce("norm", x, (0, 1), False, F32, {})),

@@ -321,7 +321,7 @@ def test_cast_all_pairs(src):
         if src.kind == "f" and dst.kind in "iu":
             info = np.iinfo(dst)
 
-            def sat(v):
+            def sat(v, info=info):
                 if v != v:
                     return 0
                 if v >= 2.0 ** (info.bits - 1):

@@ -9,7 +9,6 @@ same product; integer results must equal NumPy's exactly (wrapping).
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import textwrap
