@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from threading import get_ident as _get_ident
 import weakref
 
 import numpy as np
@@ -53,11 +54,14 @@ class CaptureSession:
     """What one scope records: operations, initialized values, placeholders."""
 
     __slots__ = ("device", "open", "operations", "values", "placeholders", "tensors",
-                 "produced", "consumed", "__weakref__")
+                 "produced", "consumed", "thread", "__weakref__")
 
     def __init__(self, device):
         self.device = device
         self.open = True
+        # a scope records only the thread that opened it: another thread using the device or
+        # its tensors meanwhile gets the scope error, as outside any scope (SPEC §5)
+        self.thread = _get_ident()
         self.operations: list = []
         self.values: dict = {}          # id -> ndarray (init ops)
         self.placeholders: dict = {}    # id -> TensorIr (value-less inputs)
@@ -127,7 +131,7 @@ class CaptureScope:
     # ---- inside the scope -------------------------------------------------------------
     def _live_session(self) -> CaptureSession:
         s = self._session
-        if s is None:
+        if s is None or s.thread != _get_ident():
             raise CaptureScopeError(CAPTURE_SCOPE_REQUIRED)
         if not s.open:
             raise CaptureScopeError(CAPTURE_SCOPE_COMPLETE)
@@ -226,7 +230,7 @@ class CaptureDevice(Device):
 
     def _session(self) -> CaptureSession:
         s = _SESSIONS.get(self.id)
-        if s is None:
+        if s is None or s.thread != _get_ident():
             raise CaptureScopeError(CAPTURE_SCOPE_REQUIRED)
         if not s.open:
             raise CaptureScopeError(CAPTURE_SCOPE_COMPLETE)
@@ -265,6 +269,8 @@ class CaptureDevice(Device):
                 literal = True
         if session is None:  # only scalar operands: the front end never does this
             session = self._session()
+        elif session.thread != _get_ident():
+            raise CaptureScopeError(CAPTURE_SCOPE_REQUIRED)
         rec = _plain_attrs(attrs) if attrs else {}
         ins = tuple(ins)
         # the operands in call order: the tensors' IR, Python scalars as literals
@@ -342,6 +348,6 @@ register_device_parser("capture:", _parse)
 
 
 def active_session(device) -> CaptureSession | None:
-    """The open session of ``device`` (None when no scope records on it)."""
+    """The open session of ``device`` in this thread (None when no scope records on it here)."""
     s = _SESSIONS.get(device.id)
-    return s if s is not None and s.open else None
+    return s if s is not None and s.open and s.thread == _get_ident() else None

@@ -304,3 +304,30 @@ def test_threads_on_separate_devices_record_their_own_ops():
             ids = [o.outputs[0].id for o in ops]
             assert [o.inputs[0].id for o in ops[1:]] == ids[:-1]  # a chain, nothing mixed in
             np.testing.assert_array_equal(g.values[g.inputs[0]], np.full((2,), k, np.float32))
+
+
+def test_another_thread_does_not_record_into_an_open_scope():
+    """A scope belongs to the thread that opened it (issue 14, finding 10): another thread
+    using the device, or a tensor of the scope, gets the SPEC §5 scope error and records
+    nothing."""
+    import threading
+    cap = rt.CaptureDevice()
+    errors = []
+    with cap.capture_scope() as scope:
+        x = scope.placeholder((2,))
+        y = x + 1.0
+
+        def other():
+            for fn in (lambda: x * 2.0, lambda: rt.zeros(2, device=cap),
+                       lambda: rt.tensor([1.0, 2.0]).to(cap), lambda: scope.placeholder((1,))):
+                try:
+                    fn()
+                except rt.CaptureScopeError as e:
+                    errors.append(str(e))
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        n_ops = len(scope._session.operations)
+        scope.complete(inputs=[x], outputs=[y])
+    assert errors == ["capture tensor operations must run inside CaptureDevice.capture_scope"] * 4
+    assert n_ops == 1 and [op.op for op in scope.graph.operations] == ["add"]
