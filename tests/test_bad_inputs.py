@@ -157,3 +157,11 @@ def test_an_allocation_that_fails_is_a_typed_memory_error():
     err = _raises(rt.OutOfMemoryError, r"full: cannot allocate the float32 result of shape "
                   r"\(33554432, 33554432\) on cpu", lambda: rt.zeros(2**25, 2**25))
     assert isinstance(err, MemoryError)
+
+
+def test_graph_inputs_that_are_not_numbers_are_typed_errors():
+    g = rt.capture(lambda a: a + 1, np.ones(2, np.float32))
+    _raises(rt.ArgumentTypeError, r"graph input 0 \(tensor \d+\) expects a tensor, an array or numbers",
+            lambda: g.run("abc"))
+    _raises(rt.ArgumentTypeError, "the graph takes 1 input", lambda: g.run(1, 2))
+    _raises(rt.ArgumentTypeError, "the graph takes 1 input", lambda: g.compile()(1, 2))

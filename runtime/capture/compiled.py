@@ -134,15 +134,8 @@ class CompiledGraph:
     def _input(self, k, x):
         return Executable._input(self, k, x)
 
-    def __call__(self, *inputs) -> tuple:
-        """Run the compiled graph; returns one tensor per graph output, in order."""
-        if len(inputs) != self._n_inputs:
-            raise TypeError(f"the graph takes {self._n_inputs} input(s), got {len(inputs)}")
-        vals = [self._input(k, x) for k, x in enumerate(inputs)]
-        if self._param_ids:
-            params = self.params
-            vals += [params[t] for t in self._param_ids]
-        return self._plan(vals)
+    # inputs checked and converted, parameters appended, the plan run: as a bound graph
+    __call__ = Executable.__call__
 
     # ---- introspection --------------------------------------------------------------------
     @property

@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import dtypes as D
 from ..device import Device, register_device_parser
-from ..errors import (CAPTURE_SCOPE_COMPLETE, CAPTURE_SCOPE_REQUIRED, CaptureAutodiffError,
+from ..errors import (CAPTURE_SCOPE_COMPLETE, CAPTURE_SCOPE_REQUIRED, ArgumentTypeError,
+                      CaptureAutodiffError,
                       CaptureError, CaptureScopeError, CaptureValueError, DeviceError)
 from ..tensor import Tensor, new_id
 from .ir import CapturedGraph, OperationIr, TensorIr
@@ -324,7 +325,7 @@ def _plain(v):
         return np.array(v, copy=True)
     if isinstance(v, (bool, int, float, str)):  # subclasses (IntEnum, ...)
         return v
-    raise TypeError(f"capture: cannot record attribute value {v!r} of type {t.__name__}")
+    raise ArgumentTypeError(f"capture: cannot record attribute value {v!r} of type {t.__name__}")
 
 
 def _plain_attrs(attrs: dict) -> dict:

@@ -34,7 +34,7 @@ import os
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import TensorRuntimeError
+from ..errors import ArgumentValueError, TensorRuntimeError
 from ..ops.catalogue import CATALOGUE, binary_dtypes
 from .ir import CapturedGraph, TensorIr
 
@@ -69,7 +69,7 @@ def export_onnx(graph: CapturedGraph, path=None, opset: int = 17):
         raise OnnxNotInstalledError(_INSTALL_HINT) from e
     opset = int(opset)
     if opset < MIN_OPSET:
-        raise ValueError(f"graph.to_onnx: opset must be >= {MIN_OPSET}, got {opset}")
+        raise ArgumentValueError(f"graph.to_onnx: opset must be >= {MIN_OPSET}, got {opset}")
     b = _Builder(graph, opset, onnx, helper, numpy_helper)
     model = b.build()
     onnx.checker.check_model(model)

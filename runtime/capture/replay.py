@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import cpu, device as _parse_device
-from ..errors import CaptureError, DTypeError, ShapeError
+from ..errors import ArgumentTypeError, CaptureError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .plan import build_plan
 
@@ -65,7 +65,12 @@ class Executable:
                 x = x.to(dev)
             shape, dtype = x.shape, x.dtype
         else:
-            arr = x if isinstance(x, np.ndarray) else np.asarray(x, dtype=ir.dtype.np)
+            try:
+                arr = x if isinstance(x, np.ndarray) else np.asarray(x, dtype=ir.dtype.np)
+            except (TypeError, ValueError, OverflowError):
+                raise ArgumentTypeError(f"graph input {k} (tensor {ir.id}) expects a tensor, an "
+                                        f"array or numbers of shape {ir.shape} {ir.dtype.name}, "
+                                        f"got {x!r:.60}") from None
             shape, dtype = tuple(arr.shape), arr.dtype
             if dtype == ir.dtype.np and shape == ir.shape:
                 from .. import dispatch
@@ -82,7 +87,7 @@ class Executable:
     def __call__(self, *inputs) -> tuple:
         """Run the graph; returns one tensor per graph output, in order."""
         if len(inputs) != self._n_inputs:
-            raise TypeError(f"the graph takes {self._n_inputs} input(s), got {len(inputs)}")
+            raise ArgumentTypeError(f"the graph takes {self._n_inputs} input(s), got {len(inputs)}")
         vals = [self._input(k, x) for k, x in enumerate(inputs)]
         if self._param_ids:
             params = self.params

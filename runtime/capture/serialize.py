@@ -29,7 +29,7 @@ import struct
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import GraphFileError
+from ..errors import ArgumentTypeError, GraphFileError
 from .check import check_graph
 from .ir import LITERAL_TYPES, CapturedGraph, OperationIr, TensorIr
 
@@ -98,7 +98,7 @@ def _enc(v):
     for base in (bool, int, float, str):  # subclasses (IntEnum, ...) as their base type
         if isinstance(v, base):
             return _enc(base(v))
-    raise TypeError(f"graph.save: cannot serialise attribute value {v!r} of type {type(v).__name__}")
+    raise ArgumentTypeError(f"graph.save: cannot serialise attribute value {v!r} of type {type(v).__name__}")
 
 
 def _dec(v):
@@ -136,7 +136,7 @@ def _operand(a) -> list | dict:
     if type(a) is TensorIr:
         return _tir(a)
     if type(a) not in LITERAL_TYPES:
-        raise TypeError(f"graph.save: operand {a!r} is neither a tensor nor a bool, int or "
+        raise ArgumentTypeError(f"graph.save: operand {a!r} is neither a tensor nor a bool, int or "
                         f"float literal")
     return {"literal": _enc(a)}
 

@@ -1,7 +1,7 @@
 """``complete()``'s boundary validation, in the order of SPEC §5."""
 from __future__ import annotations
 
-from ..errors import CaptureError
+from ..errors import ArgumentTypeError, CaptureError
 from ..tensor import Tensor
 
 __all__ = ["boundary_ids", "validate"]
@@ -18,7 +18,7 @@ def boundary_ids(what: str, items) -> list:
         elif isinstance(x, int) and not isinstance(x, bool):
             out.append(x)
         else:
-            raise TypeError(f"complete(): graph {what} must be tensors or tensor ids, "
+            raise ArgumentTypeError(f"complete(): graph {what} must be tensors or tensor ids, "
                             f"got {type(x).__name__}")
     return out
 
