@@ -16,7 +16,7 @@ from .ops.registry import CATALOGUE, Meta as _Meta, OpSpec
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "execute_plain", "kernels_for", "kernels_for_kind",
-           "common_device", "run_fused", "plain_step", "fast_plain", "fast_key", "FAST"]
+           "common_device", "run_fused", "plain_step", "fast_key", "FAST"]
 
 _KERNELS: dict = {}
 
@@ -73,16 +73,14 @@ FAST = _FAST          # (read by decorator devices' execute_fast)
 _FAST_MAX = 8192
 
 
-def _bounded_put(cache: dict, key, value) -> None:
-    """``cache[key] = value``, first dropping the oldest entry when the cache holds
-    ``_FAST_MAX`` (insertion order: a hit costs nothing, and a process whose shapes keep
-    changing keeps the fast path for the recent ones)."""
-    if len(cache) >= _FAST_MAX:
-        try:
-            cache.pop(next(iter(cache)), None)
-        except (StopIteration, RuntimeError):   # emptied or resized by another thread
-            pass
-    cache[key] = value
+def _evict_oldest(cache: dict) -> None:
+    """Drop the oldest entry of a full cache (callers check ``len(cache) >= _FAST_MAX`` before
+    they add one): insertion order, so a hit costs nothing, and a process whose shapes keep
+    changing keeps the fast path for the recent ones."""
+    try:
+        cache.pop(next(iter(cache)), None)
+    except (StopIteration, RuntimeError):   # emptied or resized by another thread
+        pass
 _SCALAR_TYPES = (int, float, bool)
 # Python ints in the fast-path and rule caches: keyed by type, so only those every int dtype
 # holds (an int32 tensor plus 2**40 must reach the rule, which refuses it)
@@ -94,9 +92,35 @@ _OPERAND_TYPES = (Tensor, _Meta)
 def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
     """Run catalogue op ``name`` on ``args`` (tensors and Python scalars)."""
     if attrs is None:
-        out = fast_plain(name, args)
-        if out is not None:
-            return out
+        # The small-op fast path, inline (it is the hot path): a cached per-op decision for
+        # plain tensors on one plain device and int/float/bool scalars (``fast_key``'s key).
+        n = len(args)
+        if n == 2:
+            a, b = args
+            if type(a) is Tensor:
+                dev = a.device
+                if type(b) is Tensor:
+                    if b.device is dev:
+                        ent = _FAST.get((name, dev.kind, a.shape, a.dtype, b.shape, b.dtype))
+                        if ent is not None and CATALOGUE[name] is ent[0]:
+                            return _wrap(ent[3](a._payload, b._payload), ent[1], ent[2], dev)
+                elif type(b) is not int or _I32_MIN <= b <= _I32_MAX:
+                    # (an int only int64 holds never takes it: the rules decide)
+                    ent = _FAST.get((name, dev.kind, a.shape, a.dtype, type(b), None))
+                    if ent is not None and CATALOGUE[name] is ent[0]:
+                        return _wrap(ent[3](a._payload, b), ent[1], ent[2], dev)
+            elif type(b) is Tensor and (type(a) is not int or _I32_MIN <= a <= _I32_MAX):
+                dev = b.device
+                ent = _FAST.get((name, dev.kind, type(a), None, b.shape, b.dtype))
+                if ent is not None and CATALOGUE[name] is ent[0]:
+                    return _wrap(ent[3](a, b._payload), ent[1], ent[2], dev)
+        elif n == 1:
+            a = args[0]
+            if type(a) is Tensor:
+                dev = a.device
+                ent = _FAST.get((name, dev.kind, a.shape, a.dtype))
+                if ent is not None and CATALOGUE[name] is ent[0]:
+                    return _wrap(ent[3](a._payload), ent[1], ent[2], dev)
         # A device may take attr-less ops before infer (``execute_fast``: autodiff, when its
         # inner device has a cached fast-path decision); None means "go the general way".
         for a in args:
@@ -118,49 +142,12 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
         else:
             shape, dtype = spec.infer(args, attrs)
             if key is not None:
-                _bounded_put(_INFER, key, (spec, shape, dtype))
+                if len(_INFER) >= _FAST_MAX:
+                    _evict_oldest(_INFER)
+                _INFER[key] = (spec, shape, dtype)
     else:
         shape, dtype = spec.infer(args, attrs)
     return device.execute(spec, args, attrs, shape, dtype)
-
-
-def fast_plain(name: str, args: tuple):
-    """The small-op fast path alone: the output Tensor of attr-less op ``name`` on ``args``
-    (plain tensors on one plain device, or int/float/bool scalars) when a cached per-op
-    decision covers it, else None (nothing run).  Decorator devices call it to skip their own
-    infer when the inner device can take the fast path."""
-    n = len(args)
-    if n == 2:
-        a, b = args
-        if type(a) is Tensor:
-            dev = a.device
-            if type(b) is Tensor:
-                if b.device is not dev:
-                    return None
-                ent = _FAST.get((name, dev.kind, a.shape, a.dtype, b.shape, b.dtype))
-                if ent is not None and CATALOGUE[name] is ent[0]:
-                    return _wrap(ent[3](a._payload, b._payload), ent[1], ent[2], dev)
-            else:
-                if type(b) is int and not _I32_MIN <= b <= _I32_MAX:
-                    return None                 # (an int only int64 holds: the rules decide)
-                ent = _FAST.get((name, dev.kind, a.shape, a.dtype, type(b), None))
-                if ent is not None and CATALOGUE[name] is ent[0]:
-                    return _wrap(ent[3](a._payload, b), ent[1], ent[2], dev)
-        elif type(b) is Tensor:
-            dev = b.device
-            if type(a) is int and not _I32_MIN <= a <= _I32_MAX:
-                return None
-            ent = _FAST.get((name, dev.kind, type(a), None, b.shape, b.dtype))
-            if ent is not None and CATALOGUE[name] is ent[0]:
-                return _wrap(ent[3](a, b._payload), ent[1], ent[2], dev)
-    elif n == 1:
-        a = args[0]
-        if type(a) is Tensor:
-            dev = a.device
-            ent = _FAST.get((name, dev.kind, a.shape, a.dtype))
-            if ent is not None and CATALOGUE[name] is ent[0]:
-                return _wrap(ent[3](a._payload), ent[1], ent[2], dev)
-    return None
 
 
 # Shape/dtype results of attr-less unary/binary ops by operand shapes and dtypes (Python
@@ -228,7 +215,7 @@ def _prepared_fn(name, spec, ks, device, args, dtype):
 def fast_key(name: str, kind: str, args):
     """The fast-path key of attr-less op ``name`` on ``args`` for kernel-set kind ``kind``:
     (op, kind, then shape and dtype per tensor operand, type and None per int/float/bool
-    scalar), or None when an operand is neither (``fast_plain`` builds the same key inline)."""
+    scalar), or None when an operand is neither (``dispatch`` builds the same key inline)."""
     if len(args) == 2:
         a, b = args
         ta, tb = type(a) is Tensor, type(b) is Tensor
@@ -250,7 +237,9 @@ def _remember(name, spec, device, args, shape, dtype) -> None:
     fn = _prepared_fn(name, spec, _KERNELS.get(device.kind) or kernels_for_kind(device.kind),
                       device, args, dtype)
     if fn is not None:
-        _bounded_put(_FAST, key, (spec, shape, dtype, fn))
+        if len(_FAST) >= _FAST_MAX:
+            _evict_oldest(_FAST)
+        _FAST[key] = (spec, shape, dtype, fn)
 
 
 def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, shape, dtype):

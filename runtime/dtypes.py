@@ -35,8 +35,9 @@ class DType:
         except Exception:
             return False
 
-    def __hash__(self) -> int:
-        return hash(self.name)
+    # identity hash (the five DTypes are singletons), kept at C speed: dtypes are in the keys
+    # of the dispatch caches looked up on every op
+    __hash__ = object.__hash__
 
     def __repr__(self) -> str:
         return f"rt.{self.name}"

@@ -75,8 +75,9 @@ def _reduce(name, x, axis, keepdims, extra=None, dim=None, keepdim=None):
     if dim is not None or keepdim is not None:
         axis = torch_alias(name, axis, None, "axis", dim, "axis= and dim=")
         keepdims = torch_alias(name, keepdims, False, "keepdims", keepdim, "keepdims= and keepdim=")
-    axes = normalize_axes(name, axis, x.ndim, x.shape)
-    if x.ndim == 0:
+    nd = len(x.shape)
+    axes = normalize_axes(name, axis, nd, x.shape)
+    if nd == 0:
         axes = ()                           # axis 0/-1 of a 0-d tensor: the tensor (PyTorch)
     attrs = {"axes": axes, "keepdims": bool(keepdims)}
     if extra:
