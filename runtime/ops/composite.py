@@ -10,50 +10,39 @@ nothing.  A kernel set without fused kernels runs the recorded graph op by op in
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import functools
+
+from .registry import CATALOGUE, Meta
 
 __all__ = ["kernel_for", "runner", "clear", "MAX_RUNNERS"]
 
 MAX_RUNNERS = 512
-_RUNNERS: OrderedDict = OrderedDict()
-_LOCK = threading.Lock()
-
-
-def _freeze(v):
-    if isinstance(v, dict):
-        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
-    if isinstance(v, (list, tuple)):
-        return tuple(_freeze(x) for x in v)
-    return (type(v), v)
 
 
 def _signature(spec, device, args, attrs):
+    """The runner's key: op, device, (shape, dtype) per tensor operand and (type, value) per
+    scalar (a scalar is baked into the recorded graph), and the attrs (flat scalars)."""
     ops = tuple((a.shape, a.dtype) if hasattr(a, "dtype") else (type(a), a) for a in args)
-    return (spec.name, device, ops, _freeze(attrs) if attrs else ())
+    frozen = tuple(sorted((k, type(v), v) for k, v in attrs.items())) if attrs else ()
+    return (spec.name, device, ops, frozen)
+
+
+@functools.lru_cache(maxsize=MAX_RUNNERS)
+def _runner(key):
+    name, device, ops, frozen = key
+    args = tuple(Meta(a, b) if isinstance(a, tuple) else b for a, b in ops)
+    return _build(CATALOGUE[name], device, args, {k: v for k, _, v in frozen})
 
 
 def runner(spec, device, args, attrs):
     """``fn(tensor payloads) -> output payload`` computing composite ``spec`` on ``device``
     for operands like ``args`` (tensors or (shape, dtype) stand-ins, and Python scalars)."""
-    key = _signature(spec, device, args, attrs)
-    fn = _RUNNERS.get(key)
-    if fn is not None:
-        return fn
-    with _LOCK:
-        fn = _RUNNERS.get(key)
-        if fn is None:
-            fn = _build(spec, device, args, attrs)
-            _RUNNERS[key] = fn
-            if len(_RUNNERS) > MAX_RUNNERS:
-                _RUNNERS.popitem(last=False)
-        return fn
+    return _runner(_signature(spec, device, args, attrs))
 
 
 def clear() -> None:
     """Forget every composite runner (``rt.empty_cache``)."""
-    with _LOCK:
-        _RUNNERS.clear()
+    _runner.cache_clear()
 
 
 def _record(spec, args, attrs):
