@@ -32,8 +32,7 @@ def _literals(x):
 
 def test_literal_operands_round_trip_with_their_types(tmp_path):
     g = rt.capture(_literals, X)
-    p = tmp_path / "g.rtg"
-    g.save(p)
+    p = _saved(g)
     h = rt.load_graph(p)
     assert h == g.canonical()
     lits = [(o.op, a) for o in h.operations for a in o.args if not isinstance(a, rt.TensorIr)]

@@ -2,7 +2,6 @@
 body for every kind it claims, and the cpu set implements every op in it; ``norm`` (the table's
 growth check); the bounded caches of the cpu set."""
 import ast
-import dataclasses
 import re
 import subprocess
 import sys
@@ -176,37 +175,12 @@ def test_fused_output_pool_is_bounded_and_emptied_by_empty_cache():
     keep[:] = 1                                                      # still valid
 
 
-@dataclasses.dataclass(frozen=True)
-class _In:
-    shape: tuple
-    dtype: str
-
-
-@dataclasses.dataclass(frozen=True)
-class _Op:
-    op: str
-    args: tuple
-    dtype: str
-    compute: str
-    level: str = "elem"
-
-
-@dataclasses.dataclass(frozen=True)
-class _Prog:
-    kind: str
-    shape: tuple
-    inputs: tuple
-    scalars: tuple
-    ops: tuple
-    outputs: tuple
-    output_shapes: tuple
-
-
 def _mm_prog(k):
-    ins = (_In((2, 3), "float32"), _In((3, 4), "float32"))
-    ops = (_Op("matmul", (("in", 0), ("in", 1)), "float32", "float32"),
-           _Op("add", (("op", 0), ("sc", 0)), "float32", "float32"))
-    return _Prog("matmul", (2, 4), ins, ((float(k), "float32"),), ops, (1,), ((2, 4),))
+    from runtime.capture.fuse import FusedInput, FusedOp, FusedProgram
+    ins = (FusedInput((2, 3), "float32"), FusedInput((3, 4), "float32"))
+    ops = (FusedOp("matmul", (("in", 0), ("in", 1)), "float32", "float32"),
+           FusedOp("add", (("op", 0), ("sc", 0)), "float32", "float32"))
+    return FusedProgram("matmul", (2, 4), ins, ((float(k), "float32"),), ops, (1,), ((2, 4),))
 
 
 def test_epilogue_cache_is_an_lru(monkeypatch):
