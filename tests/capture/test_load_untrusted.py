@@ -145,10 +145,10 @@ def _set(d, key, value):
      r"softmax: axis -1 is not a normalised axis of a tensor of shape \(2, 3\)"),
 ])
 def test_inconsistent_graph_is_refused(tmp_path, edit, match):
-    _edited_is_invalid(tmp_path, _mlp, edit, match)
+    _edited_is_refused(tmp_path, _mlp, edit, match)
 
 
-def _edited_is_invalid(tmp_path, model, edit, match, refused=None):
+def _edited_is_refused(tmp_path, model, edit, match, refused=None):
     """Save ``model``'s graph, apply ``edit`` to the header, re-sign: ``refused`` (default an
     InvalidGraph error) matching ``match``."""
     p = _saved(tmp_path, model)
@@ -257,7 +257,7 @@ def _op_entry(header, name):
     (lambda h: _set(h, "operations", [7]), r"bad operation entry 7"),
 ])
 def test_malformed_operand_lists_are_bad_files(tmp_path, edit, match):
-    _edited_is_invalid(tmp_path, _with_scalars, edit, match, refused=_bad)
+    _edited_is_refused(tmp_path, _with_scalars, edit, match, refused=_bad)
 
 
 @pytest.mark.parametrize("edit, match", [
@@ -274,7 +274,7 @@ def test_malformed_operand_lists_are_bad_files(tmp_path, edit, match):
      r"\('mul'\)"),
 ])
 def test_inconsistent_operand_lists_are_invalid_graphs(tmp_path, edit, match):
-    _edited_is_invalid(tmp_path, _with_scalars, edit, match)
+    _edited_is_refused(tmp_path, _with_scalars, edit, match)
 
 
 @pytest.mark.parametrize("scalars, match", [
