@@ -17,10 +17,11 @@ fusion generators read it; the public op lists of ``jit_kernels`` are derived fr
 
 **Elementwise entries** (``ELEMENTWISE``): ``family`` ("unary"/"binary" for the public ops of
 ``KernelSet.unary``/``binary``, "internal" for lowering targets such as ``ident``/``where``/
-``clamp_lo``), ``nargs`` (the scalar body's arity), ``bodies`` (compute kind "f" float, "i"
-int, "b" bool -> body), ``result`` (the result-dtype rule, see ``result_dtype``),
-``float_out`` (the runtime gives int/bool inputs a float result) and ``fast`` (False: the op
-has no prepared fast kernel; ``_plan.unary`` lowers it).
+``clamp_lo``), ``nargs`` (the scalar body's arity), ``bodies`` (compute kind "f" float, "i" int,
+"b" bool -> body; the integer-only ops have no "f" body, the shifts no "b" one), ``result`` (the
+result-dtype rule, see ``result_dtype``), ``float_out`` (the runtime gives int/bool inputs a
+float result) and ``fast`` (False: the op has no prepared fast kernel; ``_plan.unary`` lowers
+it).
 
 **Reductions** (``REDUCTIONS``): ``spec`` (accumulator kind -> (init, step, comb, fin)) for a
 kernel reduction, or ``center``/``kernel`` for a two-pass one (a first reduction whose result
@@ -141,6 +142,24 @@ _EW = [
      "compute", False, True),
 ]
 
+# Integer-only ops: (name, family, nargs, int body, bool body or None, result rule).  They have
+# no float body (the runtime refuses float operands), and the shifts no bool one.  A shift
+# computes in int64 and is stored in the compute type: shifting by the type's width or more
+# (or by a negative amount) gives 0 to the left and the sign to the right, never LLVM's
+# undefined result.
+_SHIFT_L = ("s = np.int64(x1)\n    if s < 0 or s > 63:\n        return C(0)\n"
+            "    return C(np.int64(x0) << s)")
+_SHIFT_R = ("s = np.int64(x1)\n    if s < 0 or s > 63:\n        s = np.int64(63)\n"
+            "    return C(np.int64(x0) >> s)")
+_EW_INT = [
+    ("bitwise_not", "unary", 1, "return ~x0", "return not x0", "compute"),
+    ("bitwise_and", "binary", 2, "return x0 & x1", "return x0 and x1", "compute"),
+    ("bitwise_or", "binary", 2, "return x0 | x1", "return x0 or x1", "compute"),
+    ("bitwise_xor", "binary", 2, "return x0 ^ x1", "return x0 != x1", "compute"),
+    ("left_shift", "binary", 2, _SHIFT_L, None, "compute"),
+    ("right_shift", "binary", 2, _SHIFT_R, None, "compute"),
+]
+
 #: arithmetic whose bool form must stay a bool: Numba's bool arithmetic gives an int
 #: (True + True == 2); the result is a bool (nonzero), as the stored output is, so a fused
 #: consumer sees the same value
@@ -160,6 +179,9 @@ def _build_elementwise():
         bb = f"return ({ib[7:]}) != 0" if name in _BOOL_WRAP else ib
         table[name] = Elementwise(name, fam, nargs, {"f": fb, "i": ib, "b": bb}, res, float_out,
                                   fast)
+    for name, fam, nargs, ib, bb, res in _EW_INT:
+        bodies = {"i": ib} if bb is None else {"i": ib, "b": bb}
+        table[name] = Elementwise(name, fam, nargs, bodies, res)
     return table
 
 

@@ -311,6 +311,29 @@ def _halves(shape, dtype, rng):
     return [x]
 
 
+def _ints(f, *xs):
+    """A NumPy integer op on the (float64-cast) integer or bool inputs, in int64 (bool results
+    compare as nonzero: 0/1 inputs give 0/1 for and/or/xor)."""
+    return f(*[x.astype(np.int64) for x in xs])
+
+
+def _shift_sample(shape, dtype, rng):
+    """Values with negatives, and shift amounts from -2 to 70 (past every width)."""
+    a = rng.integers(-50, 50, size=(3, 4)).astype(dtype.np)
+    b = rng.integers(-2, 71, size=(3, 4)).astype(dtype.np)
+    return [a, b]
+
+
+def _shl(a, b):
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    return np.where((b < 0) | (b > 63), 0, np.left_shift(a, np.clip(b, 0, 63)))
+
+
+def _shr(a, b):
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    return np.right_shift(a, np.where((b < 0) | (b > 63), 63, b))
+
+
 def _lerp_ref(a, b, w):
     return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
 
@@ -373,6 +396,8 @@ _ROWS = [
           grad=avoiding(-2.9, 2.9, -2, -1, 0, 1, 2)),
     unary("round", np.round, out="same", dtypes=(F32, F64, I64), sample=_halves, grad=None),
     unary("square", np.square, out="same", dtypes=(F32, I64)),
+    unary("bitwise_not", lambda x: _ints(np.invert, x), out="same", dtypes=(I32, I64),
+          rejects=(F32,), grad=None),
     unary("clamp", lambda x: np.clip(x, -1, 2), out="same", fn=lambda x: rt.clamp(x, -1, 2),
           grad=avoiding(-3, 3, -1, 2), tol=DEFAULT_TOL, tol_cuda=CUDA_TOL),
     OpInfo("cast", "cast", "cast", rt.cast, _cast_ref, _out_rule("same"), tuple(ALL_DTYPES),
@@ -396,6 +421,15 @@ _ROWS = [
     binary("logical_and", np.logical_and, out="bool"),
     binary("logical_or", np.logical_or, out="bool"),
     binary("logaddexp", np.logaddexp, out="div", dtypes=(F32, F64, I64), grad=each(anywhere)),
+    # bitwise ops: integers (bools as logical ops; shifts by >= 64 or < 0: 0, or the sign)
+    binary("bitwise_and", lambda a, b: _ints(np.bitwise_and, a, b), dtypes=(I32, I64, B),
+           rejects=(F32,)),
+    binary("bitwise_or", lambda a, b: _ints(np.bitwise_or, a, b), dtypes=(I32, I64, B),
+           rejects=(F32,)),
+    binary("bitwise_xor", lambda a, b: _ints(np.bitwise_xor, a, b), dtypes=(I32, I64, B),
+           rejects=(F32,)),
+    binary("left_shift", _shl, dtypes=(I32, I64), rejects=(F32, B), sample=_shift_sample),
+    binary("right_shift", _shr, dtypes=(I32, I64), rejects=(F32, B), sample=_shift_sample),
     binary("isclose", lambda a, b: np.isclose(a, b, rtol=1e-2, atol=1e-2), out="bool",
            dtypes=(F32, I64), fn=lambda a, b: rt.isclose(a, b, rtol=1e-2, atol=1e-2)),
     # ternary composites: forward and gradient in tests/test_opinfo_coverage.py
@@ -454,6 +488,8 @@ VARIANTS: dict[str, OpInfo] = {r.name: r for r in [
           tol=DEFAULT_TOL, tol_cuda=CUDA_TOL),
     unary("clamp_max", lambda x: np.minimum(x, 0), out="same", op="clamp",
           fn=lambda x: rt.clamp(x, max=0), grad=None, tol=DEFAULT_TOL, tol_cuda=CUDA_TOL),
+    unary("bitwise_not_bool", np.logical_not, out="same", op="bitwise_not", dtypes=(B,),
+          rejects=(), fn=rt.bitwise_not, grad=None),
     reduce("var_ddof1", lambda x, axis=None, keepdims=False: np.var(x, axis=axis,
                                                                     keepdims=keepdims, ddof=1),
            out="float", dtypes=(), op="var",

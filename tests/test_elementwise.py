@@ -51,11 +51,24 @@ def test_allclose_is_a_python_bool():
     assert rt.allclose(rt.tensor([np.nan]), rt.tensor([np.nan]), equal_nan=True) is True
 
 
-def test_invert_operator_is_logical_not(rng):
-    info = OPS["logical_not"]
-    for dt in info.dtypes:
-        (x,) = info.inputs((6,), dt, rng)
-        assert_close(~rt.tensor(x), info.reference(x), rt.bool_)
+def test_operators_are_pytorchs_bitwise_ops(rng):
+    """``~ & | ^ << >>`` are bitwise_not/and/or/xor and the shifts (logical on bools)."""
+    a = np.array([5, -3, 12], np.int32)
+    b = np.array([3, 1, 40], np.int32)
+    ta, tb = rt.tensor(a), rt.tensor(b)
+    for got, want in (((ta & tb), a & b), ((ta | tb), a | b), ((ta ^ tb), a ^ b), (~ta, ~a),
+                      ((ta << 2), a << 2), ((ta >> 1), a >> 1), ((1 << tb), [8, 2, 0])):
+        assert got.dtype is rt.int32
+        np.testing.assert_array_equal(got.numpy(), want)
+    m, k = np.array([True, False, True]), np.array([True, True, False])
+    tm, tk = rt.tensor(m), rt.tensor(k)
+    for got, want in (((tm & tk), m & k), ((tm | tk), m | k), ((tm ^ tk), m ^ k), (~tm, ~m)):
+        assert got.dtype is rt.bool_
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(rt.DTypeError, match="bitwise_and: not defined for float32, float32"):
+        rt.ones(2) & rt.ones(2)
+    with pytest.raises(rt.DTypeError, match="bitwise_not: not defined for dtype float32"):
+        ~rt.ones(2)
 
 
 @pytest.mark.parametrize("info,dtype", cases(rows("binary")))

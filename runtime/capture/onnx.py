@@ -82,7 +82,9 @@ _I64_MIN = -(2 ** 63)
 
 
 def _no_mapping(name: str) -> OnnxExportError:
-    return OnnxExportError(name, f"graph.to_onnx: op {name!r} has no ONNX mapping")
+    why = getattr(CATALOGUE.get(name), "onnx_skip", None)
+    return OnnxExportError(name, f"graph.to_onnx: op {name!r} has no ONNX mapping"
+                                 + (f" ({why})" if why else ""))
 
 
 class _Builder:
@@ -296,6 +298,30 @@ class _Builder:
         r = self.node(self.record(op), [xa, xb])
         # a comparison gives bool already; arithmetic is cast from the compute dtype
         return r if out.is_bool else self.cast(r, compute, out)
+
+    def _bitwise(self, op, bool_op) -> str:
+        """A bitwise op: the logical operator on bools, the record's Bitwise* on integers
+        (opset >= 18)."""
+        out = op.outputs[0].dtype
+        operands = op.operands()
+        if out.is_bool:
+            return self.node(bool_op, [self.to_bool(a) for a in operands])
+        if self.opset < 18:
+            raise OnnxExportError(op.op, f"graph.to_onnx: {op.op} of integers needs opset >= 18 "
+                                         f"({self.record(op)}), got opset {self.opset}")
+        return self.node(self.record(op), [self.operand(a, out) for a in operands])
+
+    def op_bitwise_and(self, op) -> str:
+        return self._bitwise(op, "And")
+
+    def op_bitwise_or(self, op) -> str:
+        return self._bitwise(op, "Or")
+
+    def op_bitwise_xor(self, op) -> str:
+        return self._bitwise(op, "Xor")
+
+    def op_bitwise_not(self, op) -> str:
+        return self._bitwise(op, "Not")
 
     def op_ne(self, op) -> str:             # Not(Equal), in the comparison's dtype
         a, b = op.operands()

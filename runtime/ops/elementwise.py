@@ -45,6 +45,11 @@ def unary_dtype(name: str, rule: str, x, attrs) -> D.DType:
         return dt if dt.is_float else D.float32
     if rule == "bool":
         return D.bool_
+    if rule == "integer":                   # bitwise_not: ints and bools
+        if dt.is_float:
+            raise DTypeError(f"{name}: not defined for dtype {dt.name} (integer and bool tensors "
+                             f"only)")
+        return dt
     # clamp: the tensor's dtype, promoted by float bounds (int tensor, float bound -> float32)
     if dt.is_bool:
         raise DTypeError("clamp: not defined for dtype bool")
@@ -84,6 +89,11 @@ def binary_dtypes(name: str, a, b) -> tuple:
     if kind == "cmp":
         return _cmp_dtype(name, a, b), D.bool_
     dt = D.result_type(a, b, name)
+    if kind == "bitwise" or kind == "shift":
+        if dt.is_float or (kind == "shift" and dt.is_bool):
+            raise DTypeError(f"{name}: not defined for {dtype_names((a, b))} operands (integer "
+                             f"{'' if kind == 'shift' else 'and bool '}operands only)")
+        return dt, dt
     if kind == "div":
         dt = dt if dt.is_float else D.float32
         return dt, dt
@@ -119,7 +129,7 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None):
     return front_end(fn, method=True)
 
 
-def _binary(name, kind, onnx, grad=None):
+def _binary(name, kind, onnx, grad=None, onnx_skip=None):
     """A native binary op: its record and its front-end function (a Tensor method too)."""
     def infer(args, attrs):
         a, b = args
@@ -136,7 +146,7 @@ def _binary(name, kind, onnx, grad=None):
 
     BINARY[name] = (kind, onnx)
     register(OpSpec(name, "binary", infer, kernel, differentiable=grad is not None,
-                    backward=grad, onnx=onnx, lowering="binary"))
+                    backward=grad, onnx=onnx, onnx_skip=onnx_skip, lowering="binary"))
     return front_end(_binary_fn(name), method=True)
 
 
@@ -397,6 +407,19 @@ subtract, multiply = sub, mul
 for _alias, _fn in (("true_divide", div), ("divide", div), ("subtract", sub),
                     ("multiply", mul)):
     front_end(_fn, name=_alias)
+
+
+
+
+# bitwise ops: ints (and bools, as logical ops, except for the shifts); the Tensor operators
+# & | ^ ~ << >> are these (PyTorch's), so a float operand is a DTypeError
+bitwise_and = _binary("bitwise_and", "bitwise", "BitwiseAnd")
+bitwise_or = _binary("bitwise_or", "bitwise", "BitwiseOr")
+bitwise_xor = _binary("bitwise_xor", "bitwise", "BitwiseXor")
+_NO_SIGNED_SHIFT = "ONNX's BitShift takes unsigned integers only: a signed shift has no operator"
+left_shift = _binary("left_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT)
+right_shift = _binary("right_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT)
+bitwise_not = _unary("bitwise_not", "integer", "BitwiseNot")
 
 
 # --------------------------------------------------------------------------- where, cast
