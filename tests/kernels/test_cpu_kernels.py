@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from hypothesis.extra import numpy as hnp
 
+from jit_kernels import optable
 from jit_kernels import (ARG_REDUCE_OPS, BINARY_OPS, PROTOCOL_METHODS, REDUCE_OPS, UNARY_OPS,
                          kernel_set_for)
 from jit_kernels.cpu import CpuKernels
@@ -113,7 +114,12 @@ REF_UNARY = {
 TRANSC = {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "gelu", "gelu_tanh", "erf"}
 
 
-@pytest.mark.parametrize("op", [o for o in UNARY_OPS if o not in ("clamp", "logical_not")])
+# the integer-only ops (bitwise) have no float form: the runtime refuses float operands
+INT_ONLY = {n for n, e in optable.ELEMENTWISE.items() if "f" not in e.bodies}
+
+
+@pytest.mark.parametrize("op", [o for o in UNARY_OPS if o not in ("clamp", "logical_not")
+                                and o not in INT_ONLY])
 @pytest.mark.parametrize("dt", [F32, F64])
 def test_unary_float(op, dt):
     x = sample(dt, (4, 6), special=True)
@@ -185,11 +191,15 @@ REF_BINARY = {
     "pow": np.power, "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal,
     "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    # shifts by >= 64 or < 0: 0 to the left, the sign to the right
+    "left_shift": lambda a, b: np.where((b < 0) | (b > 63), 0, a << np.clip(b, 0, 63)),
+    "right_shift": lambda a, b: a >> np.where((b < 0) | (b > 63), 63, b),
 }
 BOOL_OUT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}
 
 
-@pytest.mark.parametrize("op", BINARY_OPS)
+@pytest.mark.parametrize("op", [o for o in BINARY_OPS if o not in INT_ONLY])
 def test_binary_float32(op):
     a = sample(F32, (3, 5), 1, special=True)
     b = sample(F32, (3, 5), 2)
@@ -207,8 +217,17 @@ def test_binary_int64(op):
     b = sample(I64, (4, 5), 4)
     if op == "pow":
         b = np.abs(b) % 5
+    if op.endswith("_shift"):
+        b = b % 80 - 8                           # negative, in range, and past the width
     od = B if op in BOOL_OUT else I64
     check(K.binary(op, a, b, I64, od), REF_BINARY[op](a, b), od)
+
+
+def test_bitwise_not():
+    a = sample(I64, (4, 5), 3)
+    check(K.unary("bitwise_not", a, I64, {}), ~a, I64)
+    m = sample(B, (6,), 4)
+    check(K.unary("bitwise_not", m, B, {}), ~m, B)
 
 
 def test_binary_float64_and_mixed():
