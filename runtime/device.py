@@ -65,6 +65,13 @@ class Device:
     def detach(self, t):
         return t
 
+    def dlpack(self, t, kwargs):
+        """``t.__dlpack__()``: only plain devices export (the decorator and recording
+        devices' values are not plain arrays)."""
+        raise DeviceError(f"{self}: DLPack export needs a tensor on a plain device; use "
+                          f"t.detach().inner() on autodiff, and a captured graph's values are not "
+                          f"exportable")
+
     def seed(self, seed: int) -> None:
         """Reset this device's random stream (``rt.manual_seed``)."""
         from . import random as _random
@@ -84,6 +91,10 @@ class PlainDevice(Device):
     def to_host(self, t):
         """A NumPy array the caller owns with ``t``'s values (``dispatch.to_host_plain``)."""
         return _dispatch.to_host_plain(self, t)
+
+    def dlpack(self, t, kwargs):
+        """``t``'s DLPack capsule, zero-copy (``dispatch.dlpack_plain``)."""
+        return _dispatch.dlpack_plain(self, t, kwargs)
 
     def __init__(self, kind: str, index: int = 0):
         object.__setattr__(self, "kind", kind)

@@ -365,6 +365,16 @@ def run_fused(device: PlainDevice, program, tensors) -> tuple:
                  for o, shape, dt in zip(outs, program.output_shapes, program.output_dtypes))
 
 
+def dlpack_plain(device: PlainDevice, t: Tensor, kwargs: dict):
+    """``t``'s DLPack capsule from its kernel set (zero-copy), or DeviceError when the set
+    exports none."""
+    fn = getattr(kernels_for_kind(device.kind), "dlpack", None)
+    if fn is None:
+        raise DeviceError(f"{device}: DLPack export is not supported on this device yet (the "
+                          f"{device.kind} kernel set has no dlpack); move the tensor to cpu first")
+    return fn(t._payload, **kwargs)
+
+
 def to_host_plain(device: PlainDevice, t: Tensor):
     """A NumPy array the caller owns with ``t``'s values."""
     import numpy as np

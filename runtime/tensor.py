@@ -166,7 +166,31 @@ class Tensor:
         return id(self)
 
     def __reduce__(self):
-        raise ArgumentTypeError("tensors cannot be pickled; use t.numpy() or CapturedGraph.save()")
+        """Pickling (and ``copy.deepcopy``) of a plain tensor: its values and device string;
+        autodiff and capture tensors refuse (their tape or graph cannot travel)."""
+        if self.device.family != "plain":
+            raise ArgumentTypeError(f"a tensor on {self.device} cannot be pickled or copied: only "
+                                    f"plain (cpu, cuda) tensors can; detach it or use "
+                                    f"CapturedGraph.save()")
+        return (_rebuild, (self.numpy(), str(self.device)))
+
+    def __copy__(self):
+        """The tensor itself: tensors are immutable, so a copy could never differ from it."""
+        return self
+
+    # ---- interchange ----------------------------------------------------------------
+    def __dlpack__(self, **kwargs):
+        """The DLPack capsule of a cpu tensor, zero-copy (``np.from_dlpack(t)`` and
+        ``torch.from_dlpack(t)`` share its memory: do not write through them, tensors are
+        immutable)."""
+        return self.device.dlpack(self, kwargs)
+
+    def __dlpack_device__(self):
+        """``(device type, index)`` of the DLPack protocol: (1, 0) for cpu."""
+        if self.device.family != "plain" or self.device.kind != "cpu":
+            from .errors import DeviceError
+            raise DeviceError(f"{self.device}: DLPack export is supported for cpu tensors")
+        return (1, 0)
 
     # ---- movement -------------------------------------------------------------------
     def to(self, device) -> "Tensor":
@@ -254,3 +278,8 @@ def _install_methods():
 from .ops import api as _api  # noqa: E402  (the front-end functions need Tensor defined)
 
 _install_methods()
+
+
+def _rebuild(values, device):
+    """Unpickle a plain tensor: its values on the device it was pickled from."""
+    return _api.tensor(values, device=device)

@@ -137,6 +137,10 @@ class CpuKernels:
         return _pool.stats()
 
     # -- user code
+    def dlpack(self, x, **kwargs):
+        """``x``'s DLPack capsule (zero-copy: NumPy's own export of the array)."""
+        return x.__dlpack__(**kwargs)
+
     def custom(self, fn, arrays):
         return np.asarray(fn(*arrays))
 

@@ -141,6 +141,22 @@ def from_numpy(a, device=None) -> Tensor:
 
 
 @front_end
+def from_dlpack(x, device=None) -> Tensor:
+    """A tensor sharing the memory of a cpu DLPack exporter (a NumPy array, a PyTorch or JAX cpu
+    tensor, another runtime tensor), zero-copy; moved to ``device`` when one is given."""
+    if not hasattr(x, "__dlpack__"):
+        raise ArgumentTypeError(f"from_dlpack: expected an object with __dlpack__, got "
+                                f"{type(x).__name__}")
+    try:
+        arr = np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+        raise ArgumentValueError(f"from_dlpack: cannot import {type(x).__name__} on cpu: "
+                                 f"{exc}") from None
+    t = from_numpy(arr)
+    return t if device is None else t.to(device)
+
+
+@front_end
 def full(shape, value, dtype=None, device=None) -> Tensor:
     """A tensor of ``shape`` filled with ``value`` (dtype from the value when not given)."""
     shape = shape_arg("full", (shape,) if isinstance(shape, int) else tuple(shape))
