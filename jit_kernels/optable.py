@@ -197,8 +197,11 @@ def kind_of(dt) -> str:
 def body(op: str, kind: str) -> str:
     """The dialect body of elementwise ``op`` computing in ``kind``."""
     e = ELEMENTWISE.get(op)
-    if e is None or kind not in e.bodies:
+    if e is None:
         raise ValueError(f"unknown elementwise op {op!r}")
+    if kind not in e.bodies:
+        raise ValueError(f"elementwise op {op!r} has no {kind!r} body (it takes "
+                         f"{', '.join(sorted(e.bodies))} operands only)")
     return e.bodies[kind]
 
 
