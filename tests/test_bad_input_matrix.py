@@ -49,23 +49,25 @@ def test_a_list_in_place_of_a_tensor(info, scope):
         info.fn(*args)
 
 
-@pytest.mark.parametrize("info", [r for r in ELEMENTWISE if r.arity >= 2 and r.sample is None],
-                         ids=lambda r: r.name)
-def test_operands_on_two_devices(info, scope):
-    cap, _ = scope
-    args = _inputs(info, cap)
-    args[1] = rt.tensor(np.asarray(args[1].numpy()))            # the second one on cpu
-    with pytest.raises(rt.DeviceMismatchError, match=rf"\(in {info.op}\)"):
-        info.fn(*args)
+def _on_cpu(info, cap, args):
+    return rt.tensor(np.asarray(args[1].numpy()))                # the second one on cpu
 
 
+def _not_broadcastable(info, cap, args):
+    return _inputs(info, cap, (4,))[1]                          # (4,) against (2, 3)
+
+
+@pytest.mark.parametrize("second, error, match", [
+    (_on_cpu, rt.DeviceMismatchError, r"\(in {op}\)"),
+    (_not_broadcastable, rt.ShapeError, r"{op}: .*\(2, 3\).*\(4,\)|{op}: .*\(4,\).*\(2, 3\)"),
+], ids=["on-two-devices", "shapes-do-not-broadcast"])
 @pytest.mark.parametrize("info", [r for r in ELEMENTWISE if r.arity >= 2 and r.sample is None],
                          ids=lambda r: r.name)
-def test_shapes_that_do_not_broadcast(info, scope):
+def test_a_bad_second_operand(info, second, error, match, scope):
     cap, _ = scope
     args = _inputs(info, cap)
-    args[1] = _inputs(info, cap, (4,))[1]
-    with pytest.raises(rt.ShapeError, match=rf"{info.op}: .*\(2, 3\).*\(4,\)|{info.op}: .*\(4,\).*\(2, 3\)"):
+    args[1] = second(info, cap, args)
+    with pytest.raises(error, match=match.format(op=info.op)):
         info.fn(*args)
 
 
