@@ -66,8 +66,8 @@ class Device:
         return t
 
     def dlpack(self, t, kwargs):
-        """``t.__dlpack__()``: only plain devices export (the decorator and recording
-        devices' values are not plain arrays)."""
+        """``t.__dlpack__(**kwargs)`` (``kwargs`` None: ``__dlpack_device__()``): only plain
+        devices export (the decorator and recording devices' values are not plain arrays)."""
         raise DeviceError(f"{self}: DLPack export needs a tensor on a plain device; use "
                           f"t.detach().inner() on autodiff, and a captured graph's values are not "
                           f"exportable")
@@ -93,7 +93,8 @@ class PlainDevice(Device):
         return _dispatch.to_host_plain(self, t)
 
     def dlpack(self, t, kwargs):
-        """``t``'s DLPack capsule, zero-copy (``dispatch.dlpack_plain``)."""
+        """``t``'s DLPack capsule, zero-copy, or with ``kwargs`` None its DLPack device
+        (``dispatch.dlpack_plain``)."""
         return _dispatch.dlpack_plain(self, t, kwargs)
 
     def __init__(self, kind: str, index: int = 0):

@@ -365,13 +365,16 @@ def run_fused(device: PlainDevice, program, tensors) -> tuple:
                  for o, shape, dt in zip(outs, program.output_shapes, program.output_dtypes))
 
 
-def dlpack_plain(device: PlainDevice, t: Tensor, kwargs: dict):
-    """``t``'s DLPack capsule from its kernel set (zero-copy), or DeviceError when the set
-    exports none."""
-    fn = getattr(kernels_for_kind(device.kind), "dlpack", None)
+def dlpack_plain(device: PlainDevice, t: Tensor, kwargs):
+    """``t``'s DLPack capsule from its kernel set (zero-copy), or with ``kwargs`` None the
+    ``__dlpack_device__`` pair; DeviceError when the set exports none."""
+    ks = kernels_for_kind(device.kind)
+    fn = getattr(ks, "dlpack", None)
     if fn is None:
         raise DeviceError(f"{device}: DLPack export is not supported on this device yet (the "
                           f"{device.kind} kernel set has no dlpack); move the tensor to cpu first")
+    if kwargs is None:
+        return ks.dlpack_device(t._payload)
     return fn(t._payload, **kwargs)
 
 

@@ -141,6 +141,10 @@ class CpuKernels:
         """``x``'s DLPack capsule (zero-copy: NumPy's own export of the array)."""
         return x.__dlpack__(**kwargs)
 
+    def dlpack_device(self, x):
+        """``x``'s ``__dlpack_device__()`` pair: (1, 0), the host."""
+        return x.__dlpack_device__()
+
     def custom(self, fn, arrays):
         return np.asarray(fn(*arrays))
 

@@ -11,7 +11,7 @@ from .shapes import MAX_ELEMENTS
 from ..tensor import Tensor
 
 __all__ = ["operand", "tensor_arg", "device_arg", "shape_arg", "check_size", "int_arg",
-           "torch_alias", "MAX_ELEMENTS"]
+           "torch_alias", "axis_keepdims", "MAX_ELEMENTS"]
 
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 
@@ -66,14 +66,23 @@ def check_size(op: str, shape) -> None:
                          f"{MAX_ELEMENTS} a tensor can have")
 
 
-def torch_alias(op: str, value, default, alias, alias_value, names: str):
+def torch_alias(op: str, value, default, alias_value, names: str):
     """``value``, or PyTorch's keyword ``alias_value`` for it (``dim`` for ``axis``,
-    ``keepdim`` for ``keepdims``) when given; ArgumentTypeError when both are."""
+    ``keepdim`` for ``keepdims``) when given; ArgumentTypeError naming both spellings
+    (``names``) when both are."""
     if alias_value is None:
         return value
     if value is not default:
         raise ArgumentTypeError(f"{op}: got both {names}")
     return alias_value
+
+
+def axis_keepdims(op: str, axis, keepdims, dim, keepdim) -> tuple:
+    """``(axis, keepdims)`` of a reduction, PyTorch's ``dim=``/``keepdim=`` accepted too."""
+    if dim is None and keepdim is None:
+        return axis, keepdims
+    return (torch_alias(op, axis, None, dim, "axis= and dim="),
+            torch_alias(op, keepdims, False, keepdim, "keepdims= and keepdim="))
 
 
 def int_arg(op: str, name: str, v) -> int:

@@ -542,10 +542,6 @@ logaddexp = _composite("logaddexp", 2, _decompose_logaddexp, grad=_grad_logaddex
 
 
 # --------------------------------------------------------------------------- exact composites
-def _infer_float(args, attrs):
-    return args[0].shape, float_of(args[0].dtype)
-
-
 def _infer_same(name):
     def infer(args, attrs):
         (x,) = args

@@ -340,7 +340,7 @@ def take(x, indices, axis=None) -> Tensor:
 def gather(x, axis=None, index=None, *, dim=None) -> Tensor:
     """PyTorch's ``gather(input, dim, index)``: ``out[i][j] = x[i][index[i][j]]`` for axis 1."""
     x = tensor_arg("gather", x)
-    axis = torch_alias("gather", axis, None, "axis", dim, "axis= and dim=")
+    axis = torch_alias("gather", axis, None, dim, "axis= and dim=")
     if axis is None or index is None:
         raise ArgumentTypeError("gather: needs an axis (axis= or dim=) and an index")
     idx = _index_tensor("gather", x, index)

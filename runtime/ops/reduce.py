@@ -13,7 +13,7 @@ from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import ShapeError
 from ..tensor import Tensor
-from .args import int_arg, tensor_arg, torch_alias
+from .args import axis_keepdims, int_arg, tensor_arg, torch_alias
 from .elementwise import cast, div, eq, exp, mul, sub, where
 from .registry import OpSpec, front_end, register
 from .shape import broadcast_to, reshape
@@ -72,9 +72,7 @@ _TORCH_NAMES = " PyTorch's ``dim=``/``keepdim=`` are accepted for ``axis=``/``ke
 
 def _reduce(name, x, axis, keepdims, extra=None, dim=None, keepdim=None):
     x = tensor_arg(name, x)
-    if dim is not None or keepdim is not None:
-        axis = torch_alias(name, axis, None, "axis", dim, "axis= and dim=")
-        keepdims = torch_alias(name, keepdims, False, "keepdims", keepdim, "keepdims= and keepdim=")
+    axis, keepdims = axis_keepdims(name, axis, keepdims, dim, keepdim)
     nd = len(x.shape)
     axes = normalize_axes(name, axis, nd, x.shape)
     if nd == 0:
@@ -165,7 +163,7 @@ def var(x, axis=None, keepdims=False, ddof=0, *, dim=None, keepdim=None,
         correction=None) -> Tensor:
     """Variance with ``ddof`` (NumPy's convention: 0; PyTorch's ``correction=`` is the same
     number)."""
-    ddof = torch_alias("var", ddof, 0, "ddof", correction, "ddof= and correction=")
+    ddof = torch_alias("var", ddof, 0, correction, "ddof= and correction=")
     return _reduce("var", x, axis, keepdims, {"ddof": int_arg("var", "ddof", ddof)}, dim, keepdim)
 
 
@@ -179,9 +177,7 @@ def std(x, axis=None, keepdims=False, ddof=0, *, dim=None, keepdim=None,
 
 def _truth(name, x, axis, keepdims, dim, keepdim, reducer, empty):
     x = tensor_arg(name, x)
-    if dim is not None or keepdim is not None:
-        axis = torch_alias(name, axis, None, "axis", dim, "axis= and dim=")
-        keepdims = torch_alias(name, keepdims, False, "keepdims", keepdim, "keepdims= and keepdim=")
+    axis, keepdims = axis_keepdims(name, axis, keepdims, dim, keepdim)
     axes = normalize_axes(name, axis, x.ndim, x.shape)
     b = x if x.dtype.is_bool else cast(x, D.bool_)
     if x.ndim and prod(x.shape[a] for a in axes) == 0:     # nothing to look at: the identity
@@ -238,10 +234,7 @@ def _arg_reduction(name, onnx):
 
     def fn(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:
         x = tensor_arg(name, x)
-        if dim is not None or keepdim is not None:
-            axis = torch_alias(name, axis, None, "axis", dim, "axis= and dim=")
-            keepdims = torch_alias(name, keepdims, False, "keepdims", keepdim,
-                                   "keepdims= and keepdim=")
+        axis, keepdims = axis_keepdims(name, axis, keepdims, dim, keepdim)
         if axis is not None:
             if isinstance(axis, (tuple, list)):
                 raise ShapeError(f"{name}: axis must be an int or None, got {axis!r}")
@@ -280,7 +273,7 @@ def _softmax_op(name, log, onnx, grad, doc):
 
     def fn(x, axis=-1, *, dim=None) -> Tensor:
         x = tensor_arg(name, x)
-        axis = torch_alias(name, axis, -1, "axis", dim, "axis= and dim=")
+        axis = torch_alias(name, axis, -1, dim, "axis= and dim=")
         if x.ndim == 0:
             normalize_axis(name, axis, 0)  # 0 or -1, as NumPy and PyTorch accept for a 0-d tensor
             return reshape(run(name, (reshape(x, (1,)),), {"axis": 0}), ())

@@ -178,7 +178,7 @@ def _sequence(op, tensors) -> tuple:
 def squeeze(x, axis=None, *, dim=None) -> Tensor:
     """Remove size-1 axes (all of them, or the given ones, which must have size 1)."""
     x = tensor_arg("squeeze", x)
-    axis = torch_alias("squeeze", axis, None, "axis", dim, "axis= and dim=")
+    axis = torch_alias("squeeze", axis, None, dim, "axis= and dim=")
     if axis is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
@@ -195,7 +195,7 @@ def squeeze(x, axis=None, *, dim=None) -> Tensor:
 def unsqueeze(x, axis=None, *, dim=None) -> Tensor:
     """Insert a size-1 axis at ``axis`` (counted in the result)."""
     x = tensor_arg("unsqueeze", x)
-    axis = torch_alias("unsqueeze", axis, None, "axis", dim, "axis= and dim=")
+    axis = torch_alias("unsqueeze", axis, None, dim, "axis= and dim=")
     if axis is None:
         raise ArgumentTypeError("unsqueeze: missing the axis (axis= or dim=)")
     a = normalize_axis("unsqueeze", axis, x.ndim + 1, x.shape)
@@ -206,9 +206,9 @@ def unsqueeze(x, axis=None, *, dim=None) -> Tensor:
 def flatten(x, start_axis=0, end_axis=-1, *, start_dim=None, end_dim=None) -> Tensor:
     """Merge axes ``start_axis..end_axis`` into one (PyTorch's ``start_dim``/``end_dim`` too)."""
     x = tensor_arg("flatten", x)
-    start_axis = torch_alias("flatten", start_axis, 0, "start_axis", start_dim,
+    start_axis = torch_alias("flatten", start_axis, 0, start_dim,
                              "start_axis= and start_dim=")
-    end_axis = torch_alias("flatten", end_axis, -1, "end_axis", end_dim, "end_axis= and end_dim=")
+    end_axis = torch_alias("flatten", end_axis, -1, end_dim, "end_axis= and end_dim=")
     if x.ndim == 0:
         return reshape(x, (1,))
     s = normalize_axis("flatten", start_axis, x.ndim, x.shape)
@@ -222,7 +222,7 @@ def flatten(x, start_axis=0, end_axis=-1, *, start_dim=None, end_dim=None) -> Te
 def cat(tensors, axis=0, *, dim=None) -> Tensor:
     """Concatenate along an existing axis (dtypes promoted)."""
     ts = _sequence("cat", tensors)
-    axis = torch_alias("cat", axis, 0, "axis", dim, "axis= and dim=")
+    axis = torch_alias("cat", axis, 0, dim, "axis= and dim=")
     if not ts:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
     if ts[0].ndim == 0:
@@ -240,7 +240,7 @@ concatenate = cat
 def stack(tensors, axis=0, *, dim=None) -> Tensor:
     """Join along a new axis (all shapes equal)."""
     ts = _sequence("stack", tensors)
-    axis = torch_alias("stack", axis, 0, "axis", dim, "axis= and dim=")
+    axis = torch_alias("stack", axis, 0, dim, "axis= and dim=")
     if not ts:
         raise ShapeError("stack: expected a non-empty sequence of tensors")
     for t in ts:
@@ -257,7 +257,7 @@ def split(x, split_size_or_sections, axis=0, *, dim=None) -> tuple:
     """PyTorch's ``split``: pieces of an int size (last may be smaller) or of listed sizes."""
     from .index import getitem
     x = tensor_arg("split", x)
-    axis = torch_alias("split", axis, 0, "axis", dim, "axis= and dim=")
+    axis = torch_alias("split", axis, 0, dim, "axis= and dim=")
     if x.ndim == 0:
         raise ShapeError("split: expected a tensor with at least one dimension, got a 0-d tensor")
     a = normalize_axis("split", axis, x.ndim, x.shape)
@@ -285,7 +285,7 @@ def split(x, split_size_or_sections, axis=0, *, dim=None) -> tuple:
 def chunk(x, chunks: int, axis=0, *, dim=None) -> tuple:
     """Split into ``chunks`` pieces of ceil(n / chunks) (PyTorch's ``chunk``)."""
     x = tensor_arg("chunk", x)
-    axis = torch_alias("chunk", axis, 0, "axis", dim, "axis= and dim=")
+    axis = torch_alias("chunk", axis, 0, dim, "axis= and dim=")
     chunks = int_arg("chunk", "chunks", chunks)
     if x.ndim == 0:
         raise ShapeError("chunk: expected a tensor with at least one dimension, got a 0-d tensor")
