@@ -44,6 +44,8 @@ INTERNAL = {"cross_entropy_backward": "cross_entropy"}
 
 
 def _spy(monkeypatch):
+    from runtime.dispatch import clear_dispatch_cache
+    clear_dispatch_cache()          # a cached rule result would skip the spy
     seen = set()
     for name, spec in BUILTIN.items():
         def infer(args, attrs, _name=name, _infer=spec.infer):

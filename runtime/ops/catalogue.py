@@ -16,17 +16,12 @@ from __future__ import annotations
 
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
-from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, register, set_backward, spec
+from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, register
 from . import create, shape, elementwise, index, reduce, linalg, nn  # noqa: F401 (registration)
-from .elementwise import BINARY, UNARY, binary_dtypes
-from .index import index_shape
-from .linalg import batch_pad, matmul_shapes
-from .nn import CROSS_ENTROPY_REDUCTIONS
-from .reduce import REDUCTIONS
+from .elementwise import BINARY, binary_dtypes
 
-__all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "UNARY", "BINARY", "REDUCTIONS",
-           "spec", "register", "register_custom", "set_backward", "binary_dtypes",
-           "matmul_shapes", "batch_pad", "index_shape", "CROSS_ENTROPY_REDUCTIONS"]
+__all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "BINARY", "register", "register_custom",
+           "binary_dtypes"]
 
 _Meta = Meta      # the name the capture and dispatch modules use
 

@@ -28,8 +28,7 @@ from .shapes import broadcast_shapes
 # ints/bools to float32, "bool" always gives bool, "clamp" promotes by the bounds.
 # kind per binary op: "arith" (promoted), "div" (true division), "cmp" (bool out),
 # "logical" (operands as truth values, bool out).
-UNARY: dict = {}      # name -> (dtype rule, onnx name)
-BINARY: dict = {}     # name -> (kind, onnx name)
+BINARY: dict = {}     # name -> (kind, onnx name): binary_dtypes reads the kind
 # Two bool tensors: these stay bool (logical meaning, as in PyTorch); sub/pow/div are rejected
 # or promoted by their own rules.
 _BOOL_OK = {"add", "mul", "maximum", "minimum"}
@@ -113,7 +112,6 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None):
     def kernel(ks, p, args, attrs, shape, dtype, device):
         return ks.unary(name, p[0], dtype.np, attrs)
 
-    UNARY[name] = (rule, onnx)
     register(OpSpec(name, "unary", infer, kernel, differentiable=grad is not None,
                     backward=None if grad is None else (lambda c, g: (grad(c, g),)),
                     onnx=onnx, lowering="unary"))
@@ -150,16 +148,21 @@ def _binary(name, kind, onnx, grad=None, onnx_skip=None):
     return front_end(_binary_fn(name), method=True)
 
 
+def _operands(name, args) -> tuple:
+    """The operands of an elementwise op: tensors, Python scalars, NumPy arrays as tensors on the
+    first tensor's device; ArgumentTypeError when none is a tensor."""
+    like = next((a for a in args if isinstance(a, Tensor)), None)
+    out = tuple(operand(name, a, like) for a in args)
+    if like is None:
+        raise ArgumentTypeError(f"{name}: at least one operand must be a Tensor")
+    return out
+
+
 def _binary_fn(name, doc=None):
     def fn(a, b):
         if type(a) is Tensor and type(b) is Tensor:  # the common case, straight to dispatch
             return run(name, (a, b))
-        like = a if isinstance(a, Tensor) else (b if isinstance(b, Tensor) else None)
-        a = operand(name, a, like)
-        b = operand(name, b, like)
-        if like is None:
-            raise ArgumentTypeError(f"{name}: at least one operand must be a Tensor")
-        return run(name, (a, b))
+        return run(name, _operands(name, (a, b)))
     fn.__name__ = name
     fn.__doc__ = doc or f"Elementwise ``{name}`` with NumPy broadcasting and scalar operands."
     return fn
@@ -202,10 +205,7 @@ def _composite(name, arity, decompose, grad=None, doc=None, result="float",
         def fn(*args):
             if len(args) != arity:
                 raise ArgumentTypeError(f"{name}: expected {arity} operands, got {len(args)}")
-            like = next((a for a in args if isinstance(a, Tensor)), None)
-            if like is None:
-                raise ArgumentTypeError(f"{name}: at least one operand must be a Tensor")
-            return run(name, tuple(operand(name, a, like) for a in args))
+            return run(name, _operands(name, args))
     fn.__name__ = name
     fn.__doc__ = doc
     return front_end(fn, method=True)
@@ -595,10 +595,7 @@ def _addc(name, combine, result, doc):
     _composite(name, 3, decompose, result=result, api=False)
 
     def fn(input, tensor1, tensor2, value=1) -> Tensor:
-        like = next((a for a in (input, tensor1, tensor2) if isinstance(a, Tensor)), None)
-        if like is None:
-            raise ArgumentTypeError(f"{name}: at least one operand must be a Tensor")
-        args = tuple(operand(name, a, like) for a in (input, tensor1, tensor2))
+        args = _operands(name, (input, tensor1, tensor2))
         value = operand(name, value)
         return run(name, args, None if value == 1 else {"value": value})
     fn.__name__ = name
@@ -662,11 +659,8 @@ register(OpSpec("isclose", "binary",
 @front_end(method=True)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
     """``|a - b| <= atol + rtol * |b|`` elementwise (NumPy's and PyTorch's ``isclose``)."""
-    like = a if isinstance(a, Tensor) else (b if isinstance(b, Tensor) else None)
-    if like is None:
-        raise ArgumentTypeError("isclose: at least one operand must be a Tensor")
     attrs = {"rtol": float(rtol), "atol": float(atol), "equal_nan": bool(equal_nan)}
-    return run("isclose", (operand("isclose", a, like), operand("isclose", b, like)), attrs)
+    return run("isclose", _operands("isclose", (a, b)), attrs)
 
 
 @front_end(method=True)

@@ -20,7 +20,6 @@ from .shape import broadcast_to, reshape
 from .shapes import normalize_axes, normalize_axis, prod
 
 
-REDUCTIONS: dict = {}     # name -> (dtype rule, empty allowed, onnx)
 
 
 def _reduced_shape(shape, axes, keepdims) -> tuple:
@@ -54,7 +53,6 @@ def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True):
     def kernel(ks, p, args, attrs, shape, dtype, device):
         return ks.reduce(name, p[0], attrs["axes"], attrs["keepdims"], dtype.np, attrs)
 
-    REDUCTIONS[name] = (rule, empty_ok, onnx)
     register(OpSpec(name, "reduce", infer, kernel, cost="compute", backward=grad, onnx=onnx,
                     lowering="reduce"))
     if not api:

@@ -22,8 +22,7 @@ from typing import Any, Callable, Optional
 from .. import dtypes as D
 from ..errors import ArgumentValueError
 
-__all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "register", "spec", "set_backward",
-           "front_end", "Meta"]
+__all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "register", "front_end", "Meta"]
 
 
 @dataclass
@@ -72,15 +71,6 @@ def register(s: OpSpec, replace: bool = False) -> OpSpec:
         s.lowering = "composite"
     CATALOGUE[s.name] = s
     return s
-
-
-def spec(name: str) -> OpSpec:
-    return CATALOGUE[name]
-
-
-def set_backward(name: str, rule: Callable) -> None:
-    """Attach a backward rule to catalogue entry ``name``."""
-    CATALOGUE[name].backward = rule
 
 
 # --------------------------------------------------------------------------- front end
