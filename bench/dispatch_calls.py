@@ -5,6 +5,7 @@ front-end call to its return (the kernel set's own calls are not counted) for:
 
 - a *cold* tracked binary op (``mul`` of two tracked autodiff tensors of a new shape, after
   ``rt.empty_cache()``: no fast-path decision, no cached rule result),
+- its *second* call (the cached plan; it leaves the fast-path decision),
 - the same op *warm* (the small-op fast path),
 - a tracked reduction with attrs (``sum(x, axis=1)``, never on the fast path).
 
@@ -59,6 +60,7 @@ def cases():
     a, b = pair(5)
     rt.empty_cache()
     out.append(("cold tracked mul", lambda: rt.mul(a, b)))
+    out.append(("second tracked mul", lambda: rt.mul(a, b)))
     out.append(("warm tracked mul", lambda: rt.mul(a, b)))
     out.append(("tracked sum(axis=1)", lambda: rt.sum(a, axis=1)))
     return out

@@ -10,7 +10,7 @@ import contextlib
 import threading
 from typing import Callable
 
-from .errors import DeviceError, RequiresAutodiffError
+from .errors import DeviceError, IndexOutOfRangeError, OutOfMemoryError, RequiresAutodiffError
 
 __all__ = ["Device", "PlainDevice", "cpu", "cuda", "device", "devices", "default_device",
            "register_device_parser"]
@@ -22,8 +22,12 @@ class Device:
     __slots__ = ()
     family = "plain"      # "plain", "autodiff" or "capture": the rows of the movement table
     kind = "?"            # the kernel-set kind for plain devices
-    # Optional ``execute_fast(name, args) -> Tensor | None`` for attr-less ops, tried by
-    # dispatch before infer (decorator devices whose inner device has a fast path).
+    # The small-op fast path (``dispatch``): ``fast_kind`` names the cached per-op decisions
+    # this device's attr-less unary/binary ops may take (None: never; a plain device's kind;
+    # an autodiff device's own name over a plain inner device), and a decorator device's
+    # ``execute_fast(entry, args) -> Tensor | None`` runs such a decision (None: go the
+    # general way).  A plain device's decisions are run by dispatch itself.
+    fast_kind = None
     execute_fast = None
 
     def _key(self) -> tuple:
@@ -81,12 +85,26 @@ class Device:
 class PlainDevice(Device):
     """A device whose ops run on a kernel set (``cpu``, ``cuda:N``)."""
 
-    __slots__ = ("kind", "index")
+    __slots__ = ("kind", "index", "fast_kind")
 
-    def execute(self, spec, args, attrs, shape, dtype):
-        """Run catalogue op ``spec`` on this device's kernel set: ``dispatch.execute_plain``
-        (the dispatch layer is the one module that reaches kernel sets)."""
-        return _dispatch.execute_plain(self, spec, args, attrs, shape, dtype)
+    def execute(self, spec, args, attrs, plan):
+        """Run catalogue op ``spec`` on this device's kernel set (from the dispatch layer, the
+        one module that maps a device to its kernels): the record's lowering, given the
+        payloads and the rule's ``plan``; the kernels' IndexError and MemoryError become
+        typed errors naming the op."""
+        ks = _dispatch._KERNELS.get(self.kind) or _dispatch.kernels_for_kind(self.kind)
+        payloads = []
+        for a in args:
+            payloads.append(a._payload if isinstance(a, Tensor) else a)
+        try:
+            out = spec.kernel(ks, payloads, args, attrs, plan, self)
+        except IndexError as exc:  # kernels check index values, the only thing they see first
+            raise IndexOutOfRangeError(f"{spec.name}: {exc} (input shapes "
+                                       f"{', '.join(str(getattr(a, 'shape', ())) for a in args)})") from None
+        except MemoryError:
+            raise OutOfMemoryError(f"{spec.name}: cannot allocate the {plan.dtype.name} result of "
+                                   f"shape {tuple(plan.shape)} on {self}") from None
+        return _wrap(out, plan.shape, plan.dtype, self)
 
     def to_host(self, t):
         """A NumPy array the caller owns with ``t``'s values (``dispatch.to_host_plain``)."""
@@ -100,6 +118,7 @@ class PlainDevice(Device):
     def __init__(self, kind: str, index: int = 0):
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "index", int(index))
+        object.__setattr__(self, "fast_kind", kind)
 
     def _key(self):
         return ("plain", self.kind, self.index)
@@ -228,3 +247,6 @@ def current_default() -> Device:
 
 # PlainDevice's methods reach kernel sets through the dispatch layer (which imports this module)
 from . import dispatch as _dispatch  # noqa: E402
+from .tensor import Tensor  # noqa: E402
+
+_wrap = Tensor._wrap

@@ -50,5 +50,5 @@ def value_of(node, cache: dict):
         if _available(n, cache) is not None:
             continue
         args = tuple(_available(p, cache) if isinstance(p, Node) else p for p in n.inputs)
-        cache[n] = n.device.execute(n.spec, args, n.attrs, n.shape, n.dtype)
+        cache[n] = n.device.execute(n.spec, args, n.attrs, n.spec.infer(args, n.attrs))
     return cache[node]

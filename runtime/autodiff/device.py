@@ -11,8 +11,6 @@ from .checkpoint import STRATEGIES
 from .gradients import Gradients
 from .grad_mode import _mode
 
-from ..dispatch import FAST as _FAST, fast_key as _fast_key
-from ..ops.catalogue import CATALOGUE as _CATALOGUE
 from .tape import Node
 
 __all__ = ["AutodiffDevice", "AutodiffValue", "autodiff", "from_inner"]
@@ -30,7 +28,6 @@ class AutodiffValue:
 
 _AV = AutodiffValue
 _new = Tensor._wrap
-_SCALAR_TYPES = (int, float, bool)
 
 
 def _wrap(inner: Tensor, node, device) -> Tensor:
@@ -40,7 +37,7 @@ def _wrap(inner: Tensor, node, device) -> Tensor:
 class AutodiffDevice(Device):
     """``autodiff(inner)``: runs ``inner``'s kernels and records a tape for tracked tensors."""
 
-    __slots__ = ("inner", "checkpointing")
+    __slots__ = ("inner", "checkpointing", "fast_kind")
     family = "autodiff"
     kind = "autodiff"
 
@@ -53,6 +50,10 @@ class AutodiffDevice(Device):
                              f"got {checkpointing!r}")
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "checkpointing", checkpointing)
+        # its own fast-path decisions (the inner kernel, then the tape) when the inner device is
+        # plain; none over a recording device
+        object.__setattr__(self, "fast_kind", None if inner.fast_kind is None else
+                           f"autodiff({inner.fast_kind})")
 
     def _key(self):
         return ("autodiff", self.inner)     # checkpointing is not part of identity (SPEC §1)
@@ -72,12 +73,10 @@ class AutodiffDevice(Device):
         return self.inner.innermost
 
     # ---- execution -------------------------------------------------------------------
-    def _unwrap(self, args, checked: bool):
-        """(inner operands, tape inputs, any tracked) of ``args``: an autodiff tensor gives its
-        inner tensor (and its node when tracked); a plain tensor on the inner device or a
-        Python scalar is a constant.  Unless ``checked`` (dispatch found the common device),
-        None when an operand is on another device or of another type."""
-        inner = self.inner
+    def _unwrap(self, args):
+        """(inner operands, tape inputs, any tracked) of ``args`` (dispatch has checked their
+        devices): an autodiff tensor gives its inner tensor (and its node when tracked); a
+        plain tensor on the inner device or a Python scalar is a constant."""
         inner_args = []
         inputs = []
         tracked = False
@@ -85,8 +84,6 @@ class AutodiffDevice(Device):
             if type(a) is Tensor or isinstance(a, Tensor):
                 p = a._payload
                 if type(p) is AutodiffValue:
-                    if not checked and a.device is not self and a.device != self:
-                        return None
                     inner_args.append(p.inner)
                     node = p.node
                     if node is not None:
@@ -95,10 +92,6 @@ class AutodiffDevice(Device):
                     else:
                         inputs.append(p.inner)
                     continue
-                if not checked and a.device is not inner and a.device != inner:
-                    return None
-            elif not checked and type(a) not in _SCALAR_TYPES:
-                return None
             inner_args.append(a)
             inputs.append(a)
         return tuple(inner_args), inputs, tracked
@@ -113,33 +106,23 @@ class AutodiffDevice(Device):
                         out, self.checkpointing == "none" or spec.cost != "memory")
         return _new(_AV(out, node), out.shape, dtype, self, out.id)   # keep: checkpoint.keeps_output
 
-    def execute(self, spec, args, attrs, shape, dtype) -> Tensor:
-        inner_args, inputs, tracked = self._unwrap(args, True)
+    def execute(self, spec, args, attrs, plan) -> Tensor:
+        inner_args, inputs, tracked = self._unwrap(args)
         if tracked and spec.backward is None and spec.differentiable and not _mode.disabled:
             if spec.decompose is not None:  # a composite: differentiated through its parts
                 return spec.decompose(args, attrs)
             raise AutodiffNotMarkedError()
-        # shape and dtype are the outer infer's (same operand shapes and dtypes inside)
-        out = self.inner.execute(spec, inner_args, attrs, shape, dtype)
+        # the plan is the outer rule's (same operand shapes and dtypes inside)
+        out = self.inner.execute(spec, inner_args, attrs, plan)
         return self._result(spec, tracked, attrs, inputs, out)
 
-    def execute_fast(self, name, args):
-        """An attr-less op without the outer infer: when the inner device's small-op fast path
-        holds a decision for these operand shapes and dtypes (an autodiff tensor has its inner
-        tensor's) and every tensor operand is on this device (or a plain constant on the inner
-        one), run the prepared kernel on the inner payloads and record the node; else None
-        (nothing run; ``dispatch`` goes the general way, which also raises every error)."""
-        key = _fast_key(name, self.inner.kind, args)
-        ent = _FAST.get(key) if key is not None else None
-        if ent is None:
-            return None
+    def execute_fast(self, ent, args):
+        """A cached fast-path decision ``ent`` (dispatch's: these operand shapes and dtypes on
+        this device, every tensor operand on it): the prepared kernel on the inner payloads,
+        then the tape node; None (nothing run; dispatch goes the general way) for a tracked
+        op that differentiates through its decomposition."""
         spec = ent[0]
-        if _CATALOGUE[name] is not spec:
-            return None
-        unwrapped = self._unwrap(args, False)
-        if unwrapped is None:
-            return None
-        inner_args, inputs, tracked = unwrapped
+        inner_args, inputs, tracked = self._unwrap(args)
         if tracked and spec.backward is None and spec.differentiable and not _mode.disabled:
             return None                         # (a composite's decomposition, or the error)
         if len(inner_args) == 2:

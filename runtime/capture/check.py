@@ -97,7 +97,7 @@ def check_graph(graph) -> None:
         attrs = dict(op.attrs)
         try:
             args = tuple(_Operand(a) if type(a) is TensorIr else a for a in op.args)
-            shape, dtype = spec.infer(args, attrs)
+            shape, dtype = spec.infer(args, attrs)[:2]
         except TensorRuntimeError as exc:
             raise _fail(f"{where} rejects its operands: {exc}", out.id) from None
         except Exception as exc:  # a malformed attr or scalar the rule cannot even read

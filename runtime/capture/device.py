@@ -238,10 +238,11 @@ class CaptureDevice(Device):
         return s
 
     # ---- the recorder (what plain devices' kernels do) -----------------------------------
-    def execute(self, spec, args, attrs, shape, dtype) -> Tensor:
+    def execute(self, spec, args, attrs, plan) -> Tensor:
         """Record ``spec`` applied to ``args`` into the active session; nothing runs."""
         if spec.decompose is not None:      # composite op: record its primitive ops
             return spec.decompose(args, attrs)
+        shape, dtype = plan.shape, plan.dtype
         if not args:
             session = self._session()
             if spec.name == "init":

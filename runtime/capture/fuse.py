@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .. import dispatch
-from ..ops.catalogue import CATALOGUE, _Meta, binary_dtypes
+from ..ops.catalogue import CATALOGUE, _Meta
 
 __all__ = ["FusedInput", "FusedOp", "FusedProgram", "plan_fusion", "ELEMENTWISE_FAMILIES",
            "ROW_REDUCTIONS"]
@@ -408,7 +408,8 @@ def _build_program(g, ops, producer, group_of, graph_outputs, needed_outside):
         operands = op.operands()
         if fam == "binary":
             metas = [_Meta(o.shape, o.dtype) if hasattr(o, "dtype") else o for o in operands]
-            cd, od = binary_dtypes(op.op, metas[0], metas[1])
+            plan = CATALOGUE[op.op].infer(tuple(metas), {})
+            cd, od = plan.compute, plan.dtype
             args = tuple(ref(o) if hasattr(o, "dtype") else sc_ref(o, _np(cd)) for o in operands)
             fops.append(FusedOp(op.op, args, _np(cd), _np(od), level))
         elif op.op == "where":

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..errors import ArgumentValueError, TensorRuntimeError
-from ..ops.catalogue import CATALOGUE, binary_dtypes
+from ..ops.catalogue import CATALOGUE
 from .ir import CapturedGraph, TensorIr
 
 __all__ = ["export_onnx", "OnnxExportError", "OnnxNotInstalledError", "MIN_OPSET"]
@@ -286,7 +286,8 @@ class _Builder:
     def fam_binary(self, op) -> str:
         name = op.op
         a, b = op.operands()
-        compute, out = binary_dtypes(name, a, b)
+        plan = CATALOGUE[name].infer((a, b), {})
+        compute, out = plan.compute, plan.dtype
         if compute.is_bool:
             if name in ("add", "maximum"):
                 return self.node("Or", [self.to_bool(a), self.to_bool(b)])
@@ -325,7 +326,7 @@ class _Builder:
 
     def op_ne(self, op) -> str:             # Not(Equal), in the comparison's dtype
         a, b = op.operands()
-        compute = binary_dtypes("ne", a, b)[0]
+        compute = CATALOGUE["ne"].infer((a, b), {}).compute
         return self.node("Not", [self.node("Equal", [self.operand(a, compute),
                                                      self.operand(b, compute)])])
 

@@ -6,11 +6,11 @@ one callable over *values* (kernel-set payloads on a plain device, tensors elsew
 
 - an op on a plain device: ``dispatch.plain_step`` (the kernel set's prepared unary/binary
   kernel, or a closure over the catalogue lowering with the operand shapes/dtypes, attrs and
-  output bound);
+  the rule's plan bound);
 - a fused program (plain devices only): the kernel set's ``fused(program, payloads)``, called
   in place;
-- an op on any other device (autodiff): ``device.execute(spec, args, attrs, shape, dtype)``,
-  called in place with its bound spec, attrs and result shape/dtype.
+- an op on any other device (autodiff): ``device.execute(spec, args, attrs, plan)``,
+  called in place with its bound spec, attrs and the rule's plan.
 
 Literal (Python scalar) operands get constant slots.  The step list is then unrolled into one
 generated function (``_generate``): ``run(v0, v1, ...)`` takes the per-call values (inputs, then
@@ -27,7 +27,7 @@ from ..ops.catalogue import CATALOGUE, _Meta
 from ..tensor import Tensor
 from .ir import TensorIr
 
-__all__ = ["Plan", "build_plan", "spec_of"]
+__all__ = ["GraphPlan", "build_plan", "spec_of"]
 
 
 def spec_of(name: str):
@@ -39,7 +39,7 @@ def spec_of(name: str):
     return s
 
 
-class Plan:
+class GraphPlan:
     """A lowered, unrolled plan: ``plan(values) -> outputs`` (``values``: one tensor per
     per-call slot, inputs then parameters, in the order given to ``build_plan``)."""
 
@@ -66,7 +66,7 @@ def _metas(operands) -> tuple:
     return tuple(_Meta(a.shape, a.dtype) if type(a) is TensorIr else a for a in operands)
 
 
-def build_plan(device, units, inputs, params, outputs) -> Plan:
+def build_plan(device, units, inputs, params, outputs) -> GraphPlan:
     """Lower ``units`` (``("op", OperationIr)`` or ``("fused", FusedProgram, in ids, out ids)``,
     in an executable order) for ``device``.  ``inputs`` and ``params`` are the ids whose values
     each call passes (in that order), ``outputs`` the ``TensorIr``s it returns (on a plain
@@ -104,12 +104,13 @@ def build_plan(device, units, inputs, params, outputs) -> Plan:
             attrs = dict(op.attrs)
             refs = tuple(("s", slot_of(a.id)) if type(a) is TensorIr else literal(a)
                          for a in op.args)
+            metas = _metas(op.args)
+            plan = spec.infer(metas, attrs)     # (the graph is checked: it gives out's shape and dtype)
             if plain:
-                fn = dispatch.plain_step(device, spec, _metas(op.args), attrs, out.shape, out.dtype)
+                fn = dispatch.plain_step(device, spec, metas, attrs, plan)
                 lowered.append(("call", fn, refs, (slot_of(out.id),)))
             else:
-                lowered.append(("exec", (spec, attrs, out.shape, out.dtype), refs,
-                                (slot_of(out.id),)))
+                lowered.append(("exec", (spec, attrs, plan), refs, (slot_of(out.id),)))
             reads.append([t.id for t in op.inputs])
         else:
             _, prog, in_ids, out_ids = unit
@@ -134,7 +135,7 @@ def build_plan(device, units, inputs, params, outputs) -> Plan:
     out_meta = [(t.shape, t.dtype) for t in outputs] if plain else None
     run = _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta,
                     execute, ks.fused if plain else None)
-    return Plan(device, plain, run, len(lowered), len(arg_slots))
+    return GraphPlan(device, plain, run, len(lowered), len(arg_slots))
 
 
 def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, execute, fused):
@@ -153,9 +154,9 @@ def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, e
         if kind == "call":          # a prepared step: f(*payloads)
             ns[f"f{k}"] = what
             lines.append(f"    s{outs[0]} = f{k}({args})")
-        elif kind == "exec":        # device.execute(spec, args, attrs, shape, dtype)
-            ns[f"p{k}"], ns[f"t{k}"], ns[f"h{k}"], ns[f"d{k}"] = what
-            lines.append(f"    s{outs[0]} = X(p{k}, ({args}{',' if refs else ''}), t{k}, h{k}, d{k})")
+        elif kind == "exec":        # device.execute(spec, args, attrs, plan)
+            ns[f"p{k}"], ns[f"t{k}"], ns[f"h{k}"] = what
+            lines.append(f"    s{outs[0]} = X(p{k}, ({args}{',' if refs else ''}), t{k}, h{k})")
         else:                       # a fused program: kernel set's fused(program, payloads)
             ns[f"g{k}"] = what
             lines.append(f"    {''.join(f's{o}, ' for o in outs)}= FU(g{k}, [{args}])")

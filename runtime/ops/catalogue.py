@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
-from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, register
+from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, Plan, register
 from . import create, shape, elementwise, index, reduce, linalg, nn  # noqa: F401 (registration)
 from .elementwise import BINARY, binary_dtypes
 
@@ -44,11 +44,14 @@ def register_custom(name: str, forward, shape_fn=None, replace: bool = False) ->
     def infer(args, attrs):
         pairs = [(a.shape, a.dtype) for a in args]
         if shape_fn is None:
-            return pairs[0]
-        s, d = shape_fn(*pairs)
-        return tuple(s), D.as_dtype(d)
+            s, d = pairs[0]
+        else:
+            s, d = shape_fn(*pairs)
+            s, d = tuple(s), D.as_dtype(d)
+        return Plan(s, d, d)
 
-    def kernel(ks, p, args, attrs, out_shape, dtype, device):
+    def kernel(ks, p, args, attrs, plan, device):
+        out_shape, dtype = plan.shape, plan.dtype
         out = ks.custom(forward, p)
         got_dt, got_shape = getattr(out, "dtype", None), tuple(getattr(out, "shape", ()))
         if got_dt != dtype.np or got_shape != tuple(out_shape):

@@ -69,10 +69,10 @@ def _build(spec, device, args, attrs):
     graph = _record(spec, args, attrs)
     out_ir = graph.output_tensors[0]
     want = spec.infer(tuple(args), attrs or {})
-    if (tuple(out_ir.shape), out_ir.dtype) != (tuple(want[0]), want[1]):
+    if (tuple(out_ir.shape), out_ir.dtype) != (tuple(want.shape), want.dtype):
         raise RuntimeError(f"composite op {spec.name!r}: its decomposition gives "
                            f"{out_ir.dtype.name}{list(out_ir.shape)}, its rule "
-                           f"{want[1].name}{list(want[0])}")
+                           f"{want.dtype.name}{list(want.shape)}")
     ks = dispatch.kernels_for(device)
     exe = graph.compile(device) if callable(getattr(ks, "fused", None)) else graph.bind(device)
     steps = getattr(exe, "steps", ())
@@ -96,7 +96,7 @@ def _build(spec, device, args, attrs):
 
 def kernel_for(spec):
     """The lowering of composite ``spec``: its fused decomposition (see the module doc)."""
-    def composite_kernel(ks, p, args, attrs, shape, dtype, device):
+    def composite_kernel(ks, p, args, attrs, plan, device):
         fn = runner(spec, device, args, attrs)
         return fn([q for q, a in zip(p, args) if hasattr(a, "dtype")])
     return composite_kernel

@@ -13,7 +13,7 @@ from .. import dtypes as D
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import device_arg, int_arg, shape_arg
-from .registry import OpSpec, front_end, register
+from .registry import OpSpec, Plan, front_end, register
 from .shapes import prod
 
 
@@ -21,40 +21,42 @@ from .shapes import prod
 # --------------------------------------------------------------------------- records
 def _infer_init(args, attrs):
     v = attrs["value"]
-    return tuple(v.shape), D.from_numpy_dtype(v.dtype)
+    dt = D.from_numpy_dtype(v.dtype)
+    return Plan(tuple(v.shape), dt, dt)
 
 
 def _infer_create(args, attrs):
-    return tuple(attrs["shape"]), D.as_dtype(attrs["dtype"])
+    dt = D.as_dtype(attrs["dtype"])
+    return Plan(tuple(attrs["shape"]), dt, dt)
 
 
-def _kernel_init(ks, p, args, attrs, shape, dtype, device):
+def _kernel_init(ks, p, args, attrs, plan, device):
     return ks.from_host(attrs["value"], device.index)
 
 
-def _kernel_full(ks, p, args, attrs, shape, dtype, device):
-    return ks.full(shape, attrs["value"], dtype.np, device.index)
+def _kernel_full(ks, p, args, attrs, plan, device):
+    return ks.full(plan.shape, attrs["value"], plan.dtype.np, device.index)
 
 
-def _kernel_arange(ks, p, args, attrs, shape, dtype, device):
-    return ks.arange(attrs["start"], attrs["step"], shape[0], dtype.np, device.index)
+def _kernel_arange(ks, p, args, attrs, plan, device):
+    return ks.arange(attrs["start"], attrs["step"], plan.shape[0], plan.dtype.np, device.index)
 
 
-def _kernel_eye(ks, p, args, attrs, shape, dtype, device):
-    return ks.eye(shape[0], shape[1], dtype.np, device.index)
+def _kernel_eye(ks, p, args, attrs, plan, device):
+    return ks.eye(plan.shape[0], plan.shape[1], plan.dtype.np, device.index)
 
 
 def _random(name, onnx):
-    def kernel(ks, p, args, attrs, shape, dtype, device):
+    def kernel(ks, p, args, attrs, plan, device):
         from .. import random as _random
-        seed, offset = _random.take_offset(device, prod(shape))
-        return getattr(ks, name)(shape, dtype.np, seed, offset, device.index)
+        seed, offset = _random.take_offset(device, prod(plan.shape))
+        return getattr(ks, name)(plan.shape, plan.dtype.np, seed, offset, device.index)
 
     def infer(args, attrs):
-        shape, dt = _infer_create(args, attrs)
+        shape, dt = _infer_create(args, attrs)[:2]
         if not dt.is_float:
             raise DTypeError(f"{name}: dtype must be float32 or float64, got {dt.name}")
-        return shape, dt
+        return Plan(shape, dt, dt)
 
     return register(OpSpec(name, "create", infer, kernel, differentiable=False, onnx=onnx))
 

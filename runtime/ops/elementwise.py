@@ -20,7 +20,7 @@ from .. import dtypes as D
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError
 from ..tensor import Tensor
 from .args import operand, tensor_arg
-from .registry import Meta, OpSpec, dtype_names, float_of, front_end, register, shape_of
+from .registry import Meta, OpSpec, Plan, dtype_names, float_of, front_end, register, shape_of
 from .shapes import broadcast_shapes
 
 # --------------------------------------------------------------------------- dtype rules
@@ -59,13 +59,21 @@ def unary_dtype(name: str, rule: str, x, attrs) -> D.DType:
     return out
 
 
-def compute_dtype(name: str, a, b, out: D.DType) -> D.DType:
-    """The compute dtype of binary op ``name`` whose output dtype (by ``binary_dtypes``) is
-    ``out``: ``out`` itself unless the op compares (bool out), so the rule's promotion is not
-    redone by the lowering."""
-    if BINARY[name][0] == "cmp":
-        return binary_dtypes(name, a, b)[0]
-    return out
+def _infer_same(name, rule="same"):
+    """The rule of a composite unary op whose dtype follows ``unary_dtype``'s ``rule``."""
+    def infer(args, attrs):
+        (x,) = args
+        dt = unary_dtype(name, rule, x, attrs)
+        return Plan(x.shape, dt, dt, "same")
+    return infer
+
+
+def layout_of(shape, args) -> str:
+    """``Plan.layout`` of an elementwise op with result shape ``shape``."""
+    for a in args:
+        if getattr(a, "shape", shape) != shape:
+            return "broadcast"
+    return "same"
 
 
 def _cmp_dtype(name, a, b) -> D.DType:
@@ -107,10 +115,11 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None):
     """A native unary op: its record, and its front-end function (a Tensor method too)."""
     def infer(args, attrs):
         (x,) = args
-        return x.shape, unary_dtype(name, rule, x, attrs)
+        dt = unary_dtype(name, rule, x, attrs)
+        return Plan(x.shape, dt, dt, "same")
 
-    def kernel(ks, p, args, attrs, shape, dtype, device):
-        return ks.unary(name, p[0], dtype.np, attrs)
+    def kernel(ks, p, args, attrs, plan, device):
+        return ks.unary(name, p[0], plan.dtype.np, attrs)
 
     register(OpSpec(name, "unary", infer, kernel, differentiable=grad is not None,
                     backward=None if grad is None else (lambda c, g: (grad(c, g),)),
@@ -131,16 +140,18 @@ def _binary(name, kind, onnx, grad=None, onnx_skip=None):
     """A native binary op: its record and its front-end function (a Tensor method too)."""
     def infer(args, attrs):
         a, b = args
-        sa, sb = getattr(a, "shape", ()), getattr(b, "shape", ())
-        shape = sa if sa == sb else broadcast_shapes(name, sa, sb)
-        return shape, binary_dtypes(name, a, b)[1]
+        sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
+        if sa == sb:
+            shape, layout = (() if sa is None else sa), "same"
+        elif sa is None or sb is None:          # a Python scalar operand
+            shape, layout = sb if sa is None else sa, "same"
+        else:
+            shape, layout = broadcast_shapes(name, sa, sb), "broadcast"
+        compute, out = binary_dtypes(name, a, b)
+        return Plan(shape, out, compute, layout)
 
-    if kind == "cmp":                   # compares in the promoted dtype, stores bools
-        def kernel(ks, p, args, attrs, shape, dtype, device):
-            return ks.binary(name, p[0], p[1], _cmp_dtype(name, args[0], args[1]).np, dtype.np)
-    else:                               # computes in the output dtype
-        def kernel(ks, p, args, attrs, shape, dtype, device):
-            return ks.binary(name, p[0], p[1], dtype.np, dtype.np)
+    def kernel(ks, p, args, attrs, plan, device):
+        return ks.binary(name, p[0], p[1], plan.compute.np, plan.dtype.np)
 
     BINARY[name] = (kind, onnx)
     register(OpSpec(name, "binary", infer, kernel, differentiable=grad is not None,
@@ -183,13 +194,13 @@ def _composite(name, arity, decompose, grad=None, doc=None, result="float",
             for a in args[2:]:
                 dt = D.result_type(Meta((), dt), a, name)
         if result == "float":
-            return shape, float_of(dt)
-        if result == "bool":
-            return shape, D.bool_
-        if dt.is_bool:
+            dt = float_of(dt)
+        elif result == "bool":
+            dt = D.bool_
+        elif dt.is_bool:
             raise DTypeError(f"{name}: not defined for dtype bool (cast to an int or float "
                              f"dtype first)")
-        return shape, dt
+        return Plan(shape, dt, dt, layout_of(shape, args))
 
     fam = {1: "unary", 2: "binary"}.get(arity, "elementwise")
     register(OpSpec(name, fam, infer, decompose=decompose, backward=grad,
@@ -428,7 +439,8 @@ def _infer_where(args, attrs):
     shape = broadcast_shapes("where", shape_of(cond), shape_of(a), shape_of(b))
     if not hasattr(cond, "dtype"):
         raise DTypeError("where: the condition must be a tensor")
-    return shape, D.result_type(a, b, "where")
+    dt = D.result_type(a, b, "where")
+    return Plan(shape, dt, dt, layout_of(shape, args))
 
 
 def _grad_where(c, g):
@@ -439,7 +451,7 @@ def _grad_where(c, g):
 
 
 register(OpSpec("where", "select", _infer_where,
-                lambda ks, p, args, attrs, shape, dtype, device: ks.where(p[0], p[1], p[2], dtype.np),
+                lambda ks, p, args, attrs, plan, device: ks.where(p[0], p[1], p[2], plan.dtype.np),
                 backward=_grad_where, onnx="Where"))
 
 
@@ -450,8 +462,13 @@ def where(cond, a, b) -> Tensor:
     return run("where", (cond, operand("where", a, cond), operand("where", b, cond)))
 
 
-register(OpSpec("cast", "unary", lambda args, attrs: (args[0].shape, D.as_dtype(attrs["dtype"])),
-                lambda ks, p, args, attrs, shape, dtype, device: ks.cast(p[0], dtype.np),
+def _infer_cast(args, attrs):
+    dt = D.as_dtype(attrs["dtype"])
+    return Plan(args[0].shape, dt, dt, "same")
+
+
+register(OpSpec("cast", "unary", _infer_cast,
+                lambda ks, p, args, attrs, plan, device: ks.cast(p[0], plan.dtype.np),
                 backward=lambda c, g: (g,),     # the tape casts back to the input's dtype
                 onnx="Cast"))
 
@@ -502,7 +519,7 @@ def _grad_softplus(c, g):
     return (where(gt(bx, threshold), g, mul(g, sigmoid(bx))),)
 
 
-register(OpSpec("softplus", "unary", lambda args, attrs: (args[0].shape, float_of(args[0].dtype)),
+register(OpSpec("softplus", "unary", _infer_same("softplus", "float"),
                 decompose=_decompose_softplus, backward=_grad_softplus))
 
 
@@ -542,11 +559,6 @@ logaddexp = _composite("logaddexp", 2, _decompose_logaddexp, grad=_grad_logaddex
 
 
 # --------------------------------------------------------------------------- exact composites
-def _infer_same(name):
-    def infer(args, attrs):
-        (x,) = args
-        return x.shape, unary_dtype(name, "same", x, attrs)
-    return infer
 
 
 def _trunc(x):
@@ -650,9 +662,12 @@ def _decompose_isclose(args, attrs):
     return close
 
 
-register(OpSpec("isclose", "binary",
-                lambda args, attrs: (broadcast_shapes("isclose", shape_of(args[0]), shape_of(args[1])),
-                                     D.bool_),
+def _infer_isclose(args, attrs):
+    shape = broadcast_shapes("isclose", shape_of(args[0]), shape_of(args[1]))
+    return Plan(shape, D.bool_, D.bool_, layout_of(shape, args))
+
+
+register(OpSpec("isclose", "binary", _infer_isclose,
                 decompose=_decompose_isclose, differentiable=False))
 
 

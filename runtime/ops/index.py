@@ -14,7 +14,7 @@ from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeE
 from ..tensor import Tensor
 from .args import operand, tensor_arg, torch_alias
 from .create import full, tensor
-from .registry import OpSpec, front_end, register, shape_of
+from .registry import OpSpec, Plan, front_end, register, shape_of
 from .shape import expand, reshape
 from .shapes import broadcast_shapes, normalize_axis, prod
 
@@ -37,7 +37,8 @@ def _zeros(shape, like):
 
 # --------------------------------------------------------------------------- index
 def _infer_index(args, attrs):
-    return index_shape(args[0].shape, attrs["key"]), args[0].dtype
+    dt = args[0].dtype
+    return Plan(index_shape(args[0].shape, attrs["key"]), dt, dt)
 
 
 def _grad_index(c, g):
@@ -45,7 +46,7 @@ def _grad_index(c, g):
 
 
 register(OpSpec("index", "index", _infer_index,
-                lambda ks, p, a, at, s, d, dev: ks.index(p[0], at["key"]),
+                lambda ks, p, a, at, plan, dev: ks.index(p[0], at["key"]),
                 backward=_grad_index, onnx="Slice"))
 
 
@@ -61,18 +62,18 @@ def _infer_slice_assign(args, attrs):
     if not broadcast_to_ok:
         raise ShapeError(f"slice_assign: value of shape {vshape} cannot be broadcast to the "
                          f"indexed region of shape {region} (tensor shape {x.shape})")
-    return x.shape, x.dtype
+    return Plan(x.shape, x.dtype, x.dtype)
 
 
-def _kernel_slice_assign(ks, p, args, attrs, shape, dtype, device):
+def _kernel_slice_assign(ks, p, args, attrs, plan, device):
     x, value = args
     region = index_shape(x.shape, attrs["key"])
     pv = p[1]
     if not hasattr(value, "dtype"):
-        pv = ks.full(region, value, dtype.np, device.index)
+        pv = ks.full(region, value, plan.dtype.np, device.index)
     else:
-        if value.dtype is not dtype:
-            pv = ks.cast(pv, dtype.np)
+        if value.dtype is not plan.dtype:
+            pv = ks.cast(pv, plan.dtype.np)
         if value.shape != region:
             pv = ks.expand(pv, region)
     return ks.slice_assign(p[0], attrs["key"], pv)
@@ -103,13 +104,13 @@ def _infer_take(args, attrs):
     if axis is None:
         if prod(x.shape) == 0 and prod(idx.shape) > 0:
             raise ShapeError(f"take: cannot take from an empty tensor of shape {x.shape}")
-        return idx.shape, x.dtype
+        return Plan(idx.shape, x.dtype, x.dtype)
     if x.shape[axis] == 0 and prod(idx.shape) > 0:
         raise ShapeError(f"take: cannot take from empty axis {axis} of shape {x.shape}")
-    return x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype
+    return Plan(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype, x.dtype)
 
 
-def _kernel_take(ks, p, args, attrs, shape, dtype, device):
+def _kernel_take(ks, p, args, attrs, plan, device):
     x = p[0]
     axis = attrs["axis"]
     if axis is None:
@@ -152,7 +153,7 @@ def _infer_gather(args, attrs):
                              f"{x.shape} on axis {d}")
     if x.shape[axis] == 0 and prod(idx.shape) > 0:
         raise ShapeError(f"gather: cannot gather from empty axis {axis} of shape {x.shape}")
-    return idx.shape, x.dtype
+    return Plan(idx.shape, x.dtype, x.dtype)
 
 
 def _grad_gather(c, g):
@@ -181,7 +182,7 @@ def _infer_scatter_add(args, attrs):
                              f"{x.shape} except on axis {axis}")
     if x.ndim and x.shape[axis] == 0 and prod(idx.shape) > 0:
         raise ShapeError(f"scatter_add: cannot scatter into empty axis {axis} of shape {x.shape}")
-    return x.shape, x.dtype
+    return Plan(x.shape, x.dtype, x.dtype)
 
 
 def _grad_scatter_add(c, g):
@@ -200,10 +201,10 @@ def _grad_scatter_add(c, g):
 
 register(OpSpec("take", "index", _infer_take, _kernel_take, backward=_grad_take, onnx="Gather"))
 register(OpSpec("gather", "index", _infer_gather,
-                lambda ks, p, a, at, s, d, dev: ks.gather(p[0], p[1], at["axis"]),
+                lambda ks, p, a, at, plan, dev: ks.gather(p[0], p[1], at["axis"]),
                 backward=_grad_gather, onnx="GatherElements"))
 register(OpSpec("scatter_add", "index", _infer_scatter_add,
-                lambda ks, p, a, at, s, d, dev: ks.scatter_add(p[0], p[1], p[2], at["axis"]),
+                lambda ks, p, a, at, plan, dev: ks.scatter_add(p[0], p[1], p[2], at["axis"]),
                 backward=_grad_scatter_add, onnx="ScatterElements"))
 
 

@@ -6,7 +6,7 @@ from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import tensor_arg
-from .registry import OpSpec, front_end, register
+from .registry import OpSpec, Plan, front_end, register
 from .shape import reshape, transpose, unsqueeze
 from .shapes import broadcast_shapes, prod
 
@@ -44,29 +44,29 @@ def infer_matmul(args, attrs):
     dt = D.promote(a.dtype, b.dtype)
     if dt.is_bool:
         raise DTypeError(f"matmul: not defined for dtypes {a.dtype.name} and {b.dtype.name}")
-    return matmul_shapes(a.shape, b.shape)[0], dt
+    return Plan(matmul_shapes(a.shape, b.shape)[0], dt, dt)
 
 
-def kernel_matmul(ks, p, args, attrs, shape, dtype, device):
+def kernel_matmul(ks, p, args, attrs, plan, device):
     a, b = args
     pa, pb = p
-    if len(a.shape) == 2 and len(b.shape) == 2 and a.dtype is dtype and b.dtype is dtype:
+    if len(a.shape) == 2 and len(b.shape) == 2 and a.dtype is plan.dtype and b.dtype is plan.dtype:
         # two matrices of the output dtype: the same kernel call on the same views as below,
         # minus the batch/broadcast bookkeeping
         (m, k), n = a.shape, b.shape[1]
         return ks.reshape(ks.matmul(ks.reshape(pa, (1, m, k)), ks.reshape(pb, (1, k, n))),
-                          shape)
-    if a.dtype is not dtype:
-        pa = ks.cast(pa, dtype.np)
-    if b.dtype is not dtype:
-        pb = ks.cast(pb, dtype.np)
+                          plan.shape)
+    if a.dtype is not plan.dtype:
+        pa = ks.cast(pa, plan.dtype.np)
+    if b.dtype is not plan.dtype:
+        pb = ks.cast(pb, plan.dtype.np)
     _, batch, m, k, n = matmul_shapes(a.shape, b.shape)
     pa = ks.reshape(pa, batch_pad(a.shape, 1))
     pb = ks.reshape(pb, batch_pad(b.shape, 2))
     nb = prod(batch)
     pa = ks.reshape(ks.expand(pa, batch + (m, k)), (nb, m, k))
     pb = ks.reshape(ks.expand(pb, batch + (k, n)), (nb, k, n))
-    return ks.reshape(ks.matmul(pa, pb), shape)
+    return ks.reshape(ks.matmul(pa, pb), plan.shape)
 
 
 def _is_transposed(c, i) -> bool:

@@ -18,7 +18,7 @@ from .elementwise import add, binary_dtypes, cast, div, eq, mul, neg
 from .index import scatter_add
 from .linalg import infer_matmul, kernel_matmul, matmul
 from .reduce import log_softmax, mean, softmax, sum
-from .registry import CATALOGUE, Meta, OpSpec, register, shape_of
+from .registry import CATALOGUE, Meta, OpSpec, Plan, register, shape_of
 from .shape import reshape, transpose, unsqueeze
 from .shapes import broadcast_shapes, prod
 
@@ -31,14 +31,14 @@ def _infer_linear(args, attrs):
     if w.ndim != 2:
         raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got shape "
                          f"{w.shape}")
-    shape, dt = infer_matmul((x, Meta((w.shape[1], w.shape[0]), w.dtype)), {})
+    shape, dt = infer_matmul((x, Meta((w.shape[1], w.shape[0]), w.dtype)), {})[:2]
     if len(args) == 3:
         shape = broadcast_shapes("add", shape, shape_of(args[2]))
         dt = binary_dtypes("add", Meta(shape, dt), args[2])[1]
-    return shape, dt
+    return Plan(shape, dt, dt)
 
 
-def _kernel_linear(ks, p, args, attrs, shape, dtype, device):
+def _kernel_linear(ks, p, args, attrs, plan, device):
     # exactly ``add(matmul(x, permute(w, (1, 0))), bias)``: the same kernel calls on the
     # same views (the transposed weight is a strided view, never copied)
     x, w = args[0], args[1]
@@ -46,8 +46,8 @@ def _kernel_linear(ks, p, args, attrs, shape, dtype, device):
     if len(args) == 3:                      # the product's shape and dtype, before the bias
         mshape, mdt = tuple(x.shape[:-1]) + (w.shape[0],), D.promote(x.dtype, w.dtype)
     else:
-        mshape, mdt = shape, dtype
-    y = kernel_matmul(ks, (p[0], ks.permute(p[1], (1, 0))), (x, wt), {}, mshape, mdt, device)
+        mshape, mdt = plan.shape, plan.dtype
+    y = kernel_matmul(ks, (p[0], ks.permute(p[1], (1, 0))), (x, wt), {}, Plan(mshape, mdt, mdt), device)
     if len(args) == 2:
         return y
     compute, out = binary_dtypes("add", Meta(mshape, mdt), args[2])
@@ -114,23 +114,23 @@ def _infer_cross_entropy(args, attrs):
         raise ArgumentValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
     dt = logits.dtype if logits.dtype.is_float else D.float32
-    return ((logits.shape[0],) if reduction == "none" else ()), dt
+    return Plan((logits.shape[0],) if reduction == "none" else (), dt, dt)
 
 
-def _kernel_cross_entropy(ks, p, args, attrs, shape, dtype, device):
+def _kernel_cross_entropy(ks, p, args, attrs, plan, device):
     # -log_softmax(logits)[i, target[i]], then the mean or sum: the values of the
     # decomposition below (picking one entry per row is exact)
     x = p[0]
-    if args[0].dtype is not dtype:
-        x = ks.cast(x, dtype.np)
+    if args[0].dtype is not plan.dtype:
+        x = ks.cast(x, plan.dtype.np)
     n = args[0].shape[0]
     logp = ks.softmax(x, 1, True)
     picked = ks.reshape(ks.gather(logp, ks.reshape(p[1], (n, 1)), 1), (n,))
-    loss = ks.unary("neg", picked, dtype.np, {})
+    loss = ks.unary("neg", picked, plan.dtype.np, {})
     reduction = attrs["reduction"]
     if reduction == "none":
         return loss
-    return ks.reduce(reduction, loss, (0,), False, dtype.np, {})
+    return ks.reduce(reduction, loss, (0,), False, plan.dtype.np, {})
 
 
 def _decompose_cross_entropy(args, attrs):
@@ -163,16 +163,17 @@ def _ce_scale_dtype(g, n, reduction):
 
 def _infer_cross_entropy_backward(args, attrs):
     logits, target, g = args
-    want, dt = _infer_cross_entropy((logits, target), attrs)
+    want, dt = _infer_cross_entropy((logits, target), attrs)[:2]
     if tuple(shape_of(g)) != want or not hasattr(g, "dtype"):
         raise ShapeError(f"cross_entropy_backward: gradient of shape {shape_of(g)} does not match "
                          f"the loss of shape {want}")
     n = logits.shape[0]
     sd = _ce_scale_dtype(g, max(n, 1), attrs["reduction"])
-    return tuple(logits.shape), binary_dtypes("mul", Meta(logits.shape, dt), Meta((), sd))[1]
+    out = binary_dtypes("mul", Meta(logits.shape, dt), Meta((), sd))[1]
+    return Plan(tuple(logits.shape), out, out)
 
 
-def _kernel_cross_entropy_backward(ks, p, args, attrs, shape, dtype, device):
+def _kernel_cross_entropy_backward(ks, p, args, attrs, plan, device):
     # (softmax(logits) - onehot(target)) * scale, scale = g / N, g or g[:, None]: the kernels
     # of the decomposition below, in its order
     logits, _, g = args
@@ -190,7 +191,7 @@ def _kernel_cross_entropy_backward(ks, p, args, attrs, shape, dtype, device):
         compute, out = binary_dtypes("div", g, max(n, 1))
         scale = ks.binary("div", scale, max(n, 1), compute.np, out.np)
         g = Meta((), sd)
-    compute, out = binary_dtypes("mul", Meta(shape, dt), g)
+    compute, out = binary_dtypes("mul", Meta(plan.shape, dt), g)
     return ks.binary("mul", d, scale, compute.np, out.np)
 
 

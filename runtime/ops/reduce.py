@@ -15,7 +15,7 @@ from ..errors import ShapeError
 from ..tensor import Tensor
 from .args import axis_keepdims, int_arg, tensor_arg, torch_alias
 from .elementwise import cast, div, eq, exp, mul, sub, where
-from .registry import OpSpec, front_end, register
+from .registry import OpSpec, Plan, front_end, register
 from .shape import broadcast_to, reshape
 from .shapes import normalize_axes, normalize_axis, prod
 
@@ -48,10 +48,10 @@ def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True):
             dt = dt if dt.is_float else D.int64
         elif rule == "float":
             dt = dt if dt.is_float else D.float32
-        return _reduced_shape(x.shape, axes, attrs["keepdims"]), dt
+        return Plan(_reduced_shape(x.shape, axes, attrs["keepdims"]), dt, dt)
 
-    def kernel(ks, p, args, attrs, shape, dtype, device):
-        return ks.reduce(name, p[0], attrs["axes"], attrs["keepdims"], dtype.np, attrs)
+    def kernel(ks, p, args, attrs, plan, device):
+        return ks.reduce(name, p[0], attrs["axes"], attrs["keepdims"], plan.dtype.np, attrs)
 
     register(OpSpec(name, "reduce", infer, kernel, cost="compute", backward=grad, onnx=onnx,
                     lowering="reduce"))
@@ -222,9 +222,9 @@ def _arg_reduction(name, onnx):
             shape = (1,) * x.ndim if attrs["keepdims"] else ()
         else:
             shape = _reduced_shape(x.shape, axes, attrs["keepdims"])
-        return shape, D.int64
+        return Plan(shape, D.int64, x.dtype)
 
-    def kernel(ks, p, args, attrs, shape, dtype, device):
+    def kernel(ks, p, args, attrs, plan, device):
         return ks.arg_reduce(name, p[0], attrs["axis"], attrs["keepdims"])
 
     register(OpSpec(name, "arg_reduce", infer, kernel, cost="compute", differentiable=False,
@@ -259,12 +259,13 @@ def _softmax_op(name, log, onnx, grad, doc):
             normalize_axis(name, axis, x.ndim, x.shape)  # not an int, or out of range: says so
             raise ShapeError(f"{name}: axis {axis!r} is not a normalised axis of a tensor of "
                              f"shape {tuple(x.shape)}")
-        return x.shape, (x.dtype if x.dtype.is_float else D.float32)
+        dt = x.dtype if x.dtype.is_float else D.float32
+        return Plan(x.shape, dt, dt)
 
-    def kernel(ks, p, args, attrs, shape, dtype, device):
+    def kernel(ks, p, args, attrs, plan, device):
         x = p[0]
-        if args[0].dtype is not dtype:
-            x = ks.cast(x, dtype.np)
+        if args[0].dtype is not plan.dtype:
+            x = ks.cast(x, plan.dtype.np)
         return ks.softmax(x, attrs["axis"], log)
 
     register(OpSpec(name, "softmax", infer, kernel, cost="compute", backward=grad, onnx=onnx))

@@ -2,7 +2,8 @@
 
 An op is one record, written in its family module (``elementwise``, ``reduce``, ``shape``,
 ``index``, ``linalg``, ``nn``, ``create``): its front-end function (and whether it is a Tensor
-method), its shape/dtype rule (``infer``, which also validates and raises ShapeError/DTypeError),
+method), its shape/dtype rule (``infer``, which also validates and raises ShapeError/DTypeError,
+and returns the op's ``Plan``),
 its lowering onto a kernel set (``kernel``, used by plain devices), its backward rule (or
 ``differentiable=False``), its ONNX mapping (or ``onnx_skip`` saying why it has none) and, for
 composite ops, its decomposition into other ops.  ``rt.*``, the Tensor methods and the package
@@ -17,12 +18,29 @@ it unless the record gives its own ``backward``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from .. import dtypes as D
 from ..errors import ArgumentValueError
 
-__all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "register", "front_end", "Meta"]
+__all__ = ["OpSpec", "Plan", "CATALOGUE", "FRONTEND", "METHODS", "register", "front_end", "Meta"]
+
+
+class Plan(NamedTuple):
+    """What an op's rule decides, once, for every consumer (the fast path, ``execute``, the
+    kernel lowering, replay, fusion and ONNX export read it instead of deciding again).
+
+    ``shape``/``dtype``: the result's.  ``compute``: the dtype the kernel computes in (a
+    comparison computes in its operands' promoted dtype and stores bools; most ops compute in
+    the result dtype).  ``layout``: how the operands line up with the result: ``"same"``
+    (every tensor operand has the result's shape; scalars are broadcast), ``"broadcast"``
+    (operand shapes broadcast to the result's), or ``"op"`` (the op's own indexing: a
+    reduction, a matmul, a gather, ...)."""
+
+    shape: tuple
+    dtype: D.DType
+    compute: D.DType
+    layout: str = "op"
 
 
 @dataclass
@@ -32,8 +50,8 @@ class OpSpec:
     name: str
     family: str                       # unary, binary, select, reduce, arg_reduce, softmax,
                                       # linalg, shape, index, create, loss, custom
-    infer: Callable[[tuple, dict], tuple]          # (args, attrs) -> (shape, dtype)
-    # (ks, payloads, args, attrs, shape, dtype, device) -> payload; None for a composite
+    infer: Callable[[tuple, dict], Plan]           # (args, attrs) -> Plan
+    # (ks, payloads, args, attrs, plan, device) -> payload; None for a composite
     # (``register`` installs the generated fused lowering of its decomposition)
     kernel: Optional[Callable[..., Any]] = None
     cost: str = "memory"              # "memory" | "compute" (checkpointing, fusion)

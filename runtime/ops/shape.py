@@ -9,19 +9,20 @@ from .. import dtypes as D
 from ..errors import ArgumentTypeError, ShapeError
 from ..tensor import Tensor
 from .args import check_size, int_arg, shape_arg, tensor_arg, torch_alias
-from .registry import OpSpec, front_end, register
+from .registry import OpSpec, Plan, front_end, register
 from .shapes import normalize_axes, normalize_axis, prod, resolve_reshape
 
 
 
 # --------------------------------------------------------------------------- records
 def _infer_reshape(args, attrs):
-    return tuple(attrs["shape"]), args[0].dtype
+    dt = args[0].dtype
+    return Plan(tuple(attrs["shape"]), dt, dt)
 
 
 def _infer_permute(args, attrs):
     x = args[0]
-    return tuple(x.shape[a] for a in attrs["axes"]), x.dtype
+    return Plan(tuple(x.shape[a] for a in attrs["axes"]), x.dtype, x.dtype)
 
 
 def _infer_expand(args, attrs):
@@ -33,7 +34,7 @@ def _infer_expand(args, attrs):
     for have, want in zip(reversed(x.shape), reversed(shape)):
         if have != want and have != 1:
             raise ShapeError(f"expand: cannot expand shape {x.shape} to {shape}")
-    return shape, x.dtype
+    return Plan(shape, x.dtype, x.dtype)
 
 
 def _infer_cat(args, attrs):
@@ -50,11 +51,11 @@ def _infer_cat(args, attrs):
                              f"axis {axis}")
         size += t.shape[axis]
         dt = D.promote(dt, t.dtype)
-    return first.shape[:axis] + (size,) + first.shape[axis + 1:], dt
+    return Plan(first.shape[:axis] + (size,) + first.shape[axis + 1:], dt, dt)
 
 
-def _kernel_cat(ks, p, args, attrs, shape, dtype, device):
-    ps = [ks.cast(q, dtype.np) if a.dtype is not dtype else q for q, a in zip(p, args)]
+def _kernel_cat(ks, p, args, attrs, plan, device):
+    ps = [ks.cast(q, plan.dtype.np) if a.dtype is not plan.dtype else q for q, a in zip(p, args)]
     return ks.cat(ps, attrs["axis"])
 
 
@@ -82,13 +83,13 @@ def _grad_cat(c, g):
 
 
 register(OpSpec("reshape", "shape", _infer_reshape,
-                lambda ks, p, a, at, s, d, dev: ks.reshape(p[0], tuple(at["shape"])),
+                lambda ks, p, a, at, plan, dev: ks.reshape(p[0], tuple(at["shape"])),
                 backward=_grad_reshape, onnx="Reshape"))
 register(OpSpec("permute", "shape", _infer_permute,
-                lambda ks, p, a, at, s, d, dev: ks.permute(p[0], tuple(at["axes"])),
+                lambda ks, p, a, at, plan, dev: ks.permute(p[0], tuple(at["axes"])),
                 backward=_grad_permute, onnx="Transpose"))
 register(OpSpec("expand", "shape", _infer_expand,
-                lambda ks, p, a, at, s, d, dev: ks.expand(p[0], tuple(at["shape"])),
+                lambda ks, p, a, at, plan, dev: ks.expand(p[0], tuple(at["shape"])),
                 backward=_grad_expand, onnx="Expand"))
 register(OpSpec("cat", "shape", _infer_cat, _kernel_cat, backward=_grad_cat, onnx="Concat"))
 
