@@ -20,6 +20,8 @@ from .ops.api import *  # noqa: F403  (every front-end function: rt.add, rt.sum,
 from . import nn
 from .autodiff import *  # noqa: F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
 from .capture import *  # noqa: F403  (CaptureDevice, capture(), load_graph(), ...)
+from . import data, optim
+from .checkpoint import load, save
 
 bool = bool_
 

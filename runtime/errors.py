@@ -6,7 +6,7 @@ __all__ = [
     "CaptureValueError", "AutodiffMoveError", "AutodiffNotMarkedError", "RequiresAutodiffError",
     "NestedAutodiffError", "GradientError", "CaptureError", "GraphFileError", "DeviceMismatchError", "DeviceError",
     "ShapeError", "DTypeError", "IndexOutOfRangeError", "ArgumentTypeError",
-    "ArgumentValueError", "OutOfMemoryError",
+    "ArgumentValueError", "OutOfMemoryError", "StateDictError", "CheckpointError",
 ]
 
 CAPTURE_SCOPE_REQUIRED = "capture tensor operations must run inside CaptureDevice.capture_scope"
@@ -130,3 +130,13 @@ class ArgumentValueError(TensorRuntimeError, ValueError):
 class OutOfMemoryError(TensorRuntimeError, MemoryError):
     """A kernel set could not allocate an op's result; the message names the op, the shape
     and the dtype."""
+
+
+class StateDictError(TensorRuntimeError):
+    """``load_state_dict`` found missing or unexpected keys (strict) or values of another shape
+    or dtype; the message lists every one, as PyTorch's does."""
+
+
+class CheckpointError(TensorRuntimeError, ValueError):
+    """A checkpoint file that cannot be read as one (``rt.load``): not safetensors, truncated,
+    or holding a dtype the runtime has no tensor for; the message names the file and the cause."""

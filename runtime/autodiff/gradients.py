@@ -25,6 +25,15 @@ class Gradients:
         prev = self._by_leaf.get(leaf)
         self._by_leaf[leaf] = g if prev is None else api.add(prev, g)
 
+    def _tensors(self) -> list:
+        """Every gradient tensor (for clipping)."""
+        return list(self._by_leaf.values())
+
+    def _map(self, fn) -> None:
+        """Replace every gradient ``g`` by ``fn(g)`` (for clipping)."""
+        for leaf, g in list(self._by_leaf.items()):
+            self._by_leaf[leaf] = fn(g)
+
     def __len__(self) -> int:
         return len(self._by_leaf)
 

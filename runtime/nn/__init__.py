@@ -1,4 +1,17 @@
-"""Neural-network helpers: ``rt.nn.functional`` (layers and optimisers come later, SPEC §8)."""
-from . import functional
+"""``rt.nn``: modules and layers (``Module``, ``Parameter``, ``Linear``, ``Conv2d``, ...),
+initialisers (``rt.nn.init``) and stateless functions (``rt.nn.functional``)."""
+from . import functional, init
+from .activation import *  # noqa: F403
+from .activation import __all__ as _act
+from .attention import MultiheadAttention, TransformerEncoderLayer
+from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .linear import Dropout, Dropout2d, Embedding, Flatten, Identity, Linear
+from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .pooling import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
 
-__all__ = ["functional"]
+__all__ = ["functional", "init", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
+           "Identity", "Linear", "Flatten", "Embedding", "Dropout", "Dropout2d", "Conv1d",
+           "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
+           "AdaptiveMaxPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "RMSNorm",
+           "MultiheadAttention", "TransformerEncoderLayer"] + list(_act)

@@ -1,0 +1,149 @@
+"""``MultiheadAttention`` and ``TransformerEncoderLayer`` (PyTorch's arguments, parameter
+names and init, so their state dicts load into one another)."""
+from __future__ import annotations
+
+import math
+
+from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..ops import api
+from . import functional as F, init
+from ._make import factory
+from .linear import Dropout, Linear
+from .module import Module, Parameter
+from .normalization import LayerNorm
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer"]
+
+
+class MultiheadAttention(Module):
+    """Attention over ``num_heads`` heads of ``embed_dim // num_heads``; inputs (L, N, E), or
+    (N, L, E) with ``batch_first``, or unbatched (L, E).  Masks as PyTorch's module takes them:
+    a bool ``attn_mask``/``key_padding_mask`` is True where attention is *not* allowed, a float
+    one is added to the scores.  Returns ``(output, weights)`` (weights averaged over heads
+    unless ``average_attn_weights=False``; None unless ``need_weights``)."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 batch_first: bool = False, dtype=None, device=None):
+        super().__init__()
+        if num_heads <= 0 or embed_dim % num_heads:
+            raise ArgumentValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be "
+                                     f"divisible by num_heads ({num_heads})")
+        self.embed_dim, self.num_heads = int(embed_dim), int(num_heads)
+        self.head_dim = self.embed_dim // self.num_heads
+        self.dropout, self.batch_first = float(dropout), batch_first
+        make = factory(dtype, device)
+        self.in_proj_weight = Parameter(make(3 * self.embed_dim, self.embed_dim))
+        self.in_proj_bias = Parameter(make(3 * self.embed_dim)) if bias else None
+        self.out_proj = Linear(self.embed_dim, self.embed_dim, bias=bias, dtype=dtype, device=device)
+        init.xavier_uniform_(self._parameters["in_proj_weight"])
+        if bias:        # PyTorch zeroes both projection biases
+            init.zeros_(self._parameters["in_proj_bias"])
+            init.zeros_(self.out_proj._parameters["bias"])
+
+    def _project(self, x, i):
+        e = self.embed_dim
+        w = self.in_proj_weight[i * e:(i + 1) * e]
+        b = None if self.in_proj_bias is None else self.in_proj_bias[i * e:(i + 1) * e]
+        y = F.linear(x, w, b)                              # (N, L, E)
+        n, length = y.shape[0], y.shape[1]
+        return api.transpose(api.reshape(y, (n, length, self.num_heads, self.head_dim)), 1, 2)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
+                attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
+        batched = query.ndim == 3
+        if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
+            raise ShapeError(f"MultiheadAttention: query, key and value must all be 2-D "
+                             f"(L, E) or 3-D, got shapes {query.shape}, {key.shape}, {value.shape}")
+        if query.shape[-1] != self.embed_dim:
+            raise ShapeError(f"MultiheadAttention: expected embed_dim {self.embed_dim} as the "
+                             f"last dimension of query, got shape {query.shape}")
+        if not batched:
+            query, key, value = (api.unsqueeze(t, 0) for t in (query, key, value))
+        elif not self.batch_first:
+            query, key, value = (api.transpose(t, 0, 1) for t in (query, key, value))
+        q, k, v = self._project(query, 0), self._project(key, 1), self._project(value, 2)
+        scores = api.mul(api.matmul(q, api.transpose(k, -2, -1)), 1.0 / math.sqrt(self.head_dim))
+        n, h, lq, ls = scores.shape
+        if attn_mask is None and is_causal:
+            attn_mask = api.gt(api.sub(api.unsqueeze(api.arange(ls, device=q.device), 0),
+                                       api.unsqueeze(api.arange(lq, device=q.device), 1)), 0)
+        if attn_mask is not None:
+            if attn_mask.ndim == 3:                         # (N * H, L, S)
+                attn_mask = api.reshape(attn_mask, (n, h, lq, ls))
+            scores = _masked(scores, attn_mask)
+        if key_padding_mask is not None:
+            kpm = key_padding_mask if batched else api.unsqueeze(key_padding_mask, 0)
+            scores = _masked(scores, api.reshape(kpm, (n, 1, 1, ls)))
+        weights = api.softmax(scores, -1)
+        if self.training and self.dropout > 0:
+            weights = F.dropout(weights, self.dropout, True)
+        out = api.matmul(weights, v)                        # (N, H, L, D)
+        out = api.reshape(api.transpose(out, 1, 2), (n, lq, self.embed_dim))
+        out = self.out_proj(out)
+        if not batched:
+            out = api.reshape(out, (lq, self.embed_dim))
+        elif not self.batch_first:
+            out = api.transpose(out, 0, 1)
+        if not need_weights:
+            return out, None
+        if average_attn_weights:
+            weights = api.mean(weights, axis=1)
+        if not batched:
+            weights = api.reshape(weights, weights.shape[1:])
+        return out, weights
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}, " \
+               f"batch_first={self.batch_first}"
+
+
+def _masked(scores, mask):
+    """``scores`` with a bool mask's True entries at -inf, or a float mask added."""
+    if mask.dtype.is_bool:
+        return api.where(mask, float("-inf"), scores)
+    if not mask.dtype.is_float:
+        raise DTypeError(f"MultiheadAttention: a mask must be bool or float, got {mask.dtype.name}")
+    return api.add(scores, mask)
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward block, each with dropout, a residual connection and
+    layer norm (after, or before with ``norm_first``), as PyTorch's layer."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
+                 dtype=None, device=None):
+        super().__init__()
+        kw = {"dtype": dtype, "device": device}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
+        if isinstance(activation, str):
+            if activation not in ("relu", "gelu"):
+                raise ArgumentValueError(f"TransformerEncoderLayer: activation should be relu or "
+                                         f"gelu, not {activation!r}")
+            activation = getattr(api, activation)
+        self.activation = activation
+
+    def _sa(self, x, mask, kpm, is_causal):
+        y = self.self_attn(x, x, x, key_padding_mask=kpm, need_weights=False, attn_mask=mask,
+                           is_causal=is_causal)[0]
+        return self.dropout1(y)
+
+    def _ff(self, x):
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
+        x = src
+        if self.norm_first:
+            x = api.add(x, self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal))
+            return api.add(x, self._ff(self.norm2(x)))
+        x = self.norm1(api.add(x, self._sa(x, src_mask, src_key_padding_mask, is_causal)))
+        return self.norm2(api.add(x, self._ff(x)))

@@ -1,0 +1,89 @@
+"""``Adam`` and ``AdamW`` (with amsgrad), PyTorch's arithmetic step by step."""
+from __future__ import annotations
+
+import math
+
+from ..errors import ArgumentValueError
+from ..ops import api
+from ._fused import run_update
+from .optimizer import Optimizer
+
+__all__ = ["Adam", "AdamW"]
+
+
+def _adam(variant, p, g, m, v, *rest):
+    """One Adam step: ``variant`` = (decoupled weight decay, L2 weight decay, amsgrad,
+    maximize); the scalars are computed in Python (double) as PyTorch's are."""
+    decoupled, l2, amsgrad, maximize = variant
+    if amsgrad:
+        vmax, *rest = rest
+    w1, b2, w2, eps, wd, step_size, sqrt_bc2 = rest
+    if maximize:
+        g = api.neg(g)
+    if decoupled:                                   # AdamW: p *= 1 - lr * wd
+        p = api.mul(p, wd)
+    elif l2:                                        # Adam: g += wd * p
+        g = api.add(g, api.mul(p, wd))
+    m = api.add(m, api.mul(api.sub(g, m), w1))                   # m.lerp_(g, 1 - b1)
+    v = api.add(api.mul(v, b2), api.mul(api.mul(g, g), w2))      # v*b2 + (1-b2) g g
+    seen = api.maximum(vmax, v) if amsgrad else v
+    denom = api.add(api.div(api.sqrt(seen), sqrt_bc2), eps)
+    p = api.sub(p, api.mul(api.div(m, denom), step_size))
+    return (p, m, v, seen) if amsgrad else (p, m, v)
+
+
+class Adam(Optimizer):
+    """``torch.optim.Adam`` (L2 weight decay added to the gradient)."""
+
+    _decoupled = False
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False):
+        name = type(self).__name__
+        if eps < 0:
+            raise ArgumentValueError(f"{name}: invalid epsilon value: {eps}")
+        for i, b in enumerate(betas):
+            if not 0.0 <= b < 1.0:
+                raise ArgumentValueError(f"{name}: invalid beta parameter at index {i}: {b}")
+        if weight_decay < 0:
+            raise ArgumentValueError(f"{name}: invalid weight_decay value: {weight_decay}")
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
+                                  "weight_decay": weight_decay, "amsgrad": amsgrad,
+                                  "maximize": maximize})
+
+    def _update(self, p, g, state, group):
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = api.zeros_like(p)
+            state["exp_avg_sq"] = api.zeros_like(p)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = api.zeros_like(p)
+        state["step"] += 1
+        t = state["step"]
+        b1, b2 = group["betas"]
+        lr, wd = group["lr"], group["weight_decay"]
+        amsgrad = bool(group["amsgrad"])
+        variant = (self._decoupled and wd != 0, (not self._decoupled) and wd != 0, amsgrad,
+                   bool(group["maximize"]))
+        tensors = (p, g, state["exp_avg"], state["exp_avg_sq"])
+        if amsgrad:
+            tensors += (state["max_exp_avg_sq"],)
+        decay = 1 - lr * wd if self._decoupled else wd
+        scalars = (1 - b1, b2, 1 - b2, group["eps"], decay, lr / (1 - b1 ** t),
+                   math.sqrt(1 - b2 ** t))
+        out = run_update(_adam, variant, tensors, scalars)
+        state["exp_avg"], state["exp_avg_sq"] = out[1], out[2]
+        if amsgrad:
+            state["max_exp_avg_sq"] = out[3]
+        return out[0]
+
+
+class AdamW(Adam):
+    """``torch.optim.AdamW``: weight decay applied to the parameter, decoupled from the
+    gradient (default 0.01)."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01, amsgrad: bool = False, maximize: bool = False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
