@@ -1,4 +1,4 @@
-"""``python -m runtime {devices,demo,warmup,bench}``."""
+"""``python -m runtime {devices,demo,tour,warmup,bench}``."""
 from __future__ import annotations
 
 import argparse
@@ -17,7 +17,12 @@ def _devices(args) -> int:
 
 def _demo(args) -> int:
     from .demo import main as demo
-    return demo([])
+    return demo(args.rest)
+
+
+def _tour(args) -> int:
+    from .tour import main as tour
+    return tour([])
 
 
 def _warmup(args) -> int:
@@ -33,10 +38,17 @@ def _bench(args) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m runtime",
                                 description="numba-tensor-runtime command line")
-    sub = p.add_subparsers(dest="cmd", metavar="{devices,demo,warmup,bench}")
+    sub = p.add_subparsers(dest="cmd", metavar="{devices,demo,tour,warmup,bench}")
     sub.add_parser("devices", help="list the usable devices (and why no GPU is listed)",
                    description="List the usable devices; say why no cuda device is listed.")
-    sub.add_parser("demo", help="tour the ops, train an MLP, capture/replay/compile its graph",
+    d = sub.add_parser("demo", help="train a CNN on handwritten digits, checkpoint it, capture, "
+                       "replay, compile and export its inference graph",
+                       description="Train a small CNN on scikit-learn's 8x8 digits (Adam, one-cycle "
+                       "schedule), plot its curves and predictions, save and reload a checkpoint, "
+                       "capture/replay/compile/ONNX-export its inference graph.  Needs the demo "
+                       "extra.  Options: --out DIR, --epochs N, --no-progress.")
+    d.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    sub.add_parser("tour", help="tour the ops, train an MLP, capture/replay/compile its graph",
                    description="Tour the ops with NumPy timings, train an MLP with autodiff, "
                    "capture, replay, compile and save its inference graph.  The first run "
                    "compiles its kernels (see the README's 'First run' note).")
@@ -51,7 +63,8 @@ def main(argv=None) -> int:
     if args.cmd is None:
         p.print_help()
         return 2
-    return {"devices": _devices, "demo": _demo, "warmup": _warmup, "bench": _bench}[args.cmd](args)
+    return {"devices": _devices, "demo": _demo, "tour": _tour, "warmup": _warmup,
+            "bench": _bench}[args.cmd](args)
 
 
 if __name__ == "__main__":

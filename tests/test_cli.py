@@ -12,11 +12,13 @@ from runtime.__main__ import main
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.parametrize("cmd", ["demo", "warmup", "devices"])
+@pytest.mark.parametrize("cmd", ["demo", "tour", "warmup", "devices"])
 def test_subcommand_help_prints_usage_and_runs_nothing(cmd, capsys, monkeypatch):
     import runtime.demo
+    import runtime.tour
     import runtime.warmup
     monkeypatch.setattr(runtime.demo, "main", lambda argv=None: pytest.fail("demo ran"))
+    monkeypatch.setattr(runtime.tour, "main", lambda argv=None: pytest.fail("tour ran"))
     monkeypatch.setattr(runtime.warmup, "main", lambda argv=None: pytest.fail("warmup ran"))
     with pytest.raises(SystemExit) as e:
         main([cmd, "--help"])
