@@ -16,8 +16,8 @@ def _devices(args) -> int:
 
 
 def _demo(args) -> int:
-    from .demo import main as demo
-    return demo(args.rest)
+    from .demo import run
+    return run(args)
 
 
 def _tour(args) -> int:
@@ -46,8 +46,9 @@ def main(argv=None) -> int:
                        description="Train a small CNN on scikit-learn's 8x8 digits (Adam, one-cycle "
                        "schedule), plot its curves and predictions, save and reload a checkpoint, "
                        "capture/replay/compile/ONNX-export its inference graph.  Needs the demo "
-                       "extra.  Options: --out DIR, --epochs N, --no-progress.")
-    d.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+                       "extra.")
+    from .demo import add_arguments
+    add_arguments(d)
     sub.add_parser("tour", help="tour the ops, train an MLP, capture/replay/compile its graph",
                    description="Tour the ops with NumPy timings, train an MLP with autodiff, "
                    "capture, replay, compile and save its inference graph.  The first run "

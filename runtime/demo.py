@@ -186,12 +186,21 @@ def ship(model, x_test, out_dir):
     return same_ckpt and all(agree.values()), rows, (ckpt, onnx_path)
 
 
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The demo's options (also on ``python -m runtime demo``'s parser)."""
+    p.add_argument("--out", default="demo-output",
+                   help="directory for the PNGs, the checkpoint and the ONNX file (default: demo-output)")
+    p.add_argument("--epochs", type=int, default=EPOCHS, help=f"training epochs (default: {EPOCHS})")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m runtime demo", description=__doc__.split("\n")[0])
-    p.add_argument("--out", default="demo-output", help="directory for the PNGs, checkpoint and ONNX file")
-    p.add_argument("--epochs", type=int, default=EPOCHS)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    args = p.parse_args(argv)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+def run(args) -> int:
     _require("sklearn", "matplotlib", "tqdm", "safetensors", "onnx", "onnxruntime")
     t_start = time.perf_counter()
     os.makedirs(args.out, exist_ok=True)

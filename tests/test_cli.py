@@ -17,7 +17,7 @@ def test_subcommand_help_prints_usage_and_runs_nothing(cmd, capsys, monkeypatch)
     import runtime.demo
     import runtime.tour
     import runtime.warmup
-    monkeypatch.setattr(runtime.demo, "main", lambda argv=None: pytest.fail("demo ran"))
+    monkeypatch.setattr(runtime.demo, "run", lambda args: pytest.fail("demo ran"))
     monkeypatch.setattr(runtime.tour, "main", lambda argv=None: pytest.fail("tour ran"))
     monkeypatch.setattr(runtime.warmup, "main", lambda argv=None: pytest.fail("warmup ran"))
     with pytest.raises(SystemExit) as e:
