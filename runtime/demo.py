@@ -150,7 +150,9 @@ def _best(fn, reps=5):
 def ship(model, x_test, out_dir):
     """Checkpoint round trip, then capture / replay / compile / ONNX of inference; returns
     (all agree, timing rows, file paths)."""
-    plain = copy.deepcopy(model).inner().eval()
+    plain = DigitsCNN()
+    plain.load_state_dict(model.state_dict())     # the trained values, off the autodiff device
+    plain.eval()
     eager = predict(plain, x_test)
     ckpt = os.path.join(out_dir, "digits_cnn.safetensors")
     rt.save(plain.state_dict(), ckpt)
