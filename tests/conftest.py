@@ -18,6 +18,11 @@ settings.register_profile(
     "ci", max_examples=15, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+# the differential fuzz suite's long run (tests/test_fuzz_programs.py): --hypothesis-profile=nightly
+settings.register_profile(
+    "nightly", max_examples=10_000, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
