@@ -333,9 +333,16 @@ def _window_args(op, kernel_size, dilation, padding, stride):
             "padding": _pads(op, padding), "stride": _ints(op, "stride", stride, 2, 1)}
 
 
+_LAYOUTS = {"unfold": "(N, C, H, W)", "fold": "(N, C*kH*kW, L)", "conv1d": "(N, C, L)",
+            "conv2d": "(N, C, H, W)", "conv_transpose2d": "(N, C, H, W)"}
+
+
 def _batched(op, x, rank, fn):
     """``fn(x)`` for a batched input; an unbatched one (one dim less) as a batch of one."""
     x = tensor_arg(op, x)
+    if x.ndim not in (rank - 1, rank):
+        raise ShapeError(f"{op}: input must be {rank}-D {_LAYOUTS[op]} (or {rank - 1}-D unbatched), "
+                         f"got shape {tuple(x.shape)}")
     if x.ndim == rank - 1:
         y = fn(reshape(x, (1,) + x.shape))
         return reshape(y, y.shape[1:])
@@ -397,9 +404,6 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     w2 = reshape(w, (w.shape[0], w.shape[1], 1, w.shape[2]))
 
     def conv(x):
-        if x.ndim != 3:
-            raise ShapeError(f"{op}: input must be 3-D (N, C, L) (or 2-D unbatched), got shape "
-                             f"{tuple(x.shape)}")
         attrs = {"stride": (1, s), "padding": pads, "dilation": (1, d), "groups": _groups(op, groups)}
         ws = (w2,) if bias is None else (w2, tensor_arg(op, bias))
         y = run("conv2d", (reshape(x, x.shape[:2] + (1, x.shape[2])),) + ws, attrs)
