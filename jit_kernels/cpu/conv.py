@@ -46,11 +46,15 @@ def _im2col(x, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
                         continue
                     for ox in range(lo):
                         seg[ox] = 0
-                    if hi > lo:
-                        mid = seg[lo:hi]
-                        src = x[n, c, iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
+                    mid = seg[lo:hi]
+                    if sw == 1:    # a contiguous source: the copy vectorises
+                        src = x[n, c, iy, lo + xoff:hi + xoff]
                         for k in range(hi - lo):
                             mid[k] = src[k]
+                    elif hi > lo:
+                        srs = x[n, c, iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
+                        for k in range(hi - lo):
+                            mid[k] = srs[k]
                     for ox in range(hi, ow):
                         seg[ox] = 0
 
@@ -77,9 +81,14 @@ def _col2im(cols, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
                     if iy < 0 or iy >= H:
                         continue
                     mid = row[oy * ow + lo:oy * ow + hi]
-                    dst = plane[iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
-                    for k in range(hi - lo):
-                        dst[k] += mid[k]
+                    if sw == 1:    # a contiguous destination: the add vectorises
+                        dst = plane[iy, lo + xoff:hi + xoff]
+                        for k in range(hi - lo):
+                            dst[k] += mid[k]
+                    else:
+                        dss = plane[iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
+                        for k in range(hi - lo):
+                            dss[k] += mid[k]
 
 
 def _contiguous(x):
