@@ -428,7 +428,10 @@ ERRORS = [
      "conv1d: input must be 3-D (N, C, L) (or 2-D unbatched), got shape (1, 2, 3, 5)"),
     (lambda: F.conv_transpose2d(_t(1, 3, 4, 4), _t(2, 2, 3, 3)), rt.ShapeError,
      "conv_transpose2d: input of shape (1, 3, 4, 4) has 3 channels, but weight of shape "
-     "(2, 2, 3, 3) with groups=1 expects weight.shape[0] = 2, divisible by groups"),
+     "(2, 2, 3, 3) expects 2 (its first dimension), divisible by groups=1"),
+    (lambda: F.conv_transpose2d(_t(1, 3, 4, 4), _t(3, 2, 3, 3), groups=2), rt.ShapeError,
+     "conv_transpose2d: input of shape (1, 3, 4, 4) has 3 channels, but weight of shape "
+     "(3, 2, 3, 3) expects 3 (its first dimension), divisible by groups=2"),
     (lambda: F.conv_transpose2d(_t(1, 2, 4, 4), _t(2, 2, 3, 3), stride=2, output_padding=2),
      rt.ArgumentValueError,
      "conv_transpose2d: output_padding (2, 2) must be smaller than either stride (2, 2) or "

@@ -134,10 +134,13 @@ def _check_weight(op, x, w, args, groups, in_axis, out_axis):
     _rank(op, "weight", w, 4, layout)
     _float_dtype(op, *args)
     c, ws = x.shape[1], tuple(w.shape)
-    if ws[in_axis] * (groups if in_axis == 1 else 1) != c or (in_axis == 0 and c % groups):
-        want = ws[1] * groups if in_axis == 1 else f"weight.shape[0] = {ws[0]}, divisible by groups"
+    if in_axis == 1 and ws[1] * groups != c:
         raise ShapeError(f"{op}: input of shape {tuple(x.shape)} has {c} channels, but weight of "
-                         f"shape {ws} with groups={groups} expects {want}")
+                         f"shape {ws} with groups={groups} expects {ws[1] * groups}")
+    if in_axis == 0 and (ws[0] != c or c % groups):
+        raise ShapeError(f"{op}: input of shape {tuple(x.shape)} has {c} channels, but weight of "
+                         f"shape {ws} expects {ws[0]} (its first dimension), divisible by "
+                         f"groups={groups}")
     out = ws[0] if out_axis == 0 else ws[1] * groups
     if out_axis == 0 and ws[0] % groups:
         raise ShapeError(f"{op}: weight of shape {ws} has {ws[0]} output channels, which "
