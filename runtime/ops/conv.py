@@ -6,7 +6,8 @@ Every record keeps its padding as four pads ``(top, left, bottom, right)`` (ONNX
 of asymmetric convolutions stay one op.  The convolutions are lowered onto the kernel sets'
 ``im2col``/``col2im`` and the batched gemm (``matmul``): a conv is ``W @ im2col(x)`` per sample
 (per group), a transposed conv ``col2im(W.T @ x)``.  Their gradients are written with
-catalogue ops: each is the other's input gradient, and the weight gradient is ``g @ cols.T``
+catalogue ops: each is the other's input gradient (conv2d's, at stride 1 on wide images, the
+cheaper full correlation with the flipped weight), and the weight gradient is ``g @ cols.T``
 summed over the batch, so they run on every device.  Capture records each as one op (no
 decomposition), which ONNX exports as ``Conv``/``ConvTranspose``.
 """
