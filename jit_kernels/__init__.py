@@ -34,6 +34,7 @@ PROTOCOL_METHODS = (
     "unary", "binary", "where", "cast",
     "reduce", "arg_reduce", "softmax",
     "matmul",
+    "im2col", "col2im",
     "rand", "randn",
     "custom",
     "fused",
@@ -133,6 +134,20 @@ class KernelSet(Protocol):
     def matmul(self, a: Any, b: Any) -> Any:
         """``a @ b`` for ``a`` (B, M, K) and ``b`` (B, K, N) of one float or int dtype; the
         batch dims of either may be stride-0 views.  Returns (B, M, N) contiguous."""
+
+    # -- convolution -----------------------------------------------------------------------
+    def im2col(self, x: Any, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+               grid: tuple) -> Any:
+        """Columns (N, C*kh*kw, oh*ow) of a float image ``x`` (N, C, H, W): row
+        ``(c*kh + i)*kw + j``, column ``oy*ow + ox`` holds ``x[n, c, oy*sh - pt + i*dh,
+        ox*sw - pl + j*dw]``, zero outside the image.  ``kernel`` (kh, kw), ``stride``
+        (sh, sw), ``padding`` (pt, pl: the leading pads), ``dilation`` (dh, dw) and ``grid``
+        (oh, ow) are positive (padding non-negative) and already checked."""
+
+    def col2im(self, cols: Any, image: tuple, kernel: tuple, stride: tuple, padding: tuple,
+               dilation: tuple, grid: tuple) -> Any:
+        """The adjoint of ``im2col``: the (N, C, H, W) image (``image`` = (C, H, W)) in which
+        every entry of ``cols`` (N, C*kh*kw, oh*ow) is added at the position it reads."""
 
     # -- random --------------------------------------------------------------------------
     def rand(self, shape: tuple, dtype: Any, seed: int, offset: int, index: int) -> Any:

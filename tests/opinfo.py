@@ -516,6 +516,10 @@ NOT_IN_TABLE = {
     "eye": "creation, no input tensor; tests/test_tensor.py",
     "rand": "random creation, no NumPy reference; tests/test_tensor.py, tests/cuda",
     "randn": "random creation, no NumPy reference; tests/test_tensor.py, tests/cuda",
+    "unfold": "tested in tests/test_conv.py",
+    "fold": "tested in tests/test_conv.py",
+    "conv2d": "tested in tests/test_conv.py",
+    "conv_transpose2d": "tested in tests/test_conv.py",
 }
 
 

@@ -38,6 +38,11 @@ REACHED_BY = {
     "eye": lambda x: rt.eye(2, device=x.device),
     "rand": lambda x: rt.rand(2, device=x.device),
     "randn": lambda x: rt.randn(2, device=x.device),
+    "unfold": lambda x: rt.unfold(rt.reshape(x, (1, 1, 2, 3)), 2),
+    "fold": lambda x: rt.fold(rt.reshape(x, (1, 2, 3)), (2, 3), (2, 1)),
+    "conv2d": lambda x: F.conv2d(rt.reshape(x, (1, 1, 2, 3)), rt.ones(1, 1, 2, 2, device=x.device)),
+    "conv_transpose2d": lambda x: F.conv_transpose2d(rt.reshape(x, (1, 1, 2, 3)),
+                                                     rt.ones(1, 1, 2, 2, device=x.device)),
 }
 # Reached only inside another op's gradient: that op's backward rule dispatches it.
 INTERNAL = {"cross_entropy_backward": "cross_entropy"}

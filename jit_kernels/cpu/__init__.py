@@ -1,11 +1,11 @@
 """The ``cpu`` kernel set: Numba kernels on NumPy payloads (see ``jit_kernels.KernelSet``).
 
 Modules: ``elementwise`` (generated unary/binary/where/cast kernels), ``reduce`` (reductions,
-arg-reductions, softmax), ``matmul``, ``shape`` (views, copy, take/gather/scatter_add/cat/slice_assign),
-``memory`` (creation and host transfer), ``random`` (counter-based rand/randn),
-``scalar_math`` (every transcendental).  Importing this package compiles nothing: every kernel
-is compiled lazily with ``cache=True`` on first use (generated ones via
-``jit_kernels.codegen.load_generated_module``).
+arg-reductions, softmax), ``matmul``, ``conv`` (im2col/col2im), ``shape`` (views, copy,
+take/gather/scatter_add/cat/slice_assign), ``memory`` (creation and host transfer), ``random``
+(counter-based rand/randn), ``scalar_math`` (every transcendental).  Importing this package
+compiles nothing: every kernel is compiled lazily with ``cache=True`` on first use (generated
+ones via ``jit_kernels.codegen.load_generated_module``).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 import numpy as np
 
 from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape
+from jit_kernels.cpu import conv as _conv
 
 
 class CpuKernels:
@@ -109,6 +110,13 @@ class CpuKernels:
     # -- linear algebra
     def matmul(self, a, b):
         return _matmul.matmul(a, b)
+
+    # -- convolution
+    def im2col(self, x, kernel, stride, padding, dilation, grid):
+        return _conv.im2col(x, kernel, stride, padding, dilation, grid)
+
+    def col2im(self, cols, image, kernel, stride, padding, dilation, grid):
+        return _conv.col2im(cols, image, kernel, stride, padding, dilation, grid)
 
     # -- random
     def rand(self, shp, dtype, seed, offset, index=0):

@@ -4,10 +4,10 @@ Payloads are ``CudaArray`` values (``_array``): a strided view of a numba.cuda d
 GPU ``index``.  Modules mirror the cpu set: ``elementwise`` (generated unary/binary/where/cast
 kernels, grid-stride loops over strided operands), ``reduce`` (block reductions with warp
 shuffles and a second pass; arg-reductions; softmax), ``matmul`` (shared-memory tiled,
-register-blocked, batched), ``shape`` (views, copy, take/gather with device-side index checks,
-cat, slice_assign), ``memory`` (host transfer, creation), ``random`` (the cpu set's counter-based
-generator), ``scalar_math`` (libdevice).  Every ``numba.cuda`` use of the project lives in this
-package.
+register-blocked, batched), ``conv`` (im2col/col2im), ``shape`` (views, copy, take/gather
+with device-side index checks, cat, slice_assign), ``memory`` (host transfer, creation),
+``random`` (the cpu set's counter-based generator), ``scalar_math`` (libdevice).  Every
+``numba.cuda`` use of the project lives in this package.
 
 Importing this package works without a GPU or driver (nothing touches the driver until a
 kernel runs); ``device_count()`` returns the number of usable GPUs, or raises ``RuntimeError``
@@ -73,7 +73,8 @@ class CudaKernels:
     kind = "cuda"
 
     def __init__(self):
-        from jit_kernels.cuda import (elementwise, matmul, memory, random, reduce, shape)
+        from jit_kernels.cuda import (conv, elementwise, matmul, memory, random, reduce, shape)
+        self._conv = conv
         self._ew = elementwise
         self._mm = matmul
         self._mem = memory
@@ -168,6 +169,13 @@ class CudaKernels:
     # -- linear algebra
     def matmul(self, a, b):
         return self._mm.matmul(a, b)
+
+    # -- convolution
+    def im2col(self, x, kernel, stride, padding, dilation, grid):
+        return self._conv.im2col(x, kernel, stride, padding, dilation, grid)
+
+    def col2im(self, cols, image, kernel, stride, padding, dilation, grid):
+        return self._conv.col2im(cols, image, kernel, stride, padding, dilation, grid)
 
     # -- random
     def rand(self, shp, dtype, seed, offset, index=0):

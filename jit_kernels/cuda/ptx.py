@@ -117,6 +117,9 @@ def exercise(ks) -> None:
             ks.softmax(arr((2, 3, 2), dt), 1, log)
         ks.rand((5,), dt, 1, 0)
         ks.randn((5,), dt, 1, 0)
+        img = arr((1, 2, 3, 3), dt)
+        cols = ks.im2col(img, (2, 2), (1, 1), (1, 1), (1, 1), (4, 4))
+        ks.col2im(cols, (2, 3, 3), (2, 2), (1, 1), (1, 1), (1, 1), (4, 4))
     for dt in NUMERIC:
         a = arr((2, 3, 4), dt)
         b = arr((2, 4, 5), dt)

@@ -510,6 +510,57 @@ class _Builder:
         return self.node(self.record(op), [self.operand(t, out) for t in op.inputs],
                          axis=int(op.attrs["axis"]))
 
+    # ---- convolution ------------------------------------------------------------------------
+    def _window(self, op, kernel) -> dict:
+        a = op.attrs
+        return {"kernel_shape": list(kernel), "strides": list(a["stride"]),
+                "pads": list(a["padding"]), "dilations": list(a["dilation"])}
+
+    def op_conv2d(self, op) -> str:
+        w = op.inputs[1]
+        return self.node(self.record(op), [self.names[t.id] for t in op.inputs],
+                         group=int(op.attrs["groups"]), **self._window(op, w.shape[2:]))
+
+    def op_conv_transpose2d(self, op) -> str:
+        w = op.inputs[1]
+        return self.node(self.record(op), [self.names[t.id] for t in op.inputs],
+                         group=int(op.attrs["groups"]),
+                         output_padding=list(op.attrs["output_padding"]),
+                         **self._window(op, w.shape[2:]))
+
+    def _one_hot_kernel(self, channels, kernel, dt) -> str:
+        """Weights (channels*kh*kw, 1, kh, kw) whose output channel c*kh*kw + i*kw + j picks
+        kernel position (i, j) of input channel c: im2col as a grouped ``Conv``."""
+        kh, kw = kernel
+        eye = np.eye(kh * kw, dtype=dt.np).reshape(kh * kw, 1, kh, kw)
+        return self.const(np.tile(eye, (channels, 1, 1, 1)))
+
+    def op_unfold(self, op) -> str:
+        # a grouped Conv with one-hot weights, its (N, C*kh*kw, oh, ow) output flattened
+        (xt,) = op.inputs
+        k = op.attrs["kernel_size"]
+        c = xt.shape[1]
+        y = self.node("Conv", [self.names[xt.id], self._one_hot_kernel(c, k, xt.dtype)],
+                      group=int(c), **self._window(op, k))
+        return self.reshape(y, op.outputs[0].shape)
+
+    def op_fold(self, op) -> str:
+        # the adjoint: a grouped ConvTranspose with the same one-hot weights; output_padding
+        # gives back the rows/columns the window's stride never reached
+        (xt,) = op.inputs
+        a = op.attrs
+        k, size = a["kernel_size"], a["output_size"]
+        n, ck, _ = xt.shape
+        c = ck // (k[0] * k[1])
+        pads, st, dil = a["padding"], a["stride"], a["dilation"]
+        grid = [(size[i] + pads[i] + pads[i + 2] - dil[i] * (k[i] - 1) - 1) // st[i] + 1
+                for i in range(2)]
+        opad = [size[i] - ((grid[i] - 1) * st[i] - pads[i] - pads[i + 2] + dil[i] * (k[i] - 1) + 1)
+                for i in range(2)]
+        x = self.reshape(self.names[xt.id], [n, ck] + grid)
+        return self.node("ConvTranspose", [x, self._one_hot_kernel(c, k, xt.dtype)], group=int(c),
+                         output_padding=opad, **self._window(op, k))
+
     # ---- creation ---------------------------------------------------------------------------
     def op_full(self, op) -> str:
         t = op.outputs[0]

@@ -49,3 +49,6 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     dt = x.dtype if x.dtype.is_float else D.float32
     keep = api.ge(api.rand(*x.shape, dtype=dt, device=x.device), p)
     return api.mul(x, api.mul(api.cast(keep, dt), 1.0 / (1.0 - p)))
+
+from ..ops.conv import conv1d, conv2d, conv_transpose2d, fold, unfold  # noqa: E402 (the conv family's front ends)
+__all__ += ["conv1d", "conv2d", "conv_transpose2d", "fold", "unfold"]

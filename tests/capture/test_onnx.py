@@ -361,7 +361,8 @@ def test_layer_norm(tmp_path):
 # ---------------------------------------------------------------------------- the catalogue record
 # Ops whose lowering is a composition of its own, not the operator the record names.
 OWN_LOWERING = {"rsqrt", "gelu", "gelu_tanh", "var", "ne", "clamp", "cast", "slice_assign",
-                "full", "arange", "eye", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"}
+                "full", "arange", "eye", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+                "unfold", "fold"}
 # (composite ops are recorded as their decompositions: their parts are in the graph instead)
 
 
@@ -378,6 +379,9 @@ def _every_op(x, i, m):
              rt.logical_or(m, False), rt.where(m, x, 0.0), m & (x > 0), m | False, m ^ (x < 0), ~m]
     outs += [getattr(rt, n)(x, axis=1) for n in ("sum", "mean", "prod", "max", "min", "var",
                                                  "logsumexp", "norm", "argmax", "argmin")]
+    x4, w4 = x.reshape(1, 1, 3, 4), rt.tensor(np.full((2, 1, 2, 2), 0.5, np.float32), device=d)
+    outs += [rt.conv2d(x4, w4, padding=1), rt.conv_transpose2d(x4, w4.reshape(1, 2, 2, 2), stride=2),
+             rt.unfold(x4, 2), rt.fold(rt.unfold(x4, 2), (3, 4), 2)]
     outs += [rt.softmax(x, axis=-1), rt.log_softmax(x, axis=0), x @ x.T, x.reshape(4, 3),
              rt.expand(x[:, :1], 3, 4), x[1:, ::2], rt.take(x, rt.tensor(np.array([0, 2]), device=d), 1),
              rt.gather(x, 1, rt.minimum(idx.expand(3, 4), 3)), rt.scatter_add(x, 0, idx, x[:1]),

@@ -1,0 +1,121 @@
+"""im2col / col2im for the cpu set (the kernels of ``unfold``/``fold`` and of the convolutions).
+
+``im2col(x, kernel, stride, padding, dilation, grid)``: ``x`` (N, C, H, W) to columns
+(N, C*kh*kw, oh*ow); row ``(c*kh + i)*kw + j`` holds ``x[n, c, oy*sh - pt + i*dh, ox*sw - pl +
+j*dw]`` (zero outside the image) at column ``oy*ow + ox``.  ``col2im`` is its adjoint: it sums
+every column entry back into the (N, C, H, W) image it was read from.
+
+Both run one prange task per (n, c) plane: every task reads and writes its own plane only, so
+col2im needs no atomics and sums in a fixed order (deterministic).  For each output row the
+in-image column range is computed once, so the inner loop is a plain (vectorisable) copy or add
+over a slice, with no per-element bounds test.  Operands are made C-contiguous first (one
+specialisation per dtype); outputs come from the caching allocator.
+"""
+from __future__ import annotations
+
+from numba import njit, prange
+
+from jit_kernels.cpu import _pool
+
+
+@njit(cache=True)
+def _span(off, s, n_in, n_out):
+    """[lo, hi): the outputs ``o`` with ``0 <= o*s + off < n_in``, clipped to [0, n_out)."""
+    lo = 0 if off >= 0 else min(n_out, (s - 1 - off) // s)
+    hi = 0 if n_in - 1 - off < 0 else min(n_out, (n_in - 1 - off) // s + 1)
+    return lo, max(lo, hi)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _im2col(x, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
+    N, C, H, W = x.shape
+    for t in prange(N * C):
+        n = t // C
+        c = t - n * C
+        for i in range(kh):
+            for j in range(kw):
+                row = out[n, (c * kh + i) * kw + j]
+                xoff = j * dw - pl
+                lo, hi = _span(xoff, sw, W, ow)
+                for oy in range(oh):
+                    seg = row[oy * ow:(oy + 1) * ow]
+                    iy = oy * sh - pt + i * dh
+                    if iy < 0 or iy >= H:
+                        for ox in range(ow):
+                            seg[ox] = 0
+                        continue
+                    for ox in range(lo):
+                        seg[ox] = 0
+                    mid = seg[lo:hi]
+                    if sw == 1:    # a contiguous source: the copy vectorises
+                        src = x[n, c, iy, lo + xoff:hi + xoff]
+                        for k in range(hi - lo):
+                            mid[k] = src[k]
+                    elif hi > lo:
+                        srs = x[n, c, iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
+                        for k in range(hi - lo):
+                            mid[k] = srs[k]
+                    for ox in range(hi, ow):
+                        seg[ox] = 0
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _col2im(cols, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
+    N, C, H, W = out.shape
+    for t in prange(N * C):
+        n = t // C
+        c = t - n * C
+        plane = out[n, c]
+        for y in range(H):
+            for x in range(W):
+                plane[y, x] = 0
+        for i in range(kh):
+            for j in range(kw):
+                row = cols[n, (c * kh + i) * kw + j]
+                xoff = j * dw - pl
+                lo, hi = _span(xoff, sw, W, ow)
+                if hi <= lo:
+                    continue
+                for oy in range(oh):
+                    iy = oy * sh - pt + i * dh
+                    if iy < 0 or iy >= H:
+                        continue
+                    mid = row[oy * ow + lo:oy * ow + hi]
+                    if sw == 1:    # a contiguous destination: the add vectorises
+                        dst = plane[iy, lo + xoff:hi + xoff]
+                        for k in range(hi - lo):
+                            dst[k] += mid[k]
+                    else:
+                        dss = plane[iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
+                        for k in range(hi - lo):
+                            dss[k] += mid[k]
+
+
+def _contiguous(x):
+    if x.flags.c_contiguous:
+        return x
+    from jit_kernels.cpu.shape import copy
+    return copy(x)
+
+
+def im2col(x, kernel, stride, padding, dilation, grid):
+    """Columns (N, C*kh*kw, oh*ow) of image ``x`` (N, C, H, W); see the module docstring."""
+    N, C = x.shape[:2]
+    (kh, kw), (oh, ow) = kernel, grid
+    out = _pool.empty((N, C * kh * kw, oh * ow), x.dtype)
+    if out.size:
+        _im2col(_contiguous(x), out, kh, kw, *stride, *padding, *dilation, oh, ow)
+    return out
+
+
+def col2im(cols, image, kernel, stride, padding, dilation, grid):
+    """The (N, C, H, W) image (``image`` = (C, H, W)) summing columns ``cols`` back."""
+    C, H, W = image
+    (kh, kw), (oh, ow) = kernel, grid
+    out = _pool.empty((cols.shape[0], C, H, W), cols.dtype)
+    if out.size:
+        _col2im(_contiguous(cols), out, kh, kw, *stride, *padding, *dilation, oh, ow)
+    return out
+
+
+__all__ = ["im2col", "col2im"]

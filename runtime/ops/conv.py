@@ -1,0 +1,450 @@
+"""Convolution: ``unfold`` (im2col), ``fold`` (col2im), ``conv2d``, ``conv_transpose2d`` (native
+records) and ``conv1d`` (a front end over ``conv2d``), with PyTorch's argument conventions.
+
+Every record keeps its padding as four pads ``(top, left, bottom, right)`` (ONNX's order), so
+``padding="same"`` with an even kernel (PyTorch puts the odd pad at the end) and the gradients
+of asymmetric convolutions stay one op.  The convolutions are lowered onto the kernel sets'
+``im2col``/``col2im`` and the batched gemm (``matmul``): a conv is ``W @ im2col(x)`` per sample
+(per group), a transposed conv ``col2im(W.T @ x)``.  Their gradients are written with
+catalogue ops: each is the other's input gradient (conv2d's, at stride 1 on wide images, the
+cheaper full correlation with the flipped weight), and the weight gradient is ``g @ cols.T``
+summed over the batch, so they run on every device.  Capture records each as one op (no
+decomposition), which ONNX exports as ``Conv``/``ConvTranspose``.
+"""
+from __future__ import annotations
+
+import operator
+
+from ..dispatch import dispatch as run
+from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..tensor import Tensor
+from .args import tensor_arg
+from .linalg import matmul
+from .reduce import sum
+from .registry import OpSpec, Plan, front_end, register
+from .shape import permute, reshape, transpose
+
+__all__ = ["unfold", "fold", "conv1d", "conv2d", "conv_transpose2d"]
+
+
+# --------------------------------------------------------------------------- arguments
+def _ints(op, name, v, n, low):
+    """``v`` (an int or a sequence of ``n`` ints, each >= ``low``) as an ``n``-tuple."""
+    try:
+        t = (operator.index(v),) * n if not isinstance(v, (tuple, list)) else \
+            tuple(operator.index(e) for e in v)
+    except TypeError:
+        t = None
+    if t is None or len(t) != n or any(e < low for e in t) or isinstance(v, bool):
+        what = "positive" if low > 0 else "non-negative"
+        raise ArgumentValueError(f"{op}: {name} must be a {what} int or a tuple of {n}, got {v!r}")
+    return t
+
+
+def _pads(op, padding, n=2):
+    """Symmetric ``padding`` (int or ``n`` ints) as the (begins..., ends...) pads."""
+    p = _ints(op, "padding", padding, n, 0)
+    return p + p
+
+
+def _same_pads(kernel, dilation):
+    """PyTorch's ``padding="same"``: total ``d*(k-1)`` per axis, the odd pad at the end."""
+    tot = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    return tuple(t // 2 for t in tot) + tuple(t - t // 2 for t in tot)
+
+
+def _conv_pads(op, padding, kernel, stride, dilation, n=2):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * (2 * n)
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ArgumentValueError(f"{op}: padding='same' is not supported for strided "
+                                         f"convolutions (stride={stride})")
+            return _same_pads(kernel, dilation)
+        raise ArgumentValueError(f"{op}: padding must be 'valid', 'same', a non-negative int or a "
+                                 f"tuple of {n}, got {padding!r}")
+    return _pads(op, padding, n)
+
+
+def _groups(op, groups):
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ArgumentValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    return groups
+
+
+# --------------------------------------------------------------------------- shape rules
+def _float_dtype(op, *ts):
+    """The operands' one float dtype (DTypeError naming them otherwise)."""
+    names = ", ".join(t.dtype.name for t in ts)
+    if any(not t.dtype.is_float for t in ts):
+        raise DTypeError(f"{op}: only float32 and float64 are supported, got {names}")
+    if any(t.dtype is not ts[0].dtype for t in ts):
+        raise DTypeError(f"{op}: operands must have one dtype, got {names}")
+    return ts[0].dtype
+
+
+def _rank(op, what, t, n, layout):
+    if len(t.shape) != n:
+        raise ShapeError(f"{op}: {what} must be {n}-D {layout}, got shape {tuple(t.shape)}")
+
+
+def grid_of(op, image, kernel, stride, pads, dilation) -> tuple:
+    """(oh, ow): the output positions of a ``kernel`` window over the padded ``image`` (H, W);
+    ShapeError when the dilated kernel is bigger than the padded image."""
+    padded = tuple(n + pads[i] + pads[i + 2] for i, n in enumerate(image))
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(s > p for s, p in zip(span, padded)):
+        raise ShapeError(f"{op}: kernel of size {tuple(kernel)} with dilation {tuple(dilation)} "
+                         f"is bigger than the padded input of size {padded}")
+    return tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
+
+
+def _infer_unfold(args, attrs):
+    (x,) = args
+    _rank("unfold", "input", x, 4, "(N, C, H, W)")
+    dt = _float_dtype("unfold", x)
+    k = attrs["kernel_size"]
+    oh, ow = grid_of("unfold", x.shape[2:], k, attrs["stride"], attrs["padding"], attrs["dilation"])
+    return Plan((x.shape[0], x.shape[1] * k[0] * k[1], oh * ow), dt, dt)
+
+
+def _infer_fold(args, attrs):
+    (x,) = args
+    _rank("fold", "input", x, 3, "(N, C*kH*kW, L)")
+    dt = _float_dtype("fold", x)
+    k = attrs["kernel_size"]
+    K = k[0] * k[1]
+    if x.shape[1] % K:
+        raise ShapeError(f"fold: input of shape {tuple(x.shape)}: dimension 1 ({x.shape[1]}) is not "
+                         f"divisible by the kernel's {K} positions (kernel_size {tuple(k)})")
+    size = attrs["output_size"]
+    oh, ow = grid_of("fold", size, k, attrs["stride"], attrs["padding"], attrs["dilation"])
+    if x.shape[2] != oh * ow:
+        raise ShapeError(f"fold: input of shape {tuple(x.shape)} has {x.shape[2]} blocks, but "
+                         f"output_size {tuple(size)} with kernel_size {tuple(k)} gives "
+                         f"{oh} x {ow} = {oh * ow}")
+    return Plan((x.shape[0], x.shape[1] // K) + tuple(size), dt, dt)
+
+
+def _check_weight(op, x, w, args, groups, in_axis, out_axis):
+    """Channel and group checks shared by both convolutions; returns the output channels."""
+    _rank(op, "input", x, 4, "(N, C, H, W)")
+    layout = ("(out_channels, in_channels/groups, kH, kW)" if in_axis == 1
+              else "(in_channels, out_channels/groups, kH, kW)")
+    _rank(op, "weight", w, 4, layout)
+    _float_dtype(op, *args)
+    c, ws = x.shape[1], tuple(w.shape)
+    if in_axis == 1 and ws[1] * groups != c:
+        raise ShapeError(f"{op}: input of shape {tuple(x.shape)} has {c} channels, but weight of "
+                         f"shape {ws} with groups={groups} expects {ws[1] * groups}")
+    if in_axis == 0 and (ws[0] != c or c % groups):
+        raise ShapeError(f"{op}: input of shape {tuple(x.shape)} has {c} channels, but weight of "
+                         f"shape {ws} expects {ws[0]} (its first dimension), divisible by "
+                         f"groups={groups}")
+    out = ws[0] if out_axis == 0 else ws[1] * groups
+    if out_axis == 0 and ws[0] % groups:
+        raise ShapeError(f"{op}: weight of shape {ws} has {ws[0]} output channels, which "
+                         f"groups={groups} does not divide")
+    if len(args) == 3 and tuple(args[2].shape) != (out,):
+        raise ShapeError(f"{op}: bias must have shape ({out},) (the output channels), got "
+                         f"{tuple(args[2].shape)}")
+    return out
+
+
+def _infer_conv2d(args, attrs):
+    x, w = args[0], args[1]
+    out = _check_weight("conv2d", x, w, args, attrs["groups"], 1, 0)
+    grid = grid_of("conv2d", x.shape[2:], w.shape[2:], attrs["stride"], attrs["padding"],
+                   attrs["dilation"])
+    return Plan((x.shape[0], out) + grid, x.dtype, x.dtype)
+
+
+def transpose_size(image, kernel, stride, pads, dilation, output_padding) -> tuple:
+    """The output (H, W) of a transposed convolution of an ``image`` (H, W) input."""
+    return tuple((n - 1) * s - pads[i] - pads[i + 2] + d * (k - 1) + op + 1
+                 for i, (n, k, s, d, op) in enumerate(zip(image, kernel, stride, dilation,
+                                                          output_padding)))
+
+
+def _infer_conv_transpose2d(args, attrs):
+    op = "conv_transpose2d"
+    x, w = args[0], args[1]
+    out = _check_weight(op, x, w, args, attrs["groups"], 0, 1)
+    stride, dil, opad = attrs["stride"], attrs["dilation"], attrs["output_padding"]
+    if any(p >= max(s, d) for p, s, d in zip(opad, stride, dil)):
+        raise ArgumentValueError(f"{op}: output_padding {opad} must be smaller than either stride "
+                                 f"{stride} or dilation {dil}")
+    size = transpose_size(x.shape[2:], w.shape[2:], stride, attrs["padding"], dil, opad)
+    if any(n < 1 for n in size):
+        raise ShapeError(f"{op}: input of shape {tuple(x.shape)} with weight of shape "
+                         f"{tuple(w.shape)} gives an empty output of size {size}")
+    return Plan((x.shape[0], out) + size, x.dtype, x.dtype)
+
+
+# --------------------------------------------------------------------------- lowerings
+def _window(attrs):
+    """(stride, leading pads, dilation) as the kernel sets take them."""
+    return attrs["stride"], attrs["padding"][:2], attrs["dilation"]
+
+
+def _kernel_unfold(ks, p, args, attrs, plan, device):
+    k = attrs["kernel_size"]
+    grid = grid_of("unfold", args[0].shape[2:], k, attrs["stride"], attrs["padding"],
+                   attrs["dilation"])
+    return ks.im2col(p[0], k, *_window(attrs), grid)
+
+
+def _kernel_fold(ks, p, args, attrs, plan, device):
+    k, size = attrs["kernel_size"], attrs["output_size"]
+    grid = grid_of("fold", size, k, attrs["stride"], attrs["padding"], attrs["dilation"])
+    return ks.col2im(p[0], plan.shape[1:], k, *_window(attrs), grid)
+
+
+def _grouped_weight(ks, w, n, groups, rows, cols):
+    """Weight payload ``w`` as the left operand of a (n*groups)-batched matmul: (1, rows, cols)
+    for one group (a broadcast batch), else each group's (rows, cols) block repeated per
+    sample (a copy of the weight, n times: weights are small)."""
+    if groups == 1:
+        return ks.reshape(w, (1, rows, cols))
+    g4 = ks.reshape(w, (1, groups, rows, cols))
+    return ks.reshape(ks.expand(g4, (n, groups, rows, cols)), (n * groups, rows, cols))
+
+
+def _add_bias(ks, y, b, channels, dt):
+    return ks.binary("add", y, ks.reshape(b, (1, channels, 1, 1)), dt.np, dt.np)
+
+
+def _kernel_conv2d(ks, p, args, attrs, plan, device):
+    # y[n, g] = W[g] (O/G, C/G*kh*kw) @ cols[n, g] (C/G*kh*kw, L): one batched gemm
+    w = args[1]
+    n, o, oh, ow = plan.shape
+    groups = attrs["groups"]
+    kh, kw = w.shape[2:]
+    cols = ks.im2col(p[0], (kh, kw), *_window(attrs), (oh, ow))
+    kg = w.shape[1] * kh * kw
+    a = _grouped_weight(ks, p[1], n, groups, o // groups, kg)
+    b = ks.reshape(cols, (n * groups, kg, oh * ow)) if groups > 1 else cols
+    y = ks.reshape(ks.matmul(a, b), plan.shape)
+    return _add_bias(ks, y, p[2], o, plan.dtype) if len(args) == 3 else y
+
+
+def _kernel_conv_transpose2d(ks, p, args, attrs, plan, device):
+    # cols[n, g] = W[g].T (O/G*kh*kw, C/G) @ x[n, g] (C/G, H*W), then col2im onto the output
+    x, w = args[0], args[1]
+    n, c, h, wd = x.shape
+    groups = attrs["groups"]
+    o = plan.shape[1]
+    kh, kw = w.shape[2:]
+    rows = (o // groups) * kh * kw
+    cg = c // groups
+    if groups == 1:      # the transposed weight as a strided view: the gemm reads it so
+        a = ks.permute(ks.reshape(p[1], (1, cg, rows)), (0, 2, 1))
+    else:
+        wt = ks.permute(ks.reshape(p[1], (1, groups, cg, rows)), (0, 1, 3, 2))
+        a = ks.reshape(ks.expand(wt, (n, groups, rows, cg)), (n * groups, rows, cg))
+    cols = ks.matmul(a, ks.reshape(p[0], (n * groups, cg, h * wd)))
+    cols = ks.reshape(cols, (n, o * kh * kw, h * wd))
+    y = ks.col2im(cols, plan.shape[1:], (kh, kw), *_window(attrs), (h, wd))
+    return _add_bias(ks, y, p[2], o, plan.dtype) if len(args) == 3 else y
+
+
+# --------------------------------------------------------------------------- gradients
+def _window_attrs(attrs, kernel):
+    return {"kernel_size": tuple(kernel), "dilation": attrs["dilation"],
+            "padding": attrs["padding"], "stride": attrs["stride"]}
+
+
+def _grad_unfold(c, g):
+    x = c.input(0)
+    return (run("fold", (g,), dict(c.attrs, output_size=tuple(x.shape[2:]))),)
+
+
+def _grad_fold(c, g):
+    return (run("unfold", (g,), {k: v for k, v in c.attrs.items() if k != "output_size"}),)
+
+
+def _weight_grad(g, cols, groups, shape):
+    """The weight gradient ``sum_n g[n, gr] @ cols[n, gr].T`` with ``g`` (N, A, L) and
+    ``cols`` (N, B, L) split into ``groups`` along A and B: (groups * A/G, B/G) as ``shape``."""
+    n, a, length = g.shape
+    if groups > 1:
+        g = reshape(g, (n, groups, a // groups, length))
+        cols = reshape(cols, (n, groups, cols.shape[1] // groups, length))
+    return reshape(sum(matmul(g, transpose(cols, -1, -2)), axis=0), shape)
+
+
+def _output_padding(image, grid, kernel, attrs):
+    """The output_padding that makes the transposed conv of a ``grid`` output give ``image``."""
+    base = transpose_size(grid, kernel, attrs["stride"], attrs["padding"], attrs["dilation"],
+                          (0, 0))
+    return tuple(i - b for i, b in zip(image, base))
+
+
+def _bias_grad(c, g):
+    return sum(g, axis=(0, 2, 3)) if c.arity == 3 and c.needs(2) else None
+
+
+#: image width from which conv2d's stride-1 input gradient is the full correlation (measured,
+#: 2 threads: 64->64 56x56 N=8 130 ms vs 190-210 ms as a transposed conv; 16->32 8x8 N=128
+#: 21 ms vs 15 ms: short rows make im2col of the wider g cost more than it saves)
+FULL_CORRELATION_MIN_WIDTH = 32
+
+
+def _input_grad(g, w, x_shape, attrs):
+    """conv2d's input gradient: the transposed conv of ``g``; for stride 1 on wide images the
+    same values as a full correlation of ``g`` with the flipped weight, channels swapped per
+    group (one im2col and a gemm whose reduction runs over O*kh*kw, instead of a gemm over O
+    writing kh*kw times the image, then col2im)."""
+    stride, pads, dil, groups = attrs["stride"], attrs["padding"], attrs["dilation"], attrs["groups"]
+    o, cg, kh, kw = w.shape
+    full = (dil[0] * (kh - 1), dil[1] * (kw - 1))
+    fpads = tuple(full[i % 2] - pads[i] for i in range(4))
+    if stride != (1, 1) or min(fpads) < 0 or x_shape[3] < FULL_CORRELATION_MIN_WIDTH:
+        opad = _output_padding(x_shape[2:], g.shape[2:], (kh, kw), attrs)
+        return run("conv_transpose2d", (g, w), dict(attrs, output_padding=opad))
+    swapped = permute(reshape(w, (groups, o // groups, cg, kh, kw)), (0, 2, 1, 3, 4))
+    flipped = reshape(swapped, (groups * cg, o // groups, kh, kw))[:, :, ::-1, ::-1]
+    return run("conv2d", (g, flipped), dict(attrs, padding=fpads))
+
+
+def _grad_conv2d(c, g):
+    x, w = c.input(0), c.input(1)
+    attrs = c.attrs
+    kernel = w.shape[2:]
+    gx = gw = None
+    if c.needs(0):
+        gx = _input_grad(g, w, x.shape, attrs)
+    if c.needs(1):
+        n, o, oh, ow = g.shape
+        cols = run("unfold", (x,), _window_attrs(attrs, kernel))
+        gw = _weight_grad(reshape(g, (n, o, oh * ow)), cols, attrs["groups"], w.shape)
+    return gx, gw, _bias_grad(c, g)
+
+
+def _grad_conv_transpose2d(c, g):
+    # conv2d of g reads g exactly where the transposed conv wrote x; an output_padding of a
+    # stride or more adds rows/columns past x's grid, which are sliced off
+    x, w = c.input(0), c.input(1)
+    attrs = {k: v for k, v in c.attrs.items() if k != "output_padding"}
+    n, cin, h, wd = x.shape
+    gx = gw = None
+    if c.needs(0):
+        gx = run("conv2d", (g, w), attrs)
+        if gx.shape[2:] != (h, wd):
+            gx = gx[:, :, :h, :wd]
+    if c.needs(1):
+        cols = run("unfold", (g,), _window_attrs(attrs, w.shape[2:]))
+        grid = grid_of("conv_transpose2d", g.shape[2:], w.shape[2:], attrs["stride"],
+                       attrs["padding"], attrs["dilation"])
+        if grid != (h, wd):
+            cols = reshape(reshape(cols, (n, cols.shape[1]) + grid)[:, :, :h, :wd],
+                           (n, cols.shape[1], h * wd))
+        gw = _weight_grad(reshape(x, (n, cin, h * wd)), cols, attrs["groups"], w.shape)
+    return gx, gw, _bias_grad(c, g)
+
+
+register(OpSpec("unfold", "conv", _infer_unfold, _kernel_unfold, backward=_grad_unfold))
+register(OpSpec("fold", "conv", _infer_fold, _kernel_fold, backward=_grad_fold))
+register(OpSpec("conv2d", "conv", _infer_conv2d, _kernel_conv2d, cost="compute",
+                backward=_grad_conv2d, onnx="Conv"))
+register(OpSpec("conv_transpose2d", "conv", _infer_conv_transpose2d, _kernel_conv_transpose2d,
+                cost="compute", backward=_grad_conv_transpose2d, onnx="ConvTranspose"))
+
+
+# --------------------------------------------------------------------------- front ends
+def _window_args(op, kernel_size, dilation, padding, stride):
+    return {"kernel_size": _ints(op, "kernel_size", kernel_size, 2, 1),
+            "dilation": _ints(op, "dilation", dilation, 2, 1),
+            "padding": _pads(op, padding), "stride": _ints(op, "stride", stride, 2, 1)}
+
+
+_LAYOUTS = {"unfold": "(N, C, H, W)", "fold": "(N, C*kH*kW, L)", "conv1d": "(N, C, L)",
+            "conv2d": "(N, C, H, W)", "conv_transpose2d": "(N, C, H, W)"}
+
+
+def _batched(op, x, rank, fn):
+    """``fn(x)`` for a batched input; an unbatched one (one dim less) as a batch of one."""
+    x = tensor_arg(op, x)
+    if x.ndim not in (rank - 1, rank):
+        raise ShapeError(f"{op}: input must be {rank}-D {_LAYOUTS[op]} (or {rank - 1}-D unbatched), "
+                         f"got shape {tuple(x.shape)}")
+    if x.ndim == rank - 1:
+        y = fn(reshape(x, (1,) + x.shape))
+        return reshape(y, y.shape[1:])
+    return fn(x)
+
+
+@front_end
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Sliding local blocks (im2col, ``F.unfold``): (N, C, H, W) -> (N, C*kH*kW, L)."""
+    attrs = _window_args("unfold", kernel_size, dilation, padding, stride)
+    return _batched("unfold", input, 4, lambda x: run("unfold", (x,), attrs))
+
+
+@front_end
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """The blocks of ``unfold`` summed back into an image (col2im, ``F.fold``):
+    (N, C*kH*kW, L) -> (N, C, *output_size)."""
+    attrs = _window_args("fold", kernel_size, dilation, padding, stride)
+    attrs["output_size"] = _ints("fold", "output_size", output_size, 2, 1)
+    return _batched("fold", input, 3, lambda x: run("fold", (x,), attrs))
+
+
+def _operands(op, weight, bias):
+    w = tensor_arg(op, weight)
+    if bias is None:
+        return (w,)
+    return (w, tensor_arg(op, bias))
+
+
+@front_end
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """2-D convolution (cross-correlation) of (N, C, H, W) with weight (O, C/groups, kH, kW),
+    as ``torch.nn.functional.conv2d``; ``padding`` int, pair, ``"valid"`` or ``"same"``."""
+    op = "conv2d"
+    ws = _operands(op, weight, bias)
+    stride = _ints(op, "stride", stride, 2, 1)
+    dilation = _ints(op, "dilation", dilation, 2, 1)
+    kernel = tuple(ws[0].shape[2:]) if ws[0].ndim == 4 else (1, 1)
+    attrs = {"stride": stride, "padding": _conv_pads(op, padding, kernel, stride, dilation),
+             "dilation": dilation, "groups": _groups(op, groups)}
+    return _batched(op, input, 4, lambda x: run(op, (x,) + ws, attrs))
+
+
+@front_end
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """1-D convolution of (N, C, L) with weight (O, C/groups, k), as
+    ``torch.nn.functional.conv1d``: a ``conv2d`` over a height of 1."""
+    op = "conv1d"
+    w = tensor_arg(op, weight)
+    if w.ndim != 3:
+        raise ShapeError(f"{op}: weight must be 3-D (out_channels, in_channels/groups, kL), got "
+                         f"shape {tuple(w.shape)}")
+    (s,), (d,) = _ints(op, "stride", stride, 1, 1), _ints(op, "dilation", dilation, 1, 1)
+    if isinstance(padding, str):
+        padding = _conv_pads(op, padding, w.shape[2:], (s,), (d,), 1)
+    else:
+        padding = _pads(op, padding, 1)
+    pads = (0, padding[0], 0, padding[1])
+    w2 = reshape(w, (w.shape[0], w.shape[1], 1, w.shape[2]))
+
+    def conv(x):
+        attrs = {"stride": (1, s), "padding": pads, "dilation": (1, d), "groups": _groups(op, groups)}
+        ws = (w2,) if bias is None else (w2, tensor_arg(op, bias))
+        y = run("conv2d", (reshape(x, x.shape[:2] + (1, x.shape[2])),) + ws, attrs)
+        return reshape(y, y.shape[:2] + (y.shape[3],))
+    return _batched(op, input, 3, conv)
+
+
+@front_end
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1) -> Tensor:
+    """2-D transposed convolution (the gradient of ``conv2d`` w.r.t. its input) of
+    (N, C, H, W) with weight (C, O/groups, kH, kW), as ``torch.nn.functional.conv_transpose2d``."""
+    op = "conv_transpose2d"
+    ws = _operands(op, weight, bias)
+    attrs = {"stride": _ints(op, "stride", stride, 2, 1), "padding": _pads(op, padding),
+             "output_padding": _ints(op, "output_padding", output_padding, 2, 0),
+             "dilation": _ints(op, "dilation", dilation, 2, 1), "groups": _groups(op, groups)}
+    return _batched(op, input, 4, lambda x: run(op, (x,) + ws, attrs))
