@@ -205,16 +205,18 @@ def nll_loss(input: Tensor, target, weight=None, ignore_index: int = -100,
 
 def _smoothing_term(logp, target, weight, ignore_index, reduction):
     """PyTorch's label-smoothing term: ``-sum_c w_c logp_c`` per item, 0 where ignored; its
-    mean divides by the kept targets' total weight (by the item count without weights)."""
+    mean divides by the kept targets' total weight (their count without weights)."""
     if weight is not None:
         logp = api.mul(logp, _channel_view(weight, logp.ndim))
     keep = api.ne(target, ignore_index)
     per = api.where(keep, api.neg(api.sum(logp, axis=1)), 0.0)
     if reduction == "none":
         return per
-    if reduction == "sum" or weight is None:
-        return api.sum(per) if reduction == "sum" else api.mean(per)
-    w = api.mul(api.cast(keep, logp.dtype), api.take(weight, api.where(keep, target, 0), axis=0))
+    if reduction == "sum":
+        return api.sum(per)
+    w = api.cast(keep, logp.dtype)
+    if weight is not None:
+        w = api.mul(w, api.take(weight, api.where(keep, target, 0), axis=0))
     return api.div(api.sum(per), api.sum(w))
 
 

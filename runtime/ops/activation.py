@@ -7,7 +7,7 @@ generated from its decomposition (``runtime.ops.composite``).
 Gradients follow PyTorch at the kinks: ``hardtanh``/``relu6``/``hardsigmoid`` pass the
 gradient strictly inside their linear range (``clamp`` passes it at the bounds too, so they
 have rules of their own); ``elu``/``celu``/``selu`` use their negative branch at 0;
-``hardswish`` uses PyTorch's piecewise derivative.  ``elu``-like rules also avoid the NaN a
+``hardswish`` uses PyTorch's piecewise derivative (0 at -3, 1 at 3).  ``elu``-like rules also avoid the NaN a
 ``where`` over an overflowing ``exp`` would give (0 * inf).
 """
 from __future__ import annotations
@@ -193,9 +193,9 @@ def _decompose_hardswish(args, attrs):
 
 
 def _grad_hardswish(c, g):
-    # PyTorch's: 0 below -3, x / 3 + 1/2 on [-3, 3], 1 above
+    # PyTorch's (2.x): 0 up to -3, x / 3 + 1/2 strictly inside (-3, 3), 1 from 3 on
     x = c.input(0)
-    return where(lt(x, -3), 0, where(le(x, 3), mul(g, add(div(x, 3.0), 0.5)), g))
+    return where(le(x, -3), 0, where(lt(x, 3), mul(g, add(div(x, 3.0), 0.5)), g))
 
 
 _register("hardsigmoid", _decompose_hardsigmoid,
