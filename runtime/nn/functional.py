@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..ops import api
 from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                               logsigmoid, relu6, selu, softmin, softsign)
@@ -58,7 +58,7 @@ def _reduce_loss(name: str, per_item: Tensor, reduction: str) -> Tensor:
 
 def _tensor(name: str, what: str, x) -> Tensor:
     if not isinstance(x, Tensor):
-        raise DTypeError(f"{name}: {what} must be a Tensor, got {type(x).__name__}")
+        raise ArgumentTypeError(f"{name}: {what} must be a Tensor, got {type(x).__name__}")
     return x
 
 
