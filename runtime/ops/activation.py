@@ -7,15 +7,15 @@ generated from its decomposition (``runtime.ops.composite``).
 Gradients follow PyTorch at the kinks: ``hardtanh``/``relu6``/``hardsigmoid`` pass the
 gradient strictly inside their linear range (``clamp`` passes it at the bounds too, so they
 have rules of their own); ``elu``/``celu``/``selu`` use their negative branch at 0;
-``hardswish`` uses PyTorch's piecewise derivative (0 at -3, 1 at 3).  ``elu``-like rules also avoid the NaN a
-``where`` over an overflowing ``exp`` would give (0 * inf).
+``hardswish`` uses PyTorch's piecewise derivative (0 at -3, 1 at 3).  The ``elu``-like
+rules also avoid the NaN a ``where`` over an overflowing ``exp`` would give (0 * inf).
 """
 from __future__ import annotations
 
 from ..dispatch import dispatch as run
 from ..errors import ArgumentValueError, ShapeError
-from .args import int_arg, tensor_arg, torch_alias
 from ..tensor import Tensor
+from .args import int_arg, tensor_arg, torch_alias
 from .elementwise import (_as_float, abs, add, clamp, div, eq, exp, gt, le, log, log1p,
                           logical_and, lt, minimum, mul, neg, sigmoid, sub, unary_dtype, where)
 from .reduce import softmax
