@@ -458,7 +458,7 @@ def _bn_axes(name: str, input: Tensor) -> tuple:
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Batch normalisation over every axis but the channel axis 1: with the batch's mean and
-    biased variance when ``training`` (or no running stats), else the running stats.  Only
+    biased variance when ``training``, else the running stats (required then).  Only
     the output: tensors are immutable, so ``batch_norm_stats`` gives the updated stats."""
     input = _float_input("batch_norm", input)
     axes = _bn_axes("batch_norm", input)
@@ -467,8 +467,11 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     bias = _affine_param("batch_norm", "bias", bias, (c,))
     w = None if weight is None else _channel_view(weight, input.ndim)
     b = None if bias is None else _channel_view(bias, input.ndim)
-    if training or running_mean is None or running_var is None:
+    if training:
         return _affine(_standardize(input, axes, eps), w, b)
+    if running_mean is None or running_var is None:
+        raise ArgumentValueError("batch_norm: running_mean and running_var must be given when "
+                                 "not training")
     rm = _channel_view(_affine_param("batch_norm", "running_mean", running_mean, (c,)), input.ndim)
     rv = _channel_view(_affine_param("batch_norm", "running_var", running_var, (c,)), input.ndim)
     return _affine(api.mul(api.sub(input, rm), api.rsqrt(api.add(rv, eps))), w, b)
@@ -483,9 +486,11 @@ def batch_norm_stats(input: Tensor, running_mean, running_var, momentum: float =
     rm = _affine_param("batch_norm_stats", "running_mean", running_mean, (c,))
     rv = _affine_param("batch_norm_stats", "running_var", running_var, (c,))
     x = input.detach() if input.requires_grad else input
-    count = input.size // max(c, 1)
+    if input.size // max(c, 1) < 2:             # the unbiased variance needs two values
+        raise ArgumentValueError(f"batch_norm_stats: expected more than 1 value per channel, "
+                                 f"got input of shape {tuple(input.shape)}")
     mean = api.mean(x, axis=axes)
-    var = api.var(x, axis=axes, ddof=1 if count > 1 else 0)
+    var = api.var(x, axis=axes, ddof=1)
     return (api.add(api.mul(rm, 1.0 - momentum), api.mul(mean, momentum)),
             api.add(api.mul(rv, 1.0 - momentum), api.mul(var, momentum)))
 
