@@ -13,7 +13,7 @@ import sys
 from .harness import compare
 
 EXTRA_CASE_MODULES = ("bench.autodiff_cases", "bench.capture_cases", "bench.compile_cases",
-                      "bench.conv_cases")
+                      "bench.conv_cases", "bench.activation_cases")
 
 
 def _progress(i, n, label):

@@ -355,6 +355,15 @@ def _cross_entropy(logits, target):
     return -np.mean(logp[np.arange(len(target)), target.astype(np.int64)])
 
 
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193251149657
+
+
+def _glu(x):
+    a, b = np.split(x, 2, axis=-1)
+    return a / (1 + np.exp(-b))
+
+
 # --------------------------------------------------------------------------- the table
 _ROWS = [
     # unary: "same" keeps the dtype (bool rejected), "float" maps ints/bools to float32
@@ -478,6 +487,31 @@ _ROWS = [
     OpInfo("cross_entropy", "cross_entropy", "loss", rt.nn.functional.cross_entropy,
            _cross_entropy, _out_rule("float"), (F32,), sample=_cross_entropy_sample, arity=2,
            devices=("cpu",)),
+    # activations (runtime/ops/activation.py): composites, float32 forward, float64 gradients;
+    # kinks kept out of the gradient samples (tests/test_activation.py checks them exactly)
+    unary("elu", lambda x: np.where(x > 0, x, np.expm1(x)), dtypes=(F32,), devices=("cpu",),
+          grad=avoiding(-3, 3, 0.0)),
+    unary("celu", lambda x: np.where(x > 0, x, 1.5 * np.expm1(x / 1.5)), dtypes=(F32,),
+          fn=lambda x: rt.celu(x, alpha=1.5), devices=("cpu",), grad=avoiding(-3, 3, 0.0)),
+    unary("selu", lambda x: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(x)),
+          dtypes=(F32,), devices=("cpu",), grad=avoiding(-3, 3, 0.0)),
+    unary("leaky_relu", lambda x: np.where(x > 0, x, 0.2 * x), dtypes=(F32,),
+          fn=lambda x: rt.leaky_relu(x, 0.2), devices=("cpu",), grad=away_from_zero),
+    unary("relu6", lambda x: np.clip(x, 0, 6), out="same", domain=(-2.0, 8.0), dtypes=(F32,),
+          devices=("cpu",), grad=avoiding(-2, 8, 0.0, 6.0)),
+    unary("hardtanh", lambda x: np.clip(x, -2, 2.5), out="same", dtypes=(F32,),
+          fn=lambda x: rt.hardtanh(x, -2.0, 2.5), devices=("cpu",), grad=avoiding(-3, 3, -2.0, 2.5)),
+    unary("hardsigmoid", lambda x: np.clip(x / 6 + 0.5, 0, 1), domain=(-5.0, 5.0), dtypes=(F32,),
+          devices=("cpu",), grad=avoiding(-5, 5, -3.0, 3.0)),
+    unary("hardswish", lambda x: x * np.clip(x + 3, 0, 6) / 6, domain=(-5.0, 5.0), dtypes=(F32,),
+          devices=("cpu",), grad=avoiding(-5, 5, -3.0, 3.0)),
+    unary("logsigmoid", lambda x: -np.logaddexp(0, -x), domain=(-30.0, 30.0), dtypes=(F32,),
+          devices=("cpu",)),
+    unary("softsign", lambda x: x / (1 + np.abs(x)), dtypes=(F32,), devices=("cpu",)),
+    OpInfo("softmin", "softmin", "softmax", rt.softmin, lambda x, axis: _softmax(-x, axis),
+           _out_rule("float"), (F32,), domain=(-20.0, 20.0), grad=each(normal2), devices=("cpu",)),
+    OpInfo("glu", "glu", "activation", rt.glu, _glu, _out_rule("float"), (F32,),
+           sample=shaped((3, 4)), grad=each(gaussian), devices=("cpu",)),
 ]
 OPS: dict[str, OpInfo] = {r.name: r for r in _ROWS}
 

@@ -124,7 +124,7 @@ class _Np:
 
 
 def _step(be, step, vals):
-    pick = lambda i: vals[i % len(vals)]       # noqa: E731
+    pick = lambda i: vals[i % len(vals)]
     kind = step[0]
     if kind == "u":
         row, i = step[1], step[2]

@@ -55,7 +55,7 @@ def test_rejected_dtypes_raise(info, dtype):
         info.fn(*args)
 
 
-@pytest.mark.parametrize("info", rows("linalg", "linear", "loss", "ternary"), ids=lambda r: r.name)
+@pytest.mark.parametrize("info", rows("linalg", "linear", "loss", "ternary", "activation"), ids=lambda r: r.name)
 def test_rows_swept_nowhere_else(info, rng):
     dtype = info.dtypes[0]                   # one dtype: test_matmul.py sweeps matmul's dtypes
     xs = info.inputs(None, dtype, rng)

@@ -87,7 +87,7 @@ def test_untrusted_files_raise_checkpoint_error(tmp_path):
                       ({"pickle": "x"}, "unknown structure entry 'pickle'"),
                       ([1, 2], "malformed structure entry")]:
         rt.save({"w": rt.ones(2)}, p)
-        _edit_header(p, lambda h: h["__metadata__"].update(
+        _edit_header(p, lambda h, tree=tree: h["__metadata__"].update(
             {"numba-tensor-runtime": json.dumps({"format": 1, "tree": tree})}))
         with pytest.raises(CheckpointError, match=why):
             rt.load(p)
