@@ -6,7 +6,8 @@ kernels, grid-stride loops over strided operands), ``reduce`` (block reductions 
 shuffles and a second pass; arg-reductions; softmax), ``matmul`` (shared-memory tiled,
 register-blocked, batched), ``shape`` (views, copy, take/gather with device-side index checks,
 cat, slice_assign), ``memory`` (host transfer, creation), ``random`` (the cpu set's counter-based
-generator), ``scalar_math`` (libdevice).  Every ``numba.cuda`` use of the project lives in this
+generator), ``scalar_math`` (libdevice), ``pool``
+(pooling and resampling).  Every ``numba.cuda`` use of the project lives in this
 package.
 
 Importing this package works without a GPU or driver (nothing touches the driver until a
@@ -73,7 +74,8 @@ class CudaKernels:
     kind = "cuda"
 
     def __init__(self):
-        from jit_kernels.cuda import (elementwise, matmul, memory, random, reduce, shape)
+        from jit_kernels.cuda import (elementwise, matmul, memory, pool, random, reduce, shape)
+        self._pool2d = pool
         self._ew = elementwise
         self._mm = matmul
         self._mem = memory
@@ -168,6 +170,25 @@ class CudaKernels:
     # -- linear algebra
     def matmul(self, a, b):
         return self._mm.matmul(a, b)
+
+    # -- pooling and resampling
+    def max_pool2d(self, x, rows, cols, want_indices):
+        return self._pool2d.max_pool2d(x, rows, cols, want_indices)
+
+    def max_pool2d_backward(self, x, g, rows, cols):
+        return self._pool2d.max_pool2d_backward(x, g, rows, cols)
+
+    def avg_pool2d(self, x, rows, cols, divisors):
+        return self._pool2d.avg_pool2d(x, rows, cols, divisors)
+
+    def avg_pool2d_backward(self, g, rows, cols, divisors, in_hw):
+        return self._pool2d.avg_pool2d_backward(g, rows, cols, divisors, in_hw)
+
+    def resample2d(self, x, rows, cols, nearest):
+        return self._pool2d.resample2d(x, rows, cols, nearest)
+
+    def resample2d_backward(self, g, rows, cols, nearest, in_hw):
+        return self._pool2d.resample2d_backward(g, rows, cols, nearest, in_hw)
 
     # -- random
     def rand(self, shp, dtype, seed, offset, index=0):

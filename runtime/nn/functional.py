@@ -49,3 +49,5 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     dt = x.dtype if x.dtype.is_float else D.float32
     keep = api.ge(api.rand(*x.shape, dtype=dt, device=x.device), p)
     return api.mul(x, api.mul(api.cast(keep, dt), 1.0 / (1.0 - p)))
+from ..ops.pool import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d  # noqa: E402,E501
+__all__ += ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "interpolate", "max_pool1d", "avg_pool1d"]  # noqa: E501
