@@ -7,8 +7,8 @@ axis again), so a captured graph exports to ONNX's 4-D pooling operators as is. 
 windows are computed here once per (input size, attrs), as *window tables* (per axis: first
 tap, stop, step) or *tap tables* (per axis: two input indices and a weight), and handed to the
 kernel set, which knows nothing else about pooling.  Gradients are internal native ops:
-``max_pool2d_backward`` (scatter to the argmax, recomputed from the input, so the tape keeps
-no index tensor), ``avg_pool2d_backward`` and ``interpolate_backward``.
+``max_pool2d_backward(x, g)`` (scatter to the argmax, found again from the input, so the
+tape keeps no index tensor), ``avg_pool2d_backward`` and ``interpolate_backward``.
 """
 from __future__ import annotations
 
@@ -100,8 +100,8 @@ def _max_axis(n, k, s, p, d, o):
     start = np.arange(o, dtype=np.int64) * s - p
     stop = np.minimum(start + (k - 1) * d + 1, n)
     # the first tap inside the input on the dilation grid (PyTorch: start += d while < 0)
-    start = np.where(start < 0, start + (-start + d - 1) // d * d, start)
-    return _i64(start), _i64(stop), int(d)
+    first = np.where(start < 0, start + (-start + d - 1) // d * d, start)
+    return _i64(first), _i64(stop), int(d), int(s), int(p), int(k)
 
 
 def _avg_axis(n, k, s, p, o, include_pad):
@@ -109,12 +109,13 @@ def _avg_axis(n, k, s, p, o, include_pad):
     stop = np.minimum(start + k, n + p)
     size = stop - start                     # counts the padding, not past it
     start, stop = np.maximum(start, 0), np.minimum(stop, n)
-    return (_i64(start), _i64(stop), 1), (size if include_pad else stop - start)
+    return (_i64(start), _i64(stop), 1, int(s), int(p), int(k)), \
+        (size if include_pad else stop - start)
 
 
 def _adaptive_axis(n, o):
     i = np.arange(o, dtype=np.int64)
-    return _i64(i * n // o), _i64(-((-(i + 1) * n) // o)), 1
+    return _i64(i * n // o), _i64(-((-(i + 1) * n) // o)), 1, 0, 0, 0
 
 
 @functools.lru_cache(maxsize=256)
@@ -240,8 +241,8 @@ def _infer_max_backward(args, attrs):
     if not x.dtype.is_float:
         raise DTypeError(f"max_pool2d_backward: input must be float32 or float64, got "
                          f"{x.dtype.name}")
-    out = _infer_max_out("max_pool2d_backward", x, attrs)
-    _check_grad("max_pool2d_backward", g, tuple(x.shape[:2]) + out, x.dtype)
+    out = tuple(x.shape[:2]) + _infer_max_out("max_pool2d_backward", x, attrs)
+    _check_grad("max_pool2d_backward", g, out, x.dtype)
     return Plan(tuple(x.shape), x.dtype, x.dtype)
 
 
