@@ -568,3 +568,50 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return _squeeze_h(avg_pool2d(_as_2d_pool(op, input), (1, k), (1, s),
                                  (0, _one(op, "padding", padding)), ceil_mode,
                                  count_include_pad))
+
+
+# --------------------------------------------------------------------------- ONNX
+def _onnx_fixed(name, a, shape):
+    k, s, p = (list(map(int, a[n])) for n in ("kernel_size", "stride", "padding"))
+    attrs = {"kernel_shape": k, "strides": s, "pads": p + p, "ceil_mode": int(a["ceil_mode"])}
+    if name == "max_pool2d" or name == "max_pool2d_indices":
+        return "MaxPool", dict(attrs, dilations=list(map(int, a["dilation"]))), None
+    attrs["count_include_pad"] = int(a["count_include_pad"])
+    if a["divisor_override"] is None:
+        return "AveragePool", attrs, None
+    # AveragePool counting the padding divides every window by kh*kw exactly when no window
+    # hangs past the padding: then sum / d is that average times kh*kw / d
+    plain = dict(a, count_include_pad=True, divisor_override=None)
+    if not np.all(windows_of("avg", shape, plain)[2] == k[0] * k[1]):
+        return ("has no ONNX form: divisor_override with a window that hangs past the "
+                "padding (ceil_mode)")
+    attrs["count_include_pad"] = 1
+    return "AveragePool", attrs, k[0] * k[1] / float(a["divisor_override"])
+
+
+def onnx_pool(name: str, attrs: dict, shape, dtype):
+    """(ONNX op type, its attributes, a factor to multiply by or None) for a pooling op on an
+    input of ``shape``, or a string saying why it has no ONNX form."""
+    if name in ("max_pool2d", "adaptive_max_pool2d", "max_pool2d_indices") and \
+            not dtype.is_float:
+        return f"has no ONNX form for {dtype.name} input (MaxPool takes floats and 8-bit ints)"
+    if "output_size" not in attrs:
+        return _onnx_fixed(name, attrs, shape)
+    (H, W), (oh, ow) = shape[2:], tuple(attrs["output_size"])
+    kind = "Max" if "max" in name else "Average"
+    if (oh, ow) == (1, 1) and name != "max_pool2d_indices":
+        return f"Global{kind}Pool", {}, None
+    if H % oh or W % ow:
+        return (f"has no ONNX form: output_size {(oh, ow)} does not divide the input size "
+                f"{(H, W)}, so its windows differ in size (ONNX pools use one window)")
+    k = [H // oh, W // ow]
+    return f"{kind}Pool", {"kernel_shape": k, "strides": k}, None
+
+
+def onnx_resize(attrs: dict) -> dict:
+    """The ONNX Resize attributes matching ``interpolate``'s PyTorch index formulas."""
+    if attrs["mode"] == "nearest":
+        return {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                "nearest_mode": "floor"}
+    ctm = "align_corners" if attrs["align_corners"] else "half_pixel"
+    return {"mode": "linear", "coordinate_transformation_mode": ctm}
