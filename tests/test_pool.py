@@ -357,6 +357,8 @@ ONNX_CASES = [
     ("avg", lambda x: F.avg_pool2d(x, 3, 2, 1)),
     ("avg_ceil_no_pad", lambda x: F.avg_pool2d(x, 3, 2, 1, True, False)),
     ("avg_divisor", lambda x: F.avg_pool2d(x, 2, 1, 1, divisor_override=3)),
+    ("avg_ceil_overhang", lambda x: F.avg_pool2d(x, 2, 2, 0, True)),      # divisor 1 at the edge
+    ("avg_ceil_overhang_pad", lambda x: F.avg_pool2d(x, 3, 2, 1, True)),
     ("adaptive_avg_divides", lambda x: F.adaptive_avg_pool2d(x, (3, 1))),
     ("adaptive_max_divides", lambda x: F.adaptive_max_pool2d(x, (1, 11))),
     ("global_avg", lambda x: F.adaptive_avg_pool2d(x, 1)),
