@@ -22,7 +22,7 @@ from .. import dtypes as D
 from ..dispatch import dispatch as run
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from .args import tensor_arg
-from .registry import OpSpec, Plan, dtype_names, front_end, register
+from .registry import Meta, OpSpec, Plan, dtype_names, front_end, register
 from .shape import reshape
 
 _MAX_DTYPES = (D.float32, D.float64, D.int32, D.int64)
@@ -155,6 +155,7 @@ def windows_of(kind: str, shape, attrs):
 
 # --------------------------------------------------------------------------- shape rules
 def _norm(attrs, *names):
+    """The named pair attrs as tuples (a loaded graph gives lists)."""
     return {n: (tuple(attrs[n]) if isinstance(attrs[n], list) else attrs[n]) for n in names}
 
 
@@ -205,7 +206,8 @@ def _check_grad(op, g, want, dt) -> None:
                          f"{tuple(want)} ({dt.name})")
 
 
-def _input_shape(op, g, attrs) -> tuple:
+def _input_shape(g, attrs) -> tuple:
+    """The input shape a backward op rebuilds from its gradient and ``input_size``."""
     return tuple(g.shape[:2]) + tuple(attrs["input_size"])
 
 
@@ -283,7 +285,7 @@ def _grad_avg(c, g):
 
 def _infer_avg_backward(args, attrs):
     (g,) = args
-    x = _Shape(_input_shape("avg_pool2d_backward", g, attrs), g.dtype)
+    x = Meta(_input_shape(g, attrs), g.dtype)
     out = _infer_avg_out("avg_pool2d_backward", x, attrs)
     _check_grad("avg_pool2d_backward", g, tuple(x.shape[:2]) + out, x.dtype)
     return Plan(x.shape, x.dtype, x.dtype)
@@ -292,13 +294,6 @@ def _infer_avg_backward(args, attrs):
 def _kernel_avg_backward(ks, p, args, attrs, plan, device):
     rows, cols, div = windows_of("avg", plan.shape, attrs)
     return ks.avg_pool2d_backward(p[0], rows, cols, div, tuple(plan.shape[2:]))
-
-
-class _Shape:
-    """A (shape, dtype) stand-in for the input a backward op rebuilds."""
-
-    def __init__(self, shape, dtype):
-        self.shape, self.dtype = tuple(shape), dtype
 
 
 register(OpSpec("avg_pool2d", "pool", _infer_avg, _kernel_avg, cost="compute",
@@ -394,7 +389,7 @@ def _grad_interp(c, g):
 
 def _infer_interp_backward(args, attrs):
     (g,) = args
-    x = _Shape(_input_shape("interpolate_backward", g, attrs), g.dtype)
+    x = Meta(_input_shape(g, attrs), g.dtype)
     out = _infer_interp_out("interpolate_backward", x, attrs)
     _check_grad("interpolate_backward", g, tuple(x.shape[:2]) + out, x.dtype)
     return Plan(x.shape, x.dtype, x.dtype)
@@ -468,8 +463,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 
 def _output_size(op, output_size, x) -> tuple:
-    if output_size is None or isinstance(output_size, int) or not isinstance(
-            output_size, (tuple, list)):
+    if not isinstance(output_size, (tuple, list)):
         output_size = (output_size, output_size)
     if len(output_size) != 2:
         raise ArgumentTypeError(f"{op}: output_size must be an int or a pair of ints (or None), "
