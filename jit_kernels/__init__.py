@@ -153,9 +153,8 @@ class KernelSet(Protocol):
         ``arrays`` (one per ``program.inputs``); one new array per ``program.outputs``."""
 
     # -- pooling and resampling (N, C, H, W) -----------------------------------------------
-    # A window table is ``(starts, stops, step, stride, pad, size)`` per spatial axis: int64
-    # host arrays of the output length (clipped to the input), the dilation, and a fixed
-    # window's stride/padding/kernel size (0, 0, 0 for adaptive windows); a tap table is ``(i0, i1, lam)``:
+    # A window table is ``(starts, stops, step)`` per spatial axis: int64 host arrays of the
+    # output length (clipped to the input) and the dilation; a tap table is ``(i0, i1, lam)``:
     # output ``o`` reads inputs ``i0[o]`` (weight ``1 - lam[o]``) and ``i1[o]`` (``lam[o]``,
     # of the input's dtype).
     def max_pool2d(self, x: Any, rows: tuple, cols: tuple, want_indices: bool) -> tuple:

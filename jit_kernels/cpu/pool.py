@@ -1,11 +1,9 @@
 """2-D pooling and resampling over (N, C, H, W) arrays: max, average (any window table) and
 separable two-tap resampling (nearest/bilinear), each with its backward.
 
-Windows come as *window tables*, one per spatial axis: ``(starts, stops, step, stride, pad,
-size)`` with ``starts``/``stops`` int64 arrays of the output length (already clipped to the
-input), ``step`` the dilation, and for fixed windows their stride, padding and kernel size
-(0, 0, 0 for adaptive windows; the kernels here only read the first three).  So one kernel
-serves fixed windows and adaptive ones.
+Windows come as *window tables*, one per spatial axis: ``(starts, stops, step)`` with
+``starts``/``stops`` int64 arrays of the output length (already clipped to the input) and
+``step`` the dilation.  So one kernel serves fixed windows (``max_pool2d``) and adaptive ones.
 Resampling takes one *tap table* per axis: ``(i0, i1, lam)``, output ``o`` reading input
 ``i0[o]`` with weight ``1 - lam[o]`` and ``i1[o]`` with weight ``lam[o]``.
 
@@ -38,7 +36,7 @@ def _lowest(dtype):
 
 
 def _mx(a, b):
-    pass
+    """``max(a, b)`` inside the kernels (implemented by the overload below)."""
 
 
 @overload(_mx, inline="always")
@@ -210,7 +208,7 @@ def _out(n, c, oh, ow, dtype):
 def max_pool2d(x, rows, cols, want_indices):
     """Max over each window: (values, int64 flat indices into H*W or None)."""
     n, c, H, W = x.shape
-    (hs, he, dh), (ws, we, dw) = rows[:3], cols[:3]
+    (hs, he, dh), (ws, we, dw) = rows, cols
     oh, ow = len(hs), len(ws)
     shape = (n, c, oh, ow)
     out = _out(n, c, oh, ow, x.dtype)
@@ -225,7 +223,7 @@ def max_pool2d(x, rows, cols, want_indices):
 def max_pool2d_backward(x, g, rows, cols):
     """The gradient of ``max_pool2d``: ``g`` added at each window's maximum (PyTorch's pick)."""
     n, c, H, W = x.shape
-    (hs, he, dh), (ws, we, dw) = rows[:3], cols[:3]
+    (hs, he, dh), (ws, we, dw) = rows, cols
     gx = _pool.empty((n * c, H * W), g.dtype)
     _max_bwd(_planes(x), _planes(g), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), gx)
     return gx.reshape(x.shape)
@@ -234,7 +232,7 @@ def max_pool2d_backward(x, g, rows, cols):
 def avg_pool2d(x, rows, cols, divisors):
     """Sum over each (step-1) window divided by ``divisors[oh, ow]`` (float64)."""
     n, c, H, W = x.shape
-    (hs, he, _), (ws, we, _) = rows[:3], cols[:3]
+    (hs, he, _), (ws, we, _) = rows, cols
     out = _out(n, c, len(hs), len(ws), x.dtype)
     _avg_fwd(_planes(x), W, hs, he, ws, we, divisors, out)
     return out.reshape(n, c, len(hs), len(ws))
@@ -244,7 +242,7 @@ def avg_pool2d_backward(g, rows, cols, divisors, in_hw):
     """The gradient of ``avg_pool2d`` for an input of spatial size ``in_hw``."""
     n, c = g.shape[:2]
     H, W = in_hw
-    (hs, he, _), (ws, we, _) = rows[:3], cols[:3]
+    (hs, he, _), (ws, we, _) = rows, cols
     gx = _pool.empty((n * c, H * W), g.dtype)
     _avg_bwd(_planes(g), W, hs, he, ws, we, divisors, gx)
     return gx.reshape(n, c, H, W)

@@ -159,8 +159,8 @@ def max_pool2d(x, rows, cols, want_indices):
     xc = contiguous(x)
     out = alloc(shape, x.dtype, x.index)
     idx = alloc(shape if want_indices else (1,), np.int64, x.index)
-    _run(_max_fwd, out.size, x.index, xc.buf, xc.offset, H * W, W, *_tables(rows[:3], x.index),
-         *_tables(cols[:3], x.index), _lowest(x.dtype), out.buf, idx.buf, bool(want_indices))
+    _run(_max_fwd, out.size, x.index, xc.buf, xc.offset, H * W, W, *_tables(rows, x.index),
+         *_tables(cols, x.index), _lowest(x.dtype), out.buf, idx.buf, bool(want_indices))
     return out, (idx if want_indices else None)
 
 
@@ -170,7 +170,7 @@ def max_pool2d_backward(x, g, rows, cols):
     xc, gc = contiguous(x), contiguous(g)
     gx = fill(alloc(x.shape, g.dtype, x.index), 0)
     _run(_max_bwd, gc.size, x.index, xc.buf, xc.offset, gc.buf, gc.offset, H * W, W,
-         *_tables(rows[:3], x.index), *_tables(cols[:3], x.index), _lowest(x.dtype), gx.buf)
+         *_tables(rows, x.index), *_tables(cols, x.index), _lowest(x.dtype), gx.buf)
     return gx
 
 

@@ -101,7 +101,7 @@ def _max_axis(n, k, s, p, d, o):
     stop = np.minimum(start + (k - 1) * d + 1, n)
     # the first tap inside the input on the dilation grid (PyTorch: start += d while < 0)
     first = np.where(start < 0, start + (-start + d - 1) // d * d, start)
-    return _i64(first), _i64(stop), int(d), int(s), int(p), int(k)
+    return _i64(first), _i64(stop), int(d)
 
 
 def _avg_axis(n, k, s, p, o, include_pad):
@@ -109,13 +109,12 @@ def _avg_axis(n, k, s, p, o, include_pad):
     stop = np.minimum(start + k, n + p)
     size = stop - start                     # counts the padding, not past it
     start, stop = np.maximum(start, 0), np.minimum(stop, n)
-    return (_i64(start), _i64(stop), 1, int(s), int(p), int(k)), \
-        (size if include_pad else stop - start)
+    return (_i64(start), _i64(stop), 1), (size if include_pad else stop - start)
 
 
 def _adaptive_axis(n, o):
     i = np.arange(o, dtype=np.int64)
-    return _i64(i * n // o), _i64(-((-(i + 1) * n) // o)), 1, 0, 0, 0
+    return _i64(i * n // o), _i64(-((-(i + 1) * n) // o)), 1
 
 
 @functools.lru_cache(maxsize=256)
