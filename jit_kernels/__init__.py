@@ -38,6 +38,8 @@ PROTOCOL_METHODS = (
     "rand", "randn",
     "custom",
     "fused",
+    "max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
+    "resample2d", "resample2d_backward",
 )
 
 
@@ -164,6 +166,33 @@ class KernelSet(Protocol):
     def fused(self, program: Any, arrays: Sequence[Any]) -> list:
         """Run a fused program (``runtime.capture.fuse.FusedProgram``, plain data) on
         ``arrays`` (one per ``program.inputs``); one new array per ``program.outputs``."""
+
+    # -- pooling and resampling (N, C, H, W) -----------------------------------------------
+    # A window table is ``(starts, stops, step)`` per spatial axis: int64 host arrays of the
+    # output length (clipped to the input) and the dilation; a tap table is ``(i0, i1, lam)``:
+    # output ``o`` reads inputs ``i0[o]`` (weight ``1 - lam[o]``) and ``i1[o]`` (``lam[o]``,
+    # of the input's dtype).
+    def max_pool2d(self, x: Any, rows: tuple, cols: tuple, want_indices: bool) -> tuple:
+        """(max over each window, int64 flat indices into each H*W plane or None); the first
+        maximum wins, NaN propagates (PyTorch)."""
+
+    def max_pool2d_backward(self, x: Any, g: Any, rows: tuple, cols: tuple) -> Any:
+        """``g`` added at the position ``max_pool2d`` picks in each window (x's shape)."""
+
+    def avg_pool2d(self, x: Any, rows: tuple, cols: tuple, divisors: Any) -> Any:
+        """Window sums (step 1, float64 accumulation) divided by ``divisors`` (float64,
+        (OH, OW) host array)."""
+
+    def avg_pool2d_backward(self, g: Any, rows: tuple, cols: tuple, divisors: Any,
+                            in_hw: tuple) -> Any:
+        """The gradient of ``avg_pool2d`` for an input of spatial size ``in_hw``."""
+
+    def resample2d(self, x: Any, rows: tuple, cols: tuple, nearest: bool) -> Any:
+        """Separable two-tap resampling by tap tables (``nearest``: read ``i0`` only)."""
+
+    def resample2d_backward(self, g: Any, rows: tuple, cols: tuple, nearest: bool,
+                            in_hw: tuple) -> Any:
+        """The gradient of ``resample2d`` for an input of spatial size ``in_hw``."""
 
 
 _REGISTRY: dict[str, str] = {

@@ -554,6 +554,16 @@ NOT_IN_TABLE = {
     "fold": "tested in tests/test_conv.py",
     "conv2d": "tested in tests/test_conv.py",
     "conv_transpose2d": "tested in tests/test_conv.py",
+    "max_pool2d": "windowed op with attrs; tested in tests/test_pool.py",
+    "max_pool2d_indices": "return_indices of max_pool2d; tested in tests/test_pool.py",
+    "adaptive_max_pool2d": "windowed op with attrs; tested in tests/test_pool.py",
+    "max_pool2d_backward": "internal op of the max pooling gradients; tested in tests/test_pool.py",
+    "avg_pool2d": "windowed op with attrs; tested in tests/test_pool.py",
+    "adaptive_avg_pool2d": "windowed op with attrs; tested in tests/test_pool.py",
+    "avg_pool2d_backward": "internal op of the average pooling gradients; tested in "
+                           "tests/test_pool.py",
+    "interpolate": "resampling op with attrs; tested in tests/test_pool.py",
+    "interpolate_backward": "internal op of interpolate's gradient; tested in tests/test_pool.py",
 }
 
 

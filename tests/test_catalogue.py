@@ -43,9 +43,16 @@ REACHED_BY = {
     "conv2d": lambda x: F.conv2d(rt.reshape(x, (1, 1, 2, 3)), rt.ones(1, 1, 2, 2, device=x.device)),
     "conv_transpose2d": lambda x: F.conv_transpose2d(rt.reshape(x, (1, 1, 2, 3)),
                                                      rt.ones(1, 1, 2, 2, device=x.device)),
+    "max_pool2d": lambda x: F.max_pool2d(x.reshape(1, 1, 2, 3), 2, 1),
+    "max_pool2d_indices": lambda x: F.max_pool2d(x.reshape(1, 1, 2, 3), 2, 1, return_indices=True),
+    "adaptive_max_pool2d": lambda x: F.adaptive_max_pool2d(x.reshape(1, 1, 2, 3), 1),
+    "avg_pool2d": lambda x: F.avg_pool2d(x.reshape(1, 1, 2, 3), 2, 1),
+    "adaptive_avg_pool2d": lambda x: F.adaptive_avg_pool2d(x.reshape(1, 1, 2, 3), 1),
+    "interpolate": lambda x: F.interpolate(x.reshape(1, 1, 2, 3), scale_factor=2),
 }
 # Reached only inside another op's gradient: that op's backward rule dispatches it.
-INTERNAL = {"cross_entropy_backward": "cross_entropy"}
+INTERNAL = {"cross_entropy_backward": "cross_entropy", "max_pool2d_backward": "max_pool2d",
+            "avg_pool2d_backward": "avg_pool2d", "interpolate_backward": "interpolate"}
 
 
 def _spy(monkeypatch):
@@ -89,6 +96,10 @@ def test_internal_ops_are_reached_by_their_owners_rule(monkeypatch):
     ad = rt.autodiff(rt.cpu())
     x = rt.tensor(np.zeros((2, 3), np.float32), device=ad).require_grad()
     F.cross_entropy(x, rt.tensor([0, 1], device=ad)).backward()
+    x4 = rt.tensor(np.zeros((1, 1, 2, 3)), device=ad).require_grad()   # float64: test_pool's
+    for pool in (lambda t: F.max_pool2d(t, 2, 1), lambda t: F.avg_pool2d(t, 2, 1),
+                 lambda t: F.interpolate(t, size=(3, 4))):
+        pool(x4).sum().backward()
     assert set(INTERNAL) <= seen
 
 

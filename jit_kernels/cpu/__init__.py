@@ -3,9 +3,9 @@
 Modules: ``elementwise`` (generated unary/binary/where/cast kernels), ``reduce`` (reductions,
 arg-reductions, softmax), ``matmul``, ``conv`` (im2col/col2im), ``shape`` (views, copy,
 take/gather/scatter_add/cat/slice_assign), ``memory`` (creation and host transfer), ``random``
-(counter-based rand/randn), ``scalar_math`` (every transcendental).  Importing this package
-compiles nothing: every kernel is compiled lazily with ``cache=True`` on first use (generated
-ones via ``jit_kernels.codegen.load_generated_module``).
+(counter-based rand/randn), ``scalar_math`` (every transcendental), ``pool`` (pooling and
+resampling).  Importing this package compiles nothing: every kernel is compiled lazily with
+``cache=True`` on first use (generated ones via ``jit_kernels.codegen.load_generated_module``).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape
 from jit_kernels.cpu import conv as _conv
+from jit_kernels.cpu import pool as _pooling
 
 
 class CpuKernels:
@@ -117,6 +118,25 @@ class CpuKernels:
 
     def col2im(self, cols, image, kernel, stride, padding, dilation, grid):
         return _conv.col2im(cols, image, kernel, stride, padding, dilation, grid)
+
+    # -- pooling and resampling
+    def max_pool2d(self, x, rows, cols, want_indices):
+        return _pooling.max_pool2d(x, rows, cols, want_indices)
+
+    def max_pool2d_backward(self, x, g, rows, cols):
+        return _pooling.max_pool2d_backward(x, g, rows, cols)
+
+    def avg_pool2d(self, x, rows, cols, divisors):
+        return _pooling.avg_pool2d(x, rows, cols, divisors)
+
+    def avg_pool2d_backward(self, g, rows, cols, divisors, in_hw):
+        return _pooling.avg_pool2d_backward(g, rows, cols, divisors, in_hw)
+
+    def resample2d(self, x, rows, cols, nearest):
+        return _pooling.resample2d(x, rows, cols, nearest)
+
+    def resample2d_backward(self, g, rows, cols, nearest, in_hw):
+        return _pooling.resample2d_backward(g, rows, cols, nearest, in_hw)
 
     # -- random
     def rand(self, shp, dtype, seed, offset, index=0):

@@ -6,8 +6,8 @@ kernels, grid-stride loops over strided operands), ``reduce`` (block reductions 
 shuffles and a second pass; arg-reductions; softmax), ``matmul`` (shared-memory tiled,
 register-blocked, batched), ``conv`` (im2col/col2im), ``shape`` (views, copy, take/gather
 with device-side index checks, cat, slice_assign), ``memory`` (host transfer, creation),
-``random`` (the cpu set's counter-based generator), ``scalar_math`` (libdevice).  Every
-``numba.cuda`` use of the project lives in this package.
+``random`` (the cpu set's counter-based generator), ``scalar_math`` (libdevice), ``pool``
+(pooling and resampling).  Every ``numba.cuda`` use of the project lives in this package.
 
 Importing this package works without a GPU or driver (nothing touches the driver until a
 kernel runs); ``device_count()`` returns the number of usable GPUs, or raises ``RuntimeError``
@@ -73,8 +73,9 @@ class CudaKernels:
     kind = "cuda"
 
     def __init__(self):
-        from jit_kernels.cuda import (conv, elementwise, matmul, memory, random, reduce, shape)
+        from jit_kernels.cuda import (conv, elementwise, matmul, memory, pool, random, reduce, shape)
         self._conv = conv
+        self._pool2d = pool
         self._ew = elementwise
         self._mm = matmul
         self._mem = memory
@@ -176,6 +177,25 @@ class CudaKernels:
 
     def col2im(self, cols, image, kernel, stride, padding, dilation, grid):
         return self._conv.col2im(cols, image, kernel, stride, padding, dilation, grid)
+
+    # -- pooling and resampling
+    def max_pool2d(self, x, rows, cols, want_indices):
+        return self._pool2d.max_pool2d(x, rows, cols, want_indices)
+
+    def max_pool2d_backward(self, x, g, rows, cols):
+        return self._pool2d.max_pool2d_backward(x, g, rows, cols)
+
+    def avg_pool2d(self, x, rows, cols, divisors):
+        return self._pool2d.avg_pool2d(x, rows, cols, divisors)
+
+    def avg_pool2d_backward(self, g, rows, cols, divisors, in_hw):
+        return self._pool2d.avg_pool2d_backward(g, rows, cols, divisors, in_hw)
+
+    def resample2d(self, x, rows, cols, nearest):
+        return self._pool2d.resample2d(x, rows, cols, nearest)
+
+    def resample2d_backward(self, g, rows, cols, nearest, in_hw):
+        return self._pool2d.resample2d_backward(g, rows, cols, nearest, in_hw)
 
     # -- random
     def rand(self, shp, dtype, seed, offset, index=0):

@@ -125,6 +125,26 @@ def exercise(ks) -> None:
         b = arr((2, 4, 5), dt)
         ks.matmul(a, b)
         ks.matmul(ks.expand(arr((1, 3, 4), dt), (2, 3, 4)), ks.permute(arr((2, 5, 4), dt), (0, 2, 1)))
+    _exercise_pooling(ks, arr)
+
+
+def _exercise_pooling(ks, arr) -> None:
+    """The pooling kernels: 2x2 windows and two taps per axis on a (1, 2, 3, 3) input."""
+    win = (np.array([0, 1], np.int64), np.array([2, 3], np.int64), 1)
+    for dt in NUMERIC:
+        x = arr((1, 2, 3, 3), dt)
+        ks.max_pool2d(x, win, win, False)
+        ks.max_pool2d(x, win, win, True)
+    for dt in (_F32, _F64):
+        x, g = arr((1, 2, 3, 3), dt), arr((1, 2, 2, 2), dt)
+        div = np.full((2, 2), 4.0)
+        taps = (np.array([0, 1], np.int64), np.array([1, 2], np.int64), np.array([0.25, 0.5], dt))
+        ks.max_pool2d_backward(x, g, win, win)
+        ks.avg_pool2d(x, win, win, div)
+        ks.avg_pool2d_backward(g, win, win, div, (3, 3))
+        for nearest in (False, True):
+            ks.resample2d(x, taps, taps, nearest)
+            ks.resample2d_backward(g, taps, taps, nearest, (3, 3))
 
 
 def record(path: str) -> int:

@@ -591,3 +591,39 @@ class _Builder:
         t = op.outputs[0]
         return self.node(self.record(op), [], dtype=self.elem(t.dtype), shape=list(t.shape),
                          mean=0.0, scale=1.0)
+
+    # ---- pooling and resampling (the ONNX forms come from runtime.ops.pool) -------------------
+    def op_max_pool2d(self, op) -> str:
+        from ..ops.pool import onnx_pool
+        (xt,) = op.inputs
+        form = onnx_pool(op.op, op.attrs, xt.shape, xt.dtype)
+        if isinstance(form, str):
+            raise OnnxExportError(op.op, f"graph.to_onnx: {op.op} {form}")
+        op_type, attrs, factor = form
+        y = self.node(op_type, [self.names[xt.id]], **attrs)
+        return y if factor is None else self.node("Mul", [y, self.scalar(factor, xt.dtype)])
+
+    op_adaptive_max_pool2d = op_avg_pool2d = op_adaptive_avg_pool2d = op_max_pool2d
+
+    def op_max_pool2d_indices(self, op) -> str:
+        # MaxPool's Indices count over the whole (N, C, H, W) tensor: subtract each plane's start
+        from ..ops.pool import onnx_pool
+        (xt,) = op.inputs
+        form = onnx_pool(op.op, op.attrs, xt.shape, xt.dtype)
+        if isinstance(form, str):
+            raise OnnxExportError(op.op, f"graph.to_onnx: {op.op} {form}")
+        n, c, h, w = xt.shape
+        idx = self.node(form[0], [self.names[xt.id]], n_out=2, **form[1])[1]
+        base = (np.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1, 1)
+        return self.node("Sub", [idx, self.const(base)])
+
+    def op_interpolate(self, op) -> str:
+        from ..ops.pool import onnx_resize
+        (xt,) = op.inputs
+        scales = op.attrs["scales"]
+        if scales is not None and not op.attrs.get("align_corners"):
+            # PyTorch maps coordinates by the given scale_factor, as Resize does with scales
+            args = ["", self.const(np.array([1.0, 1.0] + [float(s) for s in scales], np.float32))]
+        else:
+            args = ["", "", self.i64(list(xt.shape[:2]) + list(op.attrs["size"]))]
+        return self.node("Resize", [self.names[xt.id]] + args, **onnx_resize(op.attrs))

@@ -20,6 +20,8 @@ from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, 
 from ..ops.elementwise import gelu, mish, relu, sigmoid, silu, softplus, tanh
 from ..ops.args import tensor_arg
 from ..ops.conv import conv1d, conv2d, conv_transpose2d, fold, unfold
+from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
+                        max_pool1d, max_pool2d)
 from ..ops.nn import cross_entropy as _ce_op, linear
 from ..ops.registry import CATALOGUE
 from ..ops.reduce import log_softmax, softmax
@@ -33,6 +35,9 @@ __all__ = ["linear", "mse_loss", "cross_entropy", "dropout", "dropout2d",
            "softsign", "softmin", "softmax", "log_softmax", "glu",
            # convolution
            "conv1d", "conv2d", "conv_transpose2d", "fold", "unfold",
+           # pooling and resampling
+           "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d",
+           "adaptive_max_pool2d", "interpolate",
            # losses
            "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "l1_loss",
            "smooth_l1_loss", "huber_loss", "kl_div", "cosine_similarity",
@@ -570,4 +575,3 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if dropout_p:
         attn = dropout(attn, dropout_p)
     return api.matmul(attn, v)
-

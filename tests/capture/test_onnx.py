@@ -364,6 +364,9 @@ OWN_LOWERING = {"rsqrt", "gelu", "gelu_tanh", "var", "ne", "clamp", "cast", "sli
                 "full", "arange", "eye", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
                 "unfold", "fold"}
 # (composite ops are recorded as their decompositions: their parts are in the graph instead)
+# pooling: runtime.ops.pool.onnx_pool picks the operator from the attrs (MaxPool, GlobalMaxPool...)
+OWN_LOWERING |= {"max_pool2d", "max_pool2d_indices", "adaptive_max_pool2d", "avg_pool2d",
+                 "adaptive_avg_pool2d", "interpolate"}
 
 
 def _every_op(x, i, m):
@@ -382,6 +385,10 @@ def _every_op(x, i, m):
     x4, w4 = x.reshape(1, 1, 3, 4), rt.tensor(np.full((2, 1, 2, 2), 0.5, np.float32), device=d)
     outs += [rt.conv2d(x4, w4, padding=1), rt.conv_transpose2d(x4, w4.reshape(1, 2, 2, 2), stride=2),
              rt.unfold(x4, 2), rt.fold(rt.unfold(x4, 2), (3, 4), 2)]
+    F = rt.nn.functional
+    outs += [F.max_pool2d(x4, 2, 1), F.max_pool2d(x4, 2, return_indices=True)[1],
+             F.adaptive_max_pool2d(x4, (1, 2)), F.avg_pool2d(x4, 2, 1, 1),
+             F.adaptive_avg_pool2d(x4, 1), F.interpolate(x4, scale_factor=2, mode="bilinear")]
     outs += [rt.softmax(x, axis=-1), rt.log_softmax(x, axis=0), x @ x.T, x.reshape(4, 3),
              rt.expand(x[:, :1], 3, 4), x[1:, ::2], rt.take(x, rt.tensor(np.array([0, 2]), device=d), 1),
              rt.gather(x, 1, rt.minimum(idx.expand(3, 4), 3)), rt.scatter_add(x, 0, idx, x[:1]),
