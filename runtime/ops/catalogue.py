@@ -8,6 +8,7 @@ the family modules, which register their ops on import:
 - ``reduce``: the reductions, argmax/argmin, softmax/log_softmax
 - ``linalg``: matmul
 - ``nn``: linear, cross_entropy (and its backward op)
+- ``sort``: argsort, topk (sort, kthvalue, median gather their values)
 
 plus user ops (``register_custom``, behind ``rt.custom_op``).  Devices never branch on op
 names: they read this table.  This module also re-exports the helpers other packages use.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, Plan, register
-from . import create, shape, elementwise, index, reduce, linalg, nn  # noqa: F401 (registration)
+from . import create, shape, elementwise, index, reduce, linalg, nn, sort  # noqa: F401 (registration)
 from .elementwise import BINARY, binary_dtypes
 
 __all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "BINARY", "register", "register_custom",
