@@ -516,7 +516,7 @@ class _Builder:
         x = self.names[xt.id]
         if xt.dtype.is_bool:                 # TopK takes numbers only
             x = self.cast(x, xt.dtype, D.int32)
-        _, idx = self.node("TopK", [x, self.i64([int(k)])], n_out=2,
+        _, idx = self.node(self.record(op), [x, self.i64([int(k)])], n_out=2,
                            axis=int(op.attrs["axis"]), largest=int(bool(largest)), sorted=1)
         return idx
 
