@@ -73,21 +73,23 @@ def test_reproducible_per_seed(name):
 
 def test_uniform_and_normal_moments():
     rt.manual_seed(7)
-    u = rt.uniform(-2.0, 3.0, (100_000,)).numpy().astype(np.float64)
+    # 20_000 draws (below the prange threshold: no extra kernel variants to compile); every
+    # bound is >= 5 standard errors wide, and the seed is fixed
+    u = rt.uniform(-2.0, 3.0, (20_000,)).numpy().astype(np.float64)
     assert u.min() >= -2.0 and u.max() < 3.0
-    assert abs(u.mean() - 0.5) < 0.05 and abs(u.var() - 25 / 12) < 0.05
-    z = rt.normal(1.0, 2.0, (100_000,), dtype=rt.float64).numpy()
-    assert abs(z.mean() - 1.0) < 0.05 and abs(z.std() - 2.0) < 0.05
+    assert abs(u.mean() - 0.5) < 0.06 and abs(u.var() - 25 / 12) < 0.1
+    z = rt.normal(1.0, 2.0, (20_000,), dtype=rt.float64).numpy()
+    assert abs(z.mean() - 1.0) < 0.08 and abs(z.std() - 2.0) < 0.06
     m = rt.normal(rt.tensor([0.0, 100.0]), rt.tensor([1.0, 0.0]))
     assert m.numpy()[1] == 100.0
 
 
 def test_randint_range_and_coverage():
     rt.manual_seed(11)
-    r = rt.randint(-3, 4, (20_000,)).numpy()
+    r = rt.randint(-3, 4, (14_000,)).numpy()
     assert r.dtype == np.int64 and r.min() == -3 and r.max() == 3
     counts = np.bincount(r + 3)
-    assert counts.min() > 20_000 / 7 * 0.8
+    assert counts.min() > 14_000 / 7 * 0.85
     assert rt.randint(5, (3, 2)).shape == (3, 2)
     assert rt.randint(0, 2 ** 40, (4,), dtype=rt.int64).numpy().max() < 2 ** 40
     assert rt.randint(0, 10, (3,), dtype=rt.int32).dtype is rt.int32
@@ -95,19 +97,19 @@ def test_randint_range_and_coverage():
 
 def test_bernoulli_rate_and_dtype():
     rt.manual_seed(3)
-    p = rt.tensor(np.array([0.0, 0.25, 1.0] * 20_000, np.float32))
+    p = rt.tensor(np.array([0.0, 0.25, 1.0] * 8000, np.float32))
     b = rt.bernoulli(p).numpy().reshape(-1, 3)
     assert b.dtype == np.float32 and set(np.unique(b)) <= {0.0, 1.0}
-    assert b[:, 0].sum() == 0 and b[:, 2].all() and abs(b[:, 1].mean() - 0.25) < 0.02
-    assert abs(rt.bernoulli(rt.zeros(20_000), 0.5).numpy().mean() - 0.5) < 0.02
+    assert b[:, 0].sum() == 0 and b[:, 2].all() and abs(b[:, 1].mean() - 0.25) < 0.03
+    assert abs(rt.bernoulli(rt.zeros(20_000), 0.5).numpy().mean() - 0.5) < 0.025
 
 
 def test_multinomial_frequencies():
     rt.manual_seed(5)
     probs = np.array([1.0, 2.0, 0.0, 7.0])
-    s = rt.multinomial(rt.tensor(probs), 20_000, replacement=True).numpy()
+    s = rt.multinomial(rt.tensor(probs), 5000, replacement=True).numpy()
     freq = np.bincount(s, minlength=4) / s.size
-    np.testing.assert_allclose(freq, probs / probs.sum(), atol=0.02)
+    np.testing.assert_allclose(freq, probs / probs.sum(), atol=0.035)
     # without replacement: each row a set of distinct non-zero categories; the first draw
     # follows the probabilities
     rows = rt.multinomial(rt.tensor(np.tile(probs, (4000, 1))), 2).numpy()

@@ -167,59 +167,50 @@ def _sort_rows(keys, out, nbytes):
 
 @njit(cache=True, parallel=True)
 def _sort_long_row(keys, idx, nbytes, nchunks):
-    """One long row, each pass chunk-parallel (stable: chunks scatter in order)."""
+    """One long row, each pass chunk-parallel (stable: chunks scatter in order).  Each pass
+    counts its digit per chunk of the current source order, then scatters; a pass whose digit
+    is the same for every key is skipped."""
     n = keys.shape[0]
     chunk = (n + nchunks - 1) // nchunks
-    hist = np.zeros((nchunks, nbytes, 256), np.int64)
-    for c in prange(nchunks):
-        lo = c * chunk
-        hi = min(lo + chunk, n)
-        for i in range(lo, hi):
-            k = np.uint64(keys[i])
-            for d in range(nbytes):
-                hist[c, d, (k >> np.uint64(8 * d)) & _MASK8] += 1
+    hist = np.zeros((nchunks, 256), np.int64)
     sk = keys.copy()
     si = np.arange(n)
     tk = np.empty_like(sk)
     ti = np.empty(n, np.int64)
-    first = np.uint64(sk[0])
-    offs = np.empty((nchunks, 256), np.int64)
     for d in range(nbytes):
         sh = np.uint64(8 * d)
-        b0 = (first >> sh) & _MASK8
-        total = 0
-        for c in range(nchunks):
-            total += hist[c, d, b0]
-        if total == n:
-            continue
-        # the histogram of digit d is position independent, but the chunk split of the *source*
-        # order changes after a pass: recount this digit per chunk of the current source
         for c in prange(nchunks):
             lo = c * chunk
             hi = min(lo + chunk, n)
             for b in range(256):
-                hist[c, d, b] = 0
+                hist[c, b] = 0
             for i in range(lo, hi):
-                hist[c, d, (np.uint64(sk[i]) >> sh) & _MASK8] += 1
+                hist[c, (np.uint64(sk[i]) >> sh) & _MASK8] += 1
+        b0 = (np.uint64(sk[0]) >> sh) & _MASK8
+        total = 0
+        for c in range(nchunks):
+            total += hist[c, b0]
+        if total == n:
+            continue
         run = 0
         for b in range(256):
             for c in range(nchunks):
-                offs[c, b] = run
-                run += hist[c, d, b]
+                cnt = hist[c, b]
+                hist[c, b] = run
+                run += cnt
         for c in prange(nchunks):
             lo = c * chunk
             hi = min(lo + chunk, n)
             for i in range(lo, hi):
                 k = sk[i]
                 b = (np.uint64(k) >> sh) & _MASK8
-                p = offs[c, b]
-                offs[c, b] = p + 1
+                p = hist[c, b]
+                hist[c, b] = p + 1
                 tk[p] = k
                 ti[p] = si[i]
         sk, tk = tk, sk
         si, ti = ti, si
-    for i in prange(n):
-        idx[i] = si[i]
+    idx[:] = si
 
 
 def argsort(x, axis, descending=False, stable=True):
