@@ -127,8 +127,8 @@ def test_multinomial_frequencies():
 def test_randperm_is_a_uniform_permutation():
     rt.manual_seed(9)
     assert sorted(rt.randperm(50).tolist()) == list(range(50))
-    firsts = np.array([rt.randperm(4).tolist()[0] for _ in range(400)])
-    assert np.bincount(firsts, minlength=4).min() > 50
+    firsts = np.array([rt.randperm(4).tolist()[0] for _ in range(200)])
+    assert np.bincount(firsts, minlength=4).min() > 25          # expected 50 each, sd 6
     assert rt.randperm(0).shape == (0,) and rt.randperm(3, dtype=rt.int32).dtype is rt.int32
 
 

@@ -59,8 +59,10 @@ def test_sort_descending_stable(dtype, rng):
     np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, i, 1))
 
 
-def test_sort_long_row_parallel_path(rng):
-    # a single row of >= 2**16 elements takes the chunk-parallel radix sort
+def test_sort_long_row_parallel_path(rng, monkeypatch):
+    # a single row of >= 2**16 elements takes the chunk-parallel radix sort (with enough threads)
+    from jit_kernels.cpu import sort as ksort
+    monkeypatch.setattr(ksort, "_LONG_ROW_THREADS", 2)
     a = rng.standard_normal(70_000).astype(np.float32)
     a[::1000] = np.nan
     a[5::997] = a[6]                                   # ties
