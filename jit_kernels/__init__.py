@@ -36,6 +36,7 @@ PROTOCOL_METHODS = (
     "matmul",
     "im2col", "col2im",
     "rand", "randn",
+    "argsort", "topk",
     "custom",
     "fused",
     "max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
@@ -157,6 +158,15 @@ class KernelSet(Protocol):
 
     def randn(self, shape: tuple, dtype: Any, seed: int, offset: int, index: int) -> Any:
         """Standard normal values; element i is a pure function of (seed, offset + i)."""
+
+    # -- sorting -------------------------------------------------------------------------
+    def argsort(self, x: Any, axis: int, descending: bool, stable: bool) -> Any:
+        """int64 indices that sort ``x`` along ``axis``, stably (ties keep their order; NaN
+        after every number ascending, before descending; -0.0 equals 0.0)."""
+
+    def topk(self, x: Any, k: int, axis: int, largest: bool, sorted: bool) -> Any:
+        """int64 indices of the ``k`` largest (smallest) along ``axis``, best first, ties by
+        the lower index, NaN the largest value (``0 <= k <= x.shape[axis]``, checked)."""
 
     # -- user code -----------------------------------------------------------------------
     def custom(self, fn: Any, arrays: Sequence[Any]) -> Any:

@@ -145,6 +145,15 @@ class CpuKernels:
     def randn(self, shp, dtype, seed, offset, index=0):
         return _random.randn(shp, dtype, seed, offset, index)
 
+    # -- sorting
+    def argsort(self, x, axis, descending, stable):
+        from jit_kernels.cpu import sort as _sort
+        return _sort.argsort(x, axis, descending, stable)
+
+    def topk(self, x, k, axis, largest, sorted):
+        from jit_kernels.cpu import sort as _sort
+        return _sort.topk(x, k, axis, largest, sorted)
+
     def synchronize(self, index: int = 0) -> None:
         """Wait for the background kernel builds this process started (``_background``): after
         it every kernel runs its final variant (the packed gemm, the prange kernels)."""

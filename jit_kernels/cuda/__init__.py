@@ -204,6 +204,15 @@ class CudaKernels:
     def randn(self, shp, dtype, seed, offset, index=0):
         return self._rand.randn(shp, dtype, seed, offset, index)
 
+    # -- sorting
+    def argsort(self, x, axis, descending, stable):
+        from jit_kernels.cuda import sort as _sort
+        return _sort.argsort(x, axis, descending, stable)
+
+    def topk(self, x, k, axis, largest, sorted):
+        from jit_kernels.cuda import sort as _sort
+        return _sort.topk(x, k, axis, largest, sorted)
+
     # -- allocation
     def synchronize(self, index: int = 0) -> None:
         """Wait for every kernel queued on GPU ``index``."""

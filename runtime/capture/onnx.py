@@ -561,6 +561,23 @@ class _Builder:
         return self.node("ConvTranspose", [x, self._one_hot_kernel(c, k, xt.dtype)], group=int(c),
                          output_padding=opad, **self._window(op, k))
 
+    # ---- sorting ----------------------------------------------------------------------------
+    def _topk_indices(self, op, k, largest) -> str:
+        (xt,) = op.inputs
+        x = self.names[xt.id]
+        if xt.dtype.is_bool:                 # TopK takes numbers only
+            x = self.cast(x, xt.dtype, D.int32)
+        _, idx = self.node(self.record(op), [x, self.i64([int(k)])], n_out=2,
+                           axis=int(op.attrs["axis"]), largest=int(bool(largest)), sorted=1)
+        return idx
+
+    def op_argsort(self, op) -> str:        # TopK with k = the axis length
+        xt = op.inputs[0]
+        return self._topk_indices(op, xt.shape[op.attrs["axis"]], op.attrs["descending"])
+
+    def op_topk(self, op) -> str:
+        return self._topk_indices(op, op.attrs["k"], op.attrs["largest"])
+
     # ---- creation ---------------------------------------------------------------------------
     def op_full(self, op) -> str:
         t = op.outputs[0]

@@ -12,6 +12,7 @@ the family modules, which register their ops on import:
 - ``activation``: elu, celu, selu, leaky_relu, hardtanh, relu6, hardsigmoid, hardswish,
   logsigmoid, softsign, softmin, glu (composites)
 - ``pool``: max/avg/adaptive pooling, interpolate (and their backward ops)
+- ``sort``: argsort, topk (sort, kthvalue, median gather their values)
 
 plus user ops (``register_custom``, behind ``rt.custom_op``).  Devices never branch on op
 names: they read this table.  This module also re-exports the helpers other packages use.
@@ -21,7 +22,7 @@ from __future__ import annotations
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, Plan, register
-from . import create, shape, elementwise, index, reduce, linalg, nn, activation, conv, pool  # noqa: F401 (registration)
+from . import create, shape, elementwise, index, reduce, linalg, nn, activation, conv, pool, sort  # noqa: F401 (registration)
 from .elementwise import BINARY, binary_dtypes
 
 __all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "BINARY", "register", "register_custom",

@@ -261,3 +261,280 @@ def manual_seed(seed: int, device=None) -> None:
     else:
         from ..device import device as _parse_device
         _parse_device(device).seed(seed)
+
+
+# --------------------------------------------------------------------------- issue 16: more creation
+# and random ops.  linspace/logspace are computed on the host in float64 (deterministic: a
+# captured graph holds them as constants); every random op below draws from the device's
+# counter-based stream through ``rand``/``randn`` records and elementwise ops, so it is
+# reproducible with ``rt.manual_seed``, runs on every device, and records into a capture scope.
+# Value checks that need the data (probabilities in [0, 1], ...) are skipped on capture tensors.
+def _real(op, name, v):
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.generic)):
+        raise ArgumentTypeError(f"{op}: {name} must be a real number, got {v!r}")
+    v = v.item() if isinstance(v, np.generic) else v
+    if not math.isfinite(v):
+        raise ArgumentValueError(f"{op}: {name} must be finite, got {v!r}")
+    return v
+
+
+def _steps(op, steps):
+    steps = int_arg(op, "steps", steps)
+    if steps < 0:
+        raise ArgumentValueError(f"{op}: steps must be non-negative, got {steps}")
+    return steps
+
+
+def _linspace64(start, end, steps):
+    """PyTorch's linspace in float64: from both ends, so the last value is exactly ``end``."""
+    if steps == 1:
+        return np.array([start], np.float64)
+    i = np.arange(steps, dtype=np.float64)
+    step = (end - start) / (steps - 1)
+    half = steps // 2
+    return np.where(i < half, start + i * step, end - (steps - 1 - i) * step)
+
+
+@front_end
+def linspace(start, end, steps, dtype=None, device=None) -> Tensor:
+    """``steps`` values evenly spaced from ``start`` to ``end`` (both included), float32 unless
+    ``dtype`` (ints truncate toward zero, as PyTorch)."""
+    start, end = _real("linspace", "start", start), _real("linspace", "end", end)
+    a = _linspace64(float(start), float(end), _steps("linspace", steps))
+    dt = D.as_dtype(dtype or D.float32)
+    return tensor(a.astype(dt.np), device=device)
+
+
+@front_end
+def logspace(start, end, steps, base=10.0, dtype=None, device=None) -> Tensor:
+    """``base ** linspace(start, end, steps)`` (float32 unless ``dtype``)."""
+    start, end = _real("logspace", "start", start), _real("logspace", "end", end)
+    base = _real("logspace", "base", base)
+    with np.errstate(over="ignore"):
+        a = np.power(float(base), _linspace64(float(start), float(end), _steps("logspace", steps)))
+    dt = D.as_dtype(dtype or D.float32)
+    return tensor(a.astype(dt.np), device=device)
+
+
+def _like(op, t):
+    if not isinstance(t, Tensor):
+        raise ArgumentTypeError(f"{op}: expected a Tensor, got {type(t).__name__}")
+    return t
+
+
+@front_end
+def full_like(t, fill_value, dtype=None, device=None) -> Tensor:
+    """``fill_value`` in ``t``'s shape, dtype (or ``dtype``) and device (or ``device``)."""
+    t = _like("full_like", t)
+    return full(t.shape, fill_value, dtype or t.dtype, device or t.device)
+
+
+@front_end
+def empty_like(t, dtype=None, device=None) -> Tensor:
+    """A tensor of ``t``'s shape, dtype and device (zeros: no uninitialised memory)."""
+    t = _like("empty_like", t)
+    return full(t.shape, 0, dtype or t.dtype, device or t.device)
+
+
+def _float_dtype(op, dt):
+    dt = D.as_dtype(dt)
+    if not dt.is_float:
+        raise DTypeError(f"{op}: dtype must be float32 or float64, got {dt.name}")
+    return dt
+
+
+@front_end
+def rand_like(t, dtype=None, device=None) -> Tensor:
+    """Uniform [0, 1) values in ``t``'s shape (its float dtype, or ``dtype``) and device."""
+    t = _like("rand_like", t)
+    return rand(t.shape, dtype=_float_dtype("rand_like", dtype or t.dtype),
+                device=device or t.device)
+
+
+@front_end
+def randn_like(t, dtype=None, device=None) -> Tensor:
+    """Standard-normal values in ``t``'s shape (its float dtype, or ``dtype``) and device."""
+    t = _like("randn_like", t)
+    return randn(t.shape, dtype=_float_dtype("randn_like", dtype or t.dtype),
+                 device=device or t.device)
+
+
+def _size(op, size):
+    if size is None:
+        raise ArgumentTypeError(f"{op}: size is required")
+    return shape_arg(op, (size,) if isinstance(size, int) else tuple(size))
+
+
+@front_end
+def uniform(low=0.0, high=1.0, size=None, dtype=None, device=None) -> Tensor:
+    """Uniform values in [low, high) of shape ``size`` (float32 unless ``dtype``): the
+    functional form of PyTorch's in-place ``torch.empty(size).uniform_(low, high)``."""
+    from .elementwise import add, mul
+    low, high = _real("uniform", "low", low), _real("uniform", "high", high)
+    if low > high:
+        raise ArgumentValueError(f"uniform: expected low <= high, got low={low}, high={high}")
+    dt = _float_dtype("uniform", dtype or D.float32)
+    u = rand(_size("uniform", size), dtype=dt, device=device)
+    return add(mul(u, float(high - low)), float(low))
+
+
+@front_end
+def randint(low=0, high=None, size=None, dtype=None, device=None) -> Tensor:
+    """Integers uniform in [low, high) of shape ``size`` (int64 unless ``dtype``), PyTorch's
+    argument order: ``randint(high, size)`` or ``randint(low, high, size)``."""
+    from .elementwise import add, cast, floor, minimum, mul
+    if size is None and high is not None and not isinstance(high, (int, np.integer)):
+        low, high, size = 0, low, high          # randint(high, size)
+    if high is None:
+        raise ArgumentTypeError("randint: high is required (randint(high, size) or "
+                                "randint(low, high, size))")
+    low, high = int_arg("randint", "low", low), int_arg("randint", "high", high)
+    if low >= high:
+        raise ArgumentValueError(f"randint: expected low < high, got low={low}, high={high}")
+    span = high - low
+    if span > 2 ** 53:
+        raise ArgumentValueError(f"randint: high - low must be at most 2**53, got {span}")
+    dt = D.as_dtype(dtype or D.int64)
+    if dt.is_bool:
+        raise DTypeError("randint: dtype must be numeric, got bool")
+    for v in (low, high - 1):
+        D.check_scalar("randint", v, dt if dt.is_int else D.int64)
+    u = rand(_size("randint", size), dtype=D.float64, device=device)
+    k = minimum(floor(mul(u, float(span))), float(span - 1))
+    return cast(add(cast(k, D.int64), low), dt)
+
+
+@front_end
+def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None) -> Tensor:
+    """Normal values: ``mean + std * randn``.  ``mean``/``std`` scalars (then ``size`` is
+    required) or tensors (broadcast together; the result takes their float dtype)."""
+    from .elementwise import add, mul
+    from .shapes import broadcast_shapes
+    tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
+    if not tensors:
+        mean, std = _real("normal", "mean", mean), _real("normal", "std", std)
+        if std < 0:
+            raise ArgumentValueError(f"normal: std must be >= 0, got {std}")
+        dt = _float_dtype("normal", dtype or D.float32)
+        z = randn(_size("normal", size), dtype=dt, device=device)
+        return add(mul(z, float(std)), float(mean))
+    shape = broadcast_shapes("normal", *[t.shape for t in tensors])
+    if size is not None and tuple(_size("normal", size)) != tuple(shape):
+        raise ShapeError(f"normal: size {tuple(size)} does not match the broadcast shape "
+                         f"{shape} of mean and std")
+    fdt = [t.dtype for t in tensors if t.dtype.is_float]
+    dt = _float_dtype("normal", dtype or (D.float64 if D.float64 in fdt else D.float32))
+    if isinstance(std, Tensor) and not std.is_capture and std.size and \
+            float(np.min(std.numpy())) < 0:
+        raise ArgumentValueError(f"normal: std must be >= 0, got a minimum of "
+                                 f"{float(np.min(std.numpy()))}")
+    z = randn(shape, dtype=dt, device=tensors[0].device)
+    return add(mul(z, std), mean)
+
+
+def _probs(op, p):
+    if not isinstance(p, Tensor):
+        raise ArgumentTypeError(f"{op}: expected a Tensor of probabilities, got "
+                                f"{type(p).__name__}")
+    if not p.dtype.is_float:
+        raise DTypeError(f"{op}: probabilities must be float32 or float64, got {p.dtype.name}")
+    return p
+
+
+def _host(t):
+    return None if t.is_capture or t.size == 0 else np.asarray(t.numpy(), np.float64)
+
+
+@front_end(method=True)
+def bernoulli(input, p=None) -> Tensor:
+    """1.0 with probability ``input`` (elementwise; or the scalar ``p`` in ``input``'s shape),
+    else 0.0, in ``input``'s dtype.  Probabilities outside [0, 1] raise ArgumentValueError."""
+    from .elementwise import cast, lt
+    x = _probs("bernoulli", input)
+    if p is not None:
+        p = _real("bernoulli", "p", p)
+        if not 0.0 <= p <= 1.0:
+            raise ArgumentValueError(f"bernoulli: p must be in [0, 1], got {p}")
+        probs = p
+    else:
+        probs = x
+        a = _host(x)
+        if a is not None and not (np.all(a >= 0.0) and np.all(a <= 1.0)):
+            raise ArgumentValueError(f"bernoulli: probabilities must be in [0, 1], got values "
+                                     f"in [{np.nanmin(a) if not np.isnan(a).all() else a.min()}, "
+                                     f"{np.nanmax(a) if not np.isnan(a).all() else a.max()}]"
+                                     + (" and NaN" if np.isnan(a).any() else ""))
+    u = rand(x.shape, dtype=x.dtype, device=x.device)
+    return cast(lt(u, probs), x.dtype)
+
+
+@front_end(method=True)
+def multinomial(input, num_samples, replacement=False) -> Tensor:
+    """Category indices (int64) drawn from the rows of ``input`` (1-D or 2-D, non-negative
+    weights, not necessarily normalised): ``num_samples`` per row, with or without
+    ``replacement``.  Without replacement the draws are an exponential race (the
+    ``num_samples`` smallest ``E / p``, ``E`` exponential), which has the distribution of
+    sequential sampling without replacement; with replacement, the inverse CDF (memory
+    rows * num_samples * categories)."""
+    from .elementwise import cast, div, le, log, neg, sub, where, gt, minimum
+    from .linalg import matmul
+    from .reduce import sum as rsum
+    from .shape import reshape
+    from .sort import topk
+    x = _probs("multinomial", input)
+    if x.ndim not in (1, 2):
+        raise ShapeError(f"multinomial: input must be 1-D or 2-D, got shape {tuple(x.shape)}")
+    s = int_arg("multinomial", "num_samples", num_samples)
+    if not isinstance(replacement, (bool, np.bool_)):
+        raise ArgumentTypeError(f"multinomial: replacement must be a bool, got {replacement!r}")
+    c = x.shape[-1]
+    if s <= 0:
+        raise ArgumentValueError(f"multinomial: num_samples must be positive, got {s}")
+    if c == 0:
+        raise ShapeError("multinomial: input has no categories (its last dim is 0)")
+    if not replacement and s > c:
+        raise ArgumentValueError(f"multinomial: cannot sample num_samples={s} > {c} categories "
+                                 f"without replacement")
+    a = _host(x)
+    if a is not None:
+        a2 = a.reshape(-1, c)
+        if not np.all(np.isfinite(a2)) or np.any(a2 < 0):
+            raise ArgumentValueError("multinomial: probabilities must be finite and "
+                                     "non-negative")
+        if np.any(a2.sum(axis=1) <= 0):
+            raise ArgumentValueError("multinomial: every row of probabilities must have a "
+                                     "positive sum")
+        if not replacement and np.any((a2 > 0).sum(axis=1) < s):
+            raise ArgumentValueError(f"multinomial: cannot sample num_samples={s} without "
+                                     f"replacement from a row with fewer non-zero categories")
+    p = cast(reshape(x, (-1, c)), D.float64)
+    rows = p.shape[0]
+    if not replacement:
+        u = rand((rows, c), dtype=D.float64, device=x.device)
+        e = neg(log(sub(1.0, u)))                              # Exp(1), in [0, inf)
+        keys = where(gt(p, 0.0), div(e, where(gt(p, 0.0), p, 1.0)), float("inf"))
+        idx = topk(keys, s, dim=1, largest=False).indices
+    else:
+        tri = tensor(np.triu(np.ones((c, c))), device=x.device)
+        cdf = matmul(p, tri)                                   # running sums per row
+        cdf = div(cdf, cdf[:, c - 1:c])
+        u = rand((rows, s), dtype=D.float64, device=x.device)
+        below = le(reshape(cdf, (rows, 1, c)), reshape(u, (rows, s, 1)))
+        idx = minimum(rsum(below, axis=2), c - 1)
+    return reshape(idx, (s,)) if x.ndim == 1 else idx
+
+
+@front_end
+def randperm(n, dtype=None, device=None) -> Tensor:
+    """A random permutation of ``0..n-1`` (int64 unless ``dtype``): the stable argsort of
+    ``n`` float64 uniforms."""
+    from .elementwise import cast
+    from .sort import argsort
+    n = int_arg("randperm", "n", n)
+    if n < 0:
+        raise ArgumentValueError(f"randperm: n must be non-negative, got {n}")
+    dt = D.as_dtype(dtype or D.int64)
+    if n:
+        D.check_scalar("randperm", n - 1, dt if dt.is_int else D.int64)
+    idx = argsort(rand((n,), dtype=D.float64, device=device), stable=True)
+    return idx if dt is D.int64 else cast(idx, dt)
