@@ -166,6 +166,8 @@ def _valid(program, arrays):
                 step = step[:3] + (step[3] % nd,) + step[4:]
             if kind in "mt" and vals[step[1] % len(vals)].ndim < 2:
                 continue
+            if kind == "f" and vals[step[1] % len(vals)].ndim == 1:
+                continue                        # a no-op: the same tensor, not a new value
             try:
                 y = _step(np_be, step, vals)
             except (ValueError, IndexError):
