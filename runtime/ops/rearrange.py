@@ -148,23 +148,22 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
     if isinstance(value, Tensor):
         raise ArgumentTypeError("pad: value must be a Python scalar")
     D.check_scalar("pad", value, x.dtype)
-    crop = tuple(slice(_b.max(0, -pairs[d][0]) if d in pairs else 0,
-                       x.shape[d] - _b.max(0, -pairs[d][1]) if d in pairs else x.shape[d])
-                 for d in range(x.ndim))
-    for d, (lo, hi) in pairs.items():
-        if x.shape[d] + lo + hi < 0:
-            raise ShapeError(f"pad: padding ({lo}, {hi}) leaves a negative size on axis {d} "
-                             f"of shape {x.shape}")
-    inner = getitem(x, crop)
-    shape = tuple(x.shape[d] + _b.sum(pairs.get(d, (0, 0))) for d in range(x.ndim))
-    key = tuple(slice(_b.max(0, pairs[d][0]) if d in pairs else 0,
-                      _b.max(0, pairs[d][0]) + inner.shape[d] if d in pairs else shape[d])
-                for d in range(x.ndim))
     if value is False or value is True:
         value = bool(value)
     elif not x.dtype.is_float and isinstance(value, float):
         raise DTypeError(f"pad: a float fill value {value} for an {x.dtype.name} input")
-    return slice_assign(full(shape, value, x.dtype, x.device), key, inner)
+    out = x
+    for d in sorted(pairs):            # one take per axis from x with the fill value appended
+        lo, hi = pairs[d]
+        n = x.shape[d]
+        if n + lo + hi < 0:
+            raise ShapeError(f"pad: padding ({lo}, {hi}) leaves a negative size on axis {d} "
+                             f"of shape {x.shape}")
+        i = np.arange(-lo, n + hi)
+        i = np.where((i < 0) | (i >= n), n, i)
+        fill = full(out.shape[:d] + (1,) + out.shape[d + 1:], value, x.dtype, x.device)
+        out = take(cat([out, fill], d), _const(i, x), axis=d)
+    return out
 
 
 # --------------------------------------------------------------------------- repeat, tile
@@ -532,10 +531,12 @@ def _scatter_args(op, x, dim, index, src):
 
 
 def _hits(op, x, d, idx):
-    """How many indices land on each position of ``x`` (int64; also checks the indices)."""
-    zeros = full(x.shape, 0, D.int64, x.device)
+    """How many indices land on each position of ``x`` (in x's dtype when it is a float one,
+    exact below 2**24, so no other kernels are compiled; else int64).  Also checks the
+    indices."""
+    dt = x.dtype if x.dtype.is_float else D.int64
     with _named(op):
-        return scatter_add(zeros, d, idx, full(idx.shape, 1, D.int64, x.device))
+        return scatter_add(full(x.shape, 0, dt, x.device), d, idx, full(idx.shape, 1, dt, x.device))
 
 
 @front_end(method=True)
@@ -562,7 +563,7 @@ def scatter(x, dim, index, src=None, *, value=None) -> Tensor:
     with _named("scatter"):
         summed = scatter_add(full(x.shape, _zero_of(x.dtype), x.dtype, x.device), d, idx, src)
     if x.dtype.is_float:
-        summed = div(summed, maximum(hits, 1).astype(x.dtype))
+        summed = div(summed, maximum(hits, 1))
     return where(hit, summed, x)
 
 
@@ -632,8 +633,8 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True) -> Tensor:
         if reduce == "sum":
             return s if include_self else where(hit, s, x)
         if include_self:
-            return div(add(x, s), add(hits, 1).astype(x.dtype))
-        return where(hit, div(s, maximum(hits, 1).astype(x.dtype)), x)
+            return div(add(x, s), add(hits, 1))
+        return where(hit, div(s, maximum(hits, 1)), x)
     r = _dense_reduce(x, d, idx, src, reduce)
     if include_self:
         if reduce == "prod":
