@@ -12,7 +12,8 @@ import sys
 
 from .harness import compare
 
-EXTRA_CASE_MODULES = ("bench.autodiff_cases", "bench.capture_cases", "bench.compile_cases")
+EXTRA_CASE_MODULES = ("bench.autodiff_cases", "bench.capture_cases", "bench.compile_cases",
+                      "bench.index_cases")
 
 
 def _progress(i, n, label):

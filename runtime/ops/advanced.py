@@ -26,10 +26,10 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
-from .create import arange, tensor
+from .create import arange
 from .elementwise import add, mul
 from .index import getitem, take
-from .rearrange import data_dependent
+from .rearrange import _const, data_dependent
 from .shape import permute, reshape
 from .shapes import broadcast_shapes, prod
 
@@ -104,7 +104,7 @@ def _take(z, idx, axis, orig_axis, shape):
     """``take`` along ``axis``, index errors named for getitem and ``orig_axis``."""
     n = z.shape[axis]
     if isinstance(idx, np.ndarray):
-        idx = tensor(_host_checked(idx, orig_axis, n, shape), device=z.device)
+        idx = _const(_host_checked(idx, orig_axis, n, shape), z)
         return take(z, idx, axis=axis)
     try:
         return take(z, idx, axis=axis)
@@ -144,7 +144,7 @@ def advanced_getitem(x: Tensor, keys: tuple) -> Tensor:
             if len(items) == 1:          # x[mask]: one take of the flat positions
                 flat = np.flatnonzero(m).astype(np.int64)
                 y = reshape(x, (prod(m.shape),) + x.shape[m.ndim:])
-                return take(y, tensor(flat, device=x.device), axis=0)
+                return take(y, _const(flat, x), axis=0)
             for j, a in enumerate(np.nonzero(m)):
                 out.append(("arr", a.astype(np.int64), axis + j))
             axis += m.ndim
@@ -206,14 +206,14 @@ def _multi(z, arrs, pos, adjacent, shape):
         lin = np.zeros(bshape, np.int64)
         for (_, v, a), n, s in zip(arrs, sizes, strides):
             lin = lin + _host_checked(v, a, n, shape) * s
-        lin = tensor(np.ascontiguousarray(lin), device=z.device)
+        lin = _const(lin, z)
     else:
         lin = None
         for (_, v, a), n, s in zip(arrs, sizes, strides):
             if isinstance(v, Tensor):
                 t = _device_checked(v, a, n, shape)
             else:
-                t = tensor(_host_checked(v, a, n, shape), device=z.device)
+                t = _const(_host_checked(v, a, n, shape), z)
             t = mul(t, s) if s != 1 else t
             lin = t if lin is None else add(lin, t)
         if lin.shape != bshape:

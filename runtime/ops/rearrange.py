@@ -23,7 +23,7 @@ from ..errors import (ArgumentTypeError, ArgumentValueError, CaptureError, DType
                       IndexOutOfRangeError, ShapeError)
 from ..tensor import Tensor
 from .args import int_arg, operand, tensor_arg, torch_alias
-from .create import arange, full, tensor
+from .create import arange, from_numpy, full
 from .elementwise import (add, div, eq, gt, maximum, minimum, mul, where)
 from .index import getitem, scatter_add, slice_assign, take
 from .reduce import max as _max, min as _min, prod_ as _prod
@@ -50,8 +50,11 @@ def data_dependent(op: str, *tensors) -> None:
 
 
 def _const(arr, like: Tensor) -> Tensor:
-    """A host-built constant on ``like``'s device."""
-    return tensor(np.ascontiguousarray(arr), device=like.device)
+    """A host-built constant on ``like``'s device (``arr`` is ours: shared, not copied)."""
+    arr = np.asarray(arr)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    return from_numpy(arr, device=like.device)
 
 
 def _host_index(idx: np.ndarray) -> np.ndarray:
@@ -134,36 +137,52 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
     pairs = {d: p for d, p in pairs.items() if p != (0, 0)}
     if not pairs:
         return x
-    if mode != "constant":
-        out = x
-        for d in sorted(pairs):
-            lo, hi = pairs[d]
-            n = x.shape[d]
-            if n + lo + hi < 0:
-                raise ShapeError(f"pad: padding ({lo}, {hi}) leaves a negative size on axis "
-                                 f"{d} of shape {x.shape}")
-            out = take(out, _const(_pad_index(mode, n, lo, hi, d, x.shape), x), axis=d)
-        return out
-    value = 0 if value is None else operand("pad", value)
-    if isinstance(value, Tensor):
-        raise ArgumentTypeError("pad: value must be a Python scalar")
-    D.check_scalar("pad", value, x.dtype)
-    if value is False or value is True:
-        value = bool(value)
-    elif not x.dtype.is_float and isinstance(value, float):
-        raise DTypeError(f"pad: a float fill value {value} for an {x.dtype.name} input")
+    if mode == "constant":
+        value = 0 if value is None else operand("pad", value)
+        if isinstance(value, Tensor):
+            raise ArgumentTypeError("pad: value must be a Python scalar")
+        D.check_scalar("pad", value, x.dtype)
+        if value is False or value is True:
+            value = bool(value)
+        elif not x.dtype.is_float and isinstance(value, float):
+            raise DTypeError(f"pad: a float fill value {value} for an {x.dtype.name} input")
     out = x
-    for d in sorted(pairs):            # one take per axis from x with the fill value appended
+    for d in sorted(pairs):            # per axis: cat(before, x, after), then crop negatives
         lo, hi = pairs[d]
         n = x.shape[d]
         if n + lo + hi < 0:
             raise ShapeError(f"pad: padding ({lo}, {hi}) leaves a negative size on axis {d} "
                              f"of shape {x.shape}")
-        i = np.arange(-lo, n + hi)
-        i = np.where((i < 0) | (i >= n), n, i)
-        fill = full(out.shape[:d] + (1,) + out.shape[d + 1:], value, x.dtype, x.device)
-        out = take(cat([out, fill], d), _const(i, x), axis=d)
+        if mode != "constant":
+            _pad_index(mode, n, lo, hi, d, x.shape)          # validates the amounts
+        out = _pad_axis(out, d, _b.max(lo, 0), _b.max(hi, 0), mode, value)
+        if lo < 0 or hi < 0:
+            m = out.shape[d]
+            out = getitem(out, (slice(None),) * d + (slice(_b.max(-lo, 0), m - _b.max(-hi, 0)),))
     return out
+
+
+def _pad_axis(x, d, lo, hi, mode, value):
+    """``x`` padded by ``lo``/``hi`` >= 0 on axis ``d``: one ``cat`` of views of ``x`` (reversed
+    slices for reflect, expanded edges for replicate, wrapped slices for circular) or fills."""
+    if lo == 0 and hi == 0:
+        return x
+    n = x.shape[d]
+    lead = (slice(None),) * d
+
+    def part(k, before):
+        if mode == "constant":
+            return full(x.shape[:d] + (k,) + x.shape[d + 1:], value, x.dtype, x.device)
+        if mode == "reflect":
+            sl = slice(k, 0, -1) if before else slice(n - 2, n - 2 - k if n - 2 - k >= 0 else None, -1)
+            return getitem(x, lead + (sl,))
+        if mode == "replicate":
+            edge = getitem(x, lead + (slice(0, 1) if before else slice(n - 1, n),))
+            return expand(edge, x.shape[:d] + (k,) + x.shape[d + 1:])
+        return getitem(x, lead + (slice(n - k, n) if before else slice(0, k),))      # circular
+
+    pieces = ([part(lo, True)] if lo else []) + [x] + ([part(hi, False)] if hi else [])
+    return cat(pieces, d)
 
 
 # --------------------------------------------------------------------------- repeat, tile
