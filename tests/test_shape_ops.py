@@ -143,6 +143,16 @@ def test_scatter_reduce_matches_numpy(reduce):
         np.testing.assert_allclose(got.numpy(), want.astype(np.float32), rtol=1e-5, atol=1e-6)
 
 
+def test_scatter_reduce_with_an_index_smaller_than_the_input():
+    idx = I2[:2, :3, :2]                      # smaller than x off the axis: the rest keeps x
+    src = A[:, :, :3] + 1.5
+    for reduce in ("amax", "sum"):
+        got = rt.tensor(A32).scatter_reduce(2, rt.tensor(idx), rt.tensor(src.astype(np.float32)),
+                                            reduce, include_self=False)
+        want = _np_scatter_reduce(A, 2, idx, src, reduce, False)
+        np.testing.assert_allclose(got.numpy(), want.astype(np.float32), rtol=1e-5, atol=1e-6)
+
+
 def test_nonzero():
     a = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]], np.float32)
     np.testing.assert_array_equal(rt.tensor(a).nonzero().numpy(), np.argwhere(a))
