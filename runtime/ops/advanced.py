@@ -7,7 +7,9 @@ integer arrays of its ``nonzero``; its values set the result's shape, so a mask 
 capture scope raises ``CaptureError`` kind ``DataDependentShape``).  As in NumPy, once a key
 has an array, its ints count as advanced (0-d arrays); all advanced entries broadcast to one
 shape B; the result has B where the first advanced entry was when the advanced entries are
-adjacent, else B first, followed by the sliced dimensions in order.
+adjacent, else B first, followed by the sliced dimensions in order.  (PyTorch differs for an
+int separated from an array by a slice: ``t[1, :, [0, 2]]`` of a (2, 3, 4) tensor is (3, 2)
+in PyTorch, (2, 3) in NumPy and here.)
 
 How: None entries insert size-1 axes (a reshape), slices apply as a basic view, then the
 advanced axes are moved to the front (a permute), merged (a reshape) and read with one
