@@ -27,7 +27,8 @@ from .create import arange, from_numpy, full
 from .elementwise import (add, div, eq, gt, maximum, minimum, mul, where)
 from .index import getitem, scatter_add, slice_assign, take
 from .reduce import max as _max, min as _min, prod_ as _prod
-from .registry import front_end
+from .registry import OpSpec, Plan, front_end, register
+from ..dispatch import dispatch as run
 from .shape import cat, expand, permute, reshape
 from .shapes import broadcast_shapes, normalize_axis, prod
 
@@ -589,6 +590,18 @@ def scatter(x, dim, index, src=None, *, value=None) -> Tensor:
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
+def _identity(reduce, dt):
+    """The value that ``reduce`` ("prod", "amax", "amin") leaves unchanged, in ``dt``."""
+    if reduce == "prod":
+        return True if dt.is_bool else 1
+    if dt.is_float:
+        return -np.inf if reduce == "amax" else np.inf
+    if dt.is_bool:
+        return reduce == "amin"
+    info = np.iinfo(dt.np)
+    return int(info.min if reduce == "amax" else info.max)
+
+
 def _dense_reduce(x, d, idx, src, reduce):
     """``prod``/``amax``/``amin`` of the ``src`` values each position of ``x`` receives
     (the reduction's identity where none), by a (..., n, m) membership mask: O(n m) work per
@@ -596,15 +609,7 @@ def _dense_reduce(x, d, idx, src, reduce):
     n, m = x.shape[d], idx.shape[d]
     src = getitem(src, tuple(slice(0, s) for s in idx.shape))
     dt = x.dtype
-    if reduce == "prod":
-        ident = True if dt.is_bool else 1
-    elif dt.is_float:
-        ident = -np.inf if reduce == "amax" else np.inf
-    elif dt.is_bool:
-        ident = reduce == "amin"
-    else:
-        info = np.iinfo(dt.np)
-        ident = int(info.min if reduce == "amax" else info.max)
+    ident = _identity(reduce, dt)
     last = idx.ndim - 1
     im = movedim(idx, d, last)
     im = where(gt(0, im), add(im, n), im)
@@ -630,8 +635,9 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True) -> Tensor:
     """PyTorch's ``scatter_reduce``: like ``scatter``, but the values landing on a position
     (and ``x``'s own value there when ``include_self``) are combined by ``reduce``: "sum",
     "prod", "mean" (floats only), "amax" or "amin"; positions no index hits keep ``x``.
-    "prod"/"amax"/"amin" use a dense membership mask: O(size of dim x index size on dim) work
-    and memory per line."""
+    "prod"/"amax"/"amin" run as a native kernel (deterministic, in index order; NaN
+    propagates); their gradient, captured graphs and ONNX export use a dense membership mask
+    (O(size of dim x index size on dim) work and memory per line), as does a bool input."""
     src = tensor_arg("scatter_reduce", src)
     x, d, idx = _scatter_args("scatter_reduce", x, dim, index, src)
     if reduce not in _REDUCES:
@@ -642,6 +648,15 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True) -> Tensor:
                          f"{x.dtype.name}")
     if x.ndim == 0:
         raise ShapeError("scatter_reduce: input must have at least 1 dimension")
+    if reduce in ("prod", "amax", "amin") and not x.dtype.is_bool:
+        # the native kernel combines into its input: positions an index hits start from the
+        # reduction's identity when x's own value is not included
+        base = x
+        if not include_self:
+            base = where(gt(_hits("scatter_reduce", x, d, idx), 0), _identity(reduce, x.dtype), x)
+            base = base if base.dtype is x.dtype else base.astype(x.dtype)
+        with _named("scatter_reduce"):
+            return run("scatter_reduce", (base, idx, src), {"axis": d, "reduce": reduce})
     hits = _hits("scatter_reduce", x, d, idx)
     hit = gt(hits, 0)
     if reduce in ("sum", "mean"):
@@ -654,12 +669,53 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True) -> Tensor:
         if include_self:
             return div(add(x, s), add(hits, 1))
         return where(hit, div(s, maximum(hits, 1)), x)
-    r = _dense_reduce(x, d, idx, src, reduce)
+    r = _dense_reduce(x, d, idx, src, reduce)          # bool: and / or by the dense mask
     if include_self:
         if reduce == "prod":
-            return mul(x, r) if not x.dtype.is_bool else where(r, x, False)
+            return where(r, x, False)
         return (maximum if reduce == "amax" else minimum)(x, r)
     return where(hit, r, x)
+
+
+# the record behind scatter_reduce's prod/amax/amin (numeric dtypes): a native kernel on plain
+# devices; recording devices and autodiff use its decomposition (the dense mask), so captured
+# graphs export to ONNX and gradients flow through where/eq/max/prod
+def _infer_scatter_reduce(args, attrs):
+    x, idx, src = args
+    name = "scatter_reduce"
+    if not idx.dtype.is_int:
+        raise DTypeError(f"{name}: index must be int32 or int64, got {idx.dtype.name}")
+    if src.dtype is not x.dtype:
+        raise DTypeError(f"{name}: src must have the input's dtype, got {x.dtype.name} (input) "
+                         f"and {src.dtype.name} (src)")
+    if x.dtype.is_bool:
+        raise DTypeError(f"{name}: the native {attrs['reduce']} is not defined for bool")
+    axis = attrs["axis"]
+    for what, t in (("index", idx), ("src", src)):
+        if t.ndim != x.ndim:
+            raise ShapeError(f"{name}: {what} of shape {t.shape} must have the same number of "
+                             f"dimensions as the input of shape {x.shape}")
+    for d in range(x.ndim):
+        if idx.shape[d] > src.shape[d] or (d != axis and idx.shape[d] > x.shape[d]):
+            raise ShapeError(f"{name}: index of shape {idx.shape} must be no larger than src "
+                             f"of shape {src.shape}, and no larger than the input of shape "
+                             f"{x.shape} except on axis {axis}")
+    if x.shape[axis] == 0 and prod(idx.shape) > 0:
+        raise ShapeError(f"{name}: cannot scatter into empty axis {axis} of shape {x.shape}")
+    return Plan(x.shape, x.dtype, x.dtype)
+
+
+def _decompose_scatter_reduce(args, attrs):
+    x, idx, src = args
+    reduce = attrs["reduce"]
+    r = _dense_reduce(x, attrs["axis"], idx, src, reduce)
+    return {"prod": mul, "amax": maximum, "amin": minimum}[reduce](x, r)
+
+
+register(OpSpec("scatter_reduce", "index", _infer_scatter_reduce,
+                lambda ks, p, a, at, plan, dev: ks.scatter_reduce(p[0], p[1], p[2], at["axis"],
+                                                                  at["reduce"]),
+                decompose=_decompose_scatter_reduce))
 
 
 @front_end(method=True)
