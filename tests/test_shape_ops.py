@@ -153,6 +153,33 @@ def test_scatter_reduce_with_an_index_smaller_than_the_input():
         np.testing.assert_allclose(got.numpy(), want.astype(np.float32), rtol=1e-5, atol=1e-6)
 
 
+def test_native_scatter_reduce_against_ufunc_at():
+    # the native prod/amax/amin kernel (eager) against NumPy's unbuffered ufunc.at: repeated
+    # and negative indices, a strided src, NaN propagation, int64
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(7).astype(np.float32)
+    idx = rng.integers(-7, 7, 40)
+    src = rng.standard_normal(80).astype(np.float32)[::2]
+    src[3] = np.nan
+    for reduce, uf in (("amax", np.fmax), ("amin", np.fmin), ("prod", np.multiply)):
+        want = x.astype(np.float64)
+        uf.at(want, idx, src.astype(np.float64))
+        if reduce != "prod":                   # NaN propagates (fmax/fmin would skip it)
+            want[idx[3] % 7] = np.nan
+        got = rt.tensor(x).scatter_reduce(0, rt.tensor(idx), rt.tensor(src[::1]), reduce)
+        np.testing.assert_allclose(got.numpy(), want.astype(np.float32), rtol=1e-5)
+    xi = rng.integers(-5, 5, 6)
+    ii = rng.integers(0, 6, 12)
+    si = rng.integers(-5, 5, 12)
+    want = xi.copy()
+    np.maximum.at(want, ii, si)
+    np.testing.assert_array_equal(rt.tensor(xi).scatter_reduce(0, rt.tensor(ii), rt.tensor(si),
+                                                               "amax").numpy(), want)
+    with pytest.raises(rt.IndexOutOfRangeError, match=r"^scatter_reduce: .*index 7 is out of "
+                       r"bounds for axis 0 with size 7"):
+        rt.tensor(x).scatter_reduce(0, rt.tensor([7]), rt.tensor(src[:1]), "amax")
+
+
 def test_nonzero():
     a = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]], np.float32)
     np.testing.assert_array_equal(rt.tensor(a).nonzero().numpy(), np.argwhere(a))
