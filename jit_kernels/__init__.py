@@ -30,7 +30,7 @@ ARG_REDUCE_OPS = optable.ARG_REDUCE_OPS
 PROTOCOL_METHODS = (
     "from_host", "to_host", "empty", "full", "arange", "eye", "copy",
     "reshape", "permute", "expand", "index", "slice_assign", "take", "gather", "scatter_add",
-    "cat",
+    "scatter_reduce", "cat",
     "unary", "binary", "where", "cast",
     "reduce", "arg_reduce", "softmax",
     "matmul",
@@ -100,6 +100,12 @@ class KernelSet(Protocol):
         x's dtype (bool: logical or).  Same index rules as ``take``, checked before anything is
         written.  Repeated indices accumulate: in index order on cpu (deterministic), by
         atomics on cuda (float sums may differ in the last bits between runs)."""
+
+    def scatter_reduce(self, x: Any, indices: Any, src: Any, axis: int, reduce: str) -> Any:
+        """Like ``scatter_add`` (same shapes, strides and index rules), combining with
+        ``reduce``: "prod", "amax" or "amin" (NaN propagates) instead of adding; numeric
+        dtypes only.  Each position's values combine in index order on both sets (one worker
+        per index column: deterministic, no atomics)."""
 
     def cat(self, xs: Sequence[Any], axis: int) -> Any:
         """Concatenation along ``axis`` (all of one dtype, shapes already checked)."""

@@ -566,6 +566,8 @@ NOT_IN_TABLE = {
     "interpolate_backward": "internal op of interpolate's gradient; tested in tests/test_pool.py",
     "argsort": "index-returning sort (sort/argsort/randperm); tests/test_sort.py",
     "topk": "index-returning selection (topk/kthvalue/median/multinomial); tests/test_sort.py",
+    "scatter_reduce": "integer-index op (prod/amax/amin); tests/test_shape_ops.py, "
+                      "tests/cuda/test_shape_ops_cuda.py",
 }
 
 

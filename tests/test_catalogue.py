@@ -51,6 +51,8 @@ REACHED_BY = {
     "interpolate": lambda x: F.interpolate(x.reshape(1, 1, 2, 3), scale_factor=2),
     "argsort": lambda x: rt.sort(x),
     "topk": lambda x: rt.topk(x, 2),
+    "scatter_reduce": lambda x: x.scatter_reduce(1, rt.tensor([[0], [1]], device=x.device),
+                                                 x[:, :1], "amax"),
 }
 # Reached only inside another op's gradient: that op's backward rule dispatches it.
 INTERNAL = {"cross_entropy_backward": "cross_entropy", "max_pool2d_backward": "max_pool2d",

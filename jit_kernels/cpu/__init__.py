@@ -74,6 +74,9 @@ class CpuKernels:
     def scatter_add(self, x, indices, src, axis):
         return shape.scatter_add(x, indices, src, axis)
 
+    def scatter_reduce(self, x, indices, src, axis, reduce):
+        return shape.scatter_reduce(x, indices, src, axis, reduce)
+
     def cat(self, xs, axis):
         return shape.cat(xs, axis)
 

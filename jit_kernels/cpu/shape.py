@@ -388,3 +388,68 @@ def cat(xs, axis):
     for x, o, n in pieces:
         copy_into(out[pre + (slice(o, o + n),)], x)
     return out
+
+
+# -- scatter_reduce (prod / amax / amin) ------------------------------------------------------
+_SCATTER_OPS = {"prod": 0, "amax": 1, "amin": 2}
+
+
+@njit(cache=True, error_model="numpy")
+def _scatter_reduce_serial(ob, ostr, ib, io, istr, sb, so, sstr, ishape, axis, n, ncol, op):
+    """For each column (a position of the index off ``axis``) and each step ``j`` along it:
+    ``ob[q] = op(ob[q], v)`` with ``q`` the column's row at ``idx``; NaN propagates for
+    amax/amin.  Columns write disjoint outputs, and steps apply in index order."""
+    nd = ishape.shape[0]
+    m = ishape[axis]
+    oa = ostr[axis]
+    ia = istr[axis]
+    sa = sstr[axis]
+    for c in range(ncol):
+        rem = c
+        a = np.int64(0)
+        b = io
+        s = so
+        for d in range(nd - 1, -1, -1):
+            if d == axis:
+                continue
+            k = rem % ishape[d]
+            rem = rem // ishape[d]
+            a += k * ostr[d]
+            b += k * istr[d]
+            s += k * sstr[d]
+        for j in range(m):
+            k = np.int64(ib[b + j * ia])
+            if k < 0:
+                k += n
+            q = a + k * oa
+            v = sb[s + j * sa]
+            if op == 0:
+                ob[q] = ob[q] * v
+            elif op == 1:
+                if v > ob[q] or v != v:
+                    ob[q] = v
+            elif v < ob[q] or v != v:
+                ob[q] = v
+
+
+def scatter_reduce(x, indices, src, axis, reduce):
+    if not isinstance(indices, np.ndarray):
+        indices = np.asarray(indices, dtype=np.int64)
+    if x.ndim == 0:
+        return scatter_reduce(x.reshape(1), indices.reshape(1), src.reshape(1), 0,
+                              reduce).reshape(())
+    axis %= x.ndim
+    n = x.shape[axis]
+    out = copy(x)
+    if indices.size == 0:
+        return out
+    _check_indices(contiguous(_distinct_part(indices)).reshape(-1), axis, n)
+    ishape = indices.shape
+    ib, io, istr = flat_base(indices)
+    sb, so, sstr = flat_base(src)
+    ob = out.reshape(-1)
+    ostr = [s // out.itemsize for s in out.strides]
+    ncol = size_of([d for i, d in enumerate(ishape) if i != axis])
+    _scatter_reduce_serial(ob, i64(ostr), ib, io, i64(istr), sb, so, i64(sstr), i64(ishape),
+                           axis, n, ncol, _SCATTER_OPS[reduce])
+    return out

@@ -133,6 +133,9 @@ class CudaKernels:
     def scatter_add(self, x, indices, src, axis):
         return self._shape.scatter_add(x, indices, src, axis)
 
+    def scatter_reduce(self, x, indices, src, axis, reduce):
+        return self._shape.scatter_reduce(x, indices, src, axis, reduce)
+
     def cat(self, xs, axis):
         return self._shape.cat(xs, axis)
 

@@ -87,6 +87,8 @@ def exercise(ks) -> None:
         ks.gather(x, ks.from_host(np.array([[1, 0, 1]], np.int32)), 1)
         ks.scatter_add(x, ks.from_host(np.array([[1, 0, 1]], np.int64)), x, 0)
         ks.scatter_add(x, ks.from_host(np.array([[1, 0, 1]], np.int32)), x, 1)
+        for red in ("prod", "amax", "amin"):
+            ks.scatter_reduce(x, ks.from_host(np.array([[1, 0, 1]], np.int64)), x, 0, red)
         for op in ("argmax", "argmin"):
             ks.arg_reduce(op, x, 1, False)
             ks.arg_reduce(op, x, None, False)

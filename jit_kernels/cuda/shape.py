@@ -261,3 +261,69 @@ def scatter_add(x, indices, src, axis):
            indices.offset, tuple(indices.strides), src.buf, src.offset, tuple(src.strides),
            tuple(indices.shape), axis, n, total)
     return out
+
+
+# -- scatter_reduce (prod / amax / amin) ----------------------------------------------------------
+_SCATTER_OPS = {"prod": 0, "amax": 1, "amin": 2}
+
+
+@cuda.jit(cache=True)
+def _scatter_reduce(out, ostr, idx, io, istr, src, so, sstr, ishape, axis, n, ncol, op):
+    """One thread per column (a position of the index off ``axis``): its steps along the axis
+    in order, ``out[q] = op(out[q], v)`` (columns write disjoint outputs: no atomics, and the
+    result is deterministic); NaN propagates for amax/amin."""
+    c = cuda.grid(1)
+    while c < ncol:
+        rem = c
+        a = 0
+        b = io
+        s = so
+        for d in range(len(ishape) - 1, -1, -1):
+            if d != axis:
+                k = rem % ishape[d]
+                rem = rem // ishape[d]
+                a += k * ostr[d]
+                b += k * istr[d]
+                s += k * sstr[d]
+        for j in range(ishape[axis]):
+            k = idx[b + j * istr[axis]]
+            if k < 0:
+                k += n
+            q = a + k * ostr[axis]
+            v = src[s + j * sstr[axis]]
+            if op == 0:
+                out[q] = out[q] * v
+            elif op == 1:
+                if v > out[q] or v != v:
+                    out[q] = v
+            elif v < out[q] or v != v:
+                out[q] = v
+        c += cuda.gridsize(1)
+
+
+def scatter_reduce(x, indices, src, axis, reduce):
+    if not isinstance(indices, CudaArray):
+        from jit_kernels.cuda.memory import from_host
+        indices = from_host(np.asarray(indices, dtype=np.int64), x.index)
+    if x.ndim == 0:
+        one = (1,)
+        return reshape(scatter_reduce(reshape(x, one), reshape(indices, one), reshape(src, one), 0,
+                                      reduce), ())
+    axis %= x.ndim
+    n = x.shape[axis]
+    out = copy(x)
+    if indices.size == 0:
+        return out
+    bad = _first_bad(_flat_indices(_distinct_part(indices), x.index), n)
+    if bad is not None:
+        raise _plan.index_error(bad, axis, n)
+    ncol = 1
+    for i, d in enumerate(indices.shape):
+        if i != axis:
+            ncol *= d
+    if ncol == 0:
+        return out
+    launch(_scatter_reduce, blocks_for(ncol, x.index), TPB, out.buf, tuple(out.strides),
+           indices.buf, indices.offset, tuple(indices.strides), src.buf, src.offset,
+           tuple(src.strides), tuple(indices.shape), axis, n, ncol, _SCATTER_OPS[reduce])
+    return out

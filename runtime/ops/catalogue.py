@@ -22,7 +22,8 @@ from __future__ import annotations
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, Plan, register
-from . import create, shape, elementwise, index, reduce, linalg, nn, activation, conv, pool, sort  # noqa: F401 (registration)
+from . import (create, shape, elementwise, index, reduce, linalg, nn, activation, conv, pool, sort,  # noqa: F401
+               rearrange)  # (registration)
 from .elementwise import BINARY, binary_dtypes
 
 __all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "BINARY", "register", "register_custom",

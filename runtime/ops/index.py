@@ -262,17 +262,16 @@ def _is_advanced(k) -> bool:
 
 @front_end
 def getitem(x, key) -> Tensor:
-    """Basic indexing (ints, slices, None, ...) as a view; one integer-array index as ``take``."""
+    """``x[key]`` with NumPy's rules: basic indexing (ints, slices, None, ...) as a view;
+    integer arrays (tensors, lists, NumPy arrays; several broadcast together, mixed with
+    slices, None and an ellipsis) and boolean masks as advanced indexing (a copy).  A mask's
+    result shape depends on its values: inside a capture scope it raises ``CaptureError``
+    kind ``DataDependentShape``."""
     x = tensor_arg("getitem", x)
     keys = key if isinstance(key, tuple) else (key,)
-    adv = [i for i, k in enumerate(keys) if _is_advanced(k)]
-    if adv:
-        if len(adv) > 1 or any(not (isinstance(k, slice) and k == slice(None))
-                               for i, k in enumerate(keys) if i != adv[0]):
-            raise ArgumentTypeError("getitem: only a single integer-array index, with full "
-                                    "slices ':' on the other axes, is supported; use "
-                                    "take()/gather()")
-        return take(x, keys[adv[0]], axis=adv[0])
+    if any(_is_advanced(k) for k in keys):
+        from .advanced import advanced_getitem
+        return advanced_getitem(x, keys)
     if any(type(k) is bool for k in keys):
         return _bool_index(x, keys)
     norm = _normalize_key(x, key)
