@@ -13,6 +13,8 @@ the family modules, which register their ops on import:
   logsigmoid, softsign, softmin, glu (composites)
 - ``pool``: max/avg/adaptive pooling, interpolate (and their backward ops)
 - ``sort``: argsort, topk (sort, kthvalue, median gather their values)
+- ``rearrange``: scatter_reduce (pad, roll, flip, tril/triu, diagonal, one_hot, scatter,
+  index_add, ... are front ends composed of records; advanced indexing is ``advanced``)
 
 plus user ops (``register_custom``, behind ``rt.custom_op``).  Devices never branch on op
 names: they read this table.  This module also re-exports the helpers other packages use.
