@@ -857,7 +857,7 @@ def tan_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def tan_f64(x):
-    """float64 tangent: libm ``tan``.  Max error 1 ulp (measured 0.50 ulp).  Not vectorised."""
+    """float64 tangent: libm ``tan``.  Max error 1 ulp (measured 0.54 ulp).  Not vectorised."""
     return math.tan(x)
 
 
@@ -870,7 +870,7 @@ def asin_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def asin_f64(x):
-    """float64 arcsine: libm ``asin``.  Max error 1 ulp (measured 0.50 ulp).  Not vectorised."""
+    """float64 arcsine: libm ``asin``.  Max error 1 ulp (measured 0.51 ulp).  Not vectorised."""
     return math.asin(x)
 
 
@@ -883,7 +883,7 @@ def acos_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def acos_f64(x):
-    """float64 arccosine: libm ``acos``.  Max error 1 ulp (measured 0.50 ulp).  Not
+    """float64 arccosine: libm ``acos``.  Max error 1 ulp (measured 0.52 ulp).  Not
     vectorised."""
     return math.acos(x)
 
@@ -897,7 +897,7 @@ def atan_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def atan_f64(x):
-    """float64 arctangent: libm ``atan``.  Max error 1 ulp (measured 0.50 ulp).  Not
+    """float64 arctangent: libm ``atan``.  Max error 1 ulp (measured 0.51 ulp).  Not
     vectorised."""
     return math.atan(x)
 
@@ -928,8 +928,8 @@ def sinh_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def sinh_f64(x):
-    """float64 hyperbolic sine: libm ``sinh``.  Max error 1 ulp (measured 0.50 ulp).  Not
-    vectorised."""
+    """float64 hyperbolic sine: libm ``sinh``.  Max error 2.5 ulp (measured 1.80 ulp, near
+    overflow).  Not vectorised."""
     return math.sinh(x)
 
 
@@ -944,8 +944,8 @@ def cosh_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def cosh_f64(x):
-    """float64 hyperbolic cosine: libm ``cosh``.  Max error 1 ulp (measured 0.50 ulp).  Not
-    vectorised."""
+    """float64 hyperbolic cosine: libm ``cosh``.  Max error 2.5 ulp (measured 1.80 ulp, near
+    overflow).  Not vectorised."""
     return math.cosh(x)
 
 
@@ -960,12 +960,13 @@ def asinh_f32(x):
     z = xd * xd                  # x - x^3/6 + 3x^5/40 - 5x^7/112 (|x| < 2^-7: < 1e-18 rel.)
     small = _fma(xd * z, _fma(_fma(-5.0 / 112.0, z, 3.0 / 40.0), z, -1.0 / 6.0), xd)
     big = _copysign(big, xd)
+    small = xd if a == 0.0 else small                # keeps -0
     return _f32(small if a < 0.0078125 else big)
 
 
 @njit(inline="always", error_model="numpy")
 def asinh_f64(x):
-    """float64 inverse hyperbolic sine: libm ``asinh``.  Max error 1 ulp (measured 0.50 ulp).
+    """float64 inverse hyperbolic sine: libm ``asinh``.  Max error 2.5 ulp (measured 1.55 ulp).
     Not vectorised."""
     return math.asinh(x)
 
@@ -982,7 +983,7 @@ def acosh_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def acosh_f64(x):
-    """float64 inverse hyperbolic cosine: libm ``acosh``.  Max error 1 ulp (measured 0.50 ulp).
+    """float64 inverse hyperbolic cosine: libm ``acosh``.  Max error 2.5 ulp (measured 1.75 ulp).
     Not vectorised."""
     return math.acosh(x)
 
@@ -1002,8 +1003,7 @@ def atanh_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def atanh_f64(x):
-    """float64 inverse hyperbolic tangent: libm ``atanh``.  Max error 1 ulp (measured 0.50
-    ulp).  Not vectorised."""
+    """float64 inverse hyperbolic tangent: libm ``atanh``.  Max error 2.5 ulp (measured 1.50 ulp).  Not vectorised."""
     return math.atanh(x)
 
 
@@ -1016,7 +1016,7 @@ def exp2_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def exp2_f64(x):
-    """float64 2**x: libm ``exp2``.  Max error 1 ulp (measured 0.50 ulp).  Not vectorised."""
+    """float64 2**x: libm ``exp2``.  Max error 1 ulp (measured 0.51 ulp).  Not vectorised."""
     return np.exp2(x)
 
 
@@ -1041,12 +1041,13 @@ def expm1_f32(x):
     p = _fma(p, xs, _E64[3])
     p = _fma(p, xs, _E64[2])
     small = _fma(xs * xs, p, xs)                 # x + x^2 (1/2 + x/6 + ... + x^11/13!)
+    small = xd if a == 0.0 else small            # keeps -0
     return _f32(small if a <= 0.5 else big)
 
 
 @njit(inline="always", error_model="numpy")
 def expm1_f64(x):
-    """float64 e**x - 1: libm ``expm1``.  Max error 1 ulp (measured 0.50 ulp).  Not
+    """float64 e**x - 1: libm ``expm1``.  Max error 1 ulp (measured 0.76 ulp).  Not
     vectorised."""
     return math.expm1(x)
 
@@ -1060,7 +1061,7 @@ def log2_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def log2_f64(x):
-    """float64 base-2 log: libm ``log2``.  Max error 1 ulp (measured 0.50 ulp).  Not
+    """float64 base-2 log: libm ``log2``.  Max error 1 ulp (measured 0.54 ulp).  Not
     vectorised."""
     return math.log2(x)
 
@@ -1074,7 +1075,7 @@ def log10_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def log10_f64(x):
-    """float64 base-10 log: libm ``log10``.  Max error 1 ulp (measured 0.50 ulp).  Not
+    """float64 base-10 log: libm ``log10``.  Max error 2 ulp (measured 1.58 ulp).  Not
     vectorised."""
     return math.log10(x)
 
@@ -1088,7 +1089,7 @@ def atan2_f32(y, x):
 
 @njit(inline="always", error_model="numpy")
 def atan2_f64(y, x):
-    """float64 atan2(y, x): libm ``atan2``.  Max error 1 ulp (measured 0.50 ulp).  Not
+    """float64 atan2(y, x): libm ``atan2``.  Max error 1 ulp (measured 0.52 ulp).  Not
     vectorised."""
     return math.atan2(y, x)
 
@@ -1107,8 +1108,8 @@ def hypot_f32(x, y):
 
 @njit(inline="always", error_model="numpy")
 def hypot_f64(x, y):
-    """float64 sqrt(x^2 + y^2) without overflow: libm ``hypot``.  Max error 1 ulp.  Not
-    vectorised."""
+    """float64 sqrt(x^2 + y^2) without overflow: libm ``hypot``.  Max error 1 ulp (measured
+    0.57 ulp).  Not vectorised."""
     return math.hypot(x, y)
 
 
