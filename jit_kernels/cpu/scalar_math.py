@@ -1003,7 +1003,8 @@ def atanh_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def atanh_f64(x):
-    """float64 inverse hyperbolic tangent: libm ``atanh``.  Max error 2.5 ulp (measured 1.50 ulp).  Not vectorised."""
+    """float64 inverse hyperbolic tangent: libm ``atanh``.  Max error 2.5 ulp (measured 1.50
+    ulp).  Not vectorised."""
     return math.atanh(x)
 
 
