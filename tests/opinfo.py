@@ -334,6 +334,15 @@ def _shr(a, b):
     return np.right_shift(a, np.where((b < 0) | (b > 63), 63, b))
 
 
+def _by_zero_is_zero(f):
+    """``f`` (fmod, remainder, floor_divide), and 0 where the divisor is 0: the runtime's integer
+    rule (the float samples are never exactly 0)."""
+    def ref(a, b):
+        a, b = np.broadcast_arrays(a, b)
+        return np.where(b == 0, 0.0, f(a, np.where(b == 0, 1.0, b)))
+    return ref
+
+
 def _lerp_ref(a, b, w):
     return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
 
@@ -449,12 +458,14 @@ _ROWS = [
     binary("atan2", np.arctan2, out="div", dtypes=(F32, I64), grad=each(away_from_zero)),
     binary("hypot", np.hypot, out="div", dtypes=(F32, F64), grad=each(away_from_zero)),
     binary("copysign", np.copysign, out="div", dtypes=(F32, I64), grad=each(away_from_zero)),
-    # fmod: the dividend's sign (C); remainder: the divisor's (Python); both refuse two bools
-    binary("fmod", np.fmod, dtypes=(F32, I64), rejects=(B,), nonzero=True,
+    # fmod: the dividend's sign (C); remainder: the divisor's (Python); all three refuse two
+    # bools; by an integer zero (a reversed call's divisor may be one) they give 0
+    binary("fmod", _by_zero_is_zero(np.fmod), dtypes=(F32, I64), rejects=(B,), nonzero=True,
            grad=per_input(anywhere, away_from_zero)),
-    binary("remainder", np.remainder, dtypes=(F32, I64), rejects=(B,), nonzero=True,
-           grad=per_input(anywhere, away_from_zero)),
-    binary("floor_divide", np.floor_divide, dtypes=(F32, I64), rejects=(B,), nonzero=True),
+    binary("remainder", _by_zero_is_zero(np.remainder), dtypes=(F32, I64), rejects=(B,),
+           nonzero=True, grad=per_input(anywhere, away_from_zero)),
+    binary("floor_divide", _by_zero_is_zero(np.floor_divide), dtypes=(F32, I64), rejects=(B,),
+           nonzero=True),
     # ternary composites: forward and gradient in tests/test_opinfo_coverage.py
     OpInfo("lerp", "lerp", "ternary", rt.lerp, _lerp_ref, _out_rule("float"), (F32,),
            sample=shaped((2, 3), (2, 3), (3,)), grad=each(anywhere), arity=3, devices=("cpu",)),
