@@ -519,12 +519,10 @@ hypot = _binary("hypot", "div", None, _grad_hypot, onnx_skip=_NO_ONNX,
 copysign = _binary("copysign", "div", None, _grad_copysign, onnx_skip=_NO_ONNX,
                    doc="``|a|`` with the sign of ``b`` (its sign bit: -0.0 counts as negative; a "
                        "float result, as PyTorch's).")
-fmod = _binary("fmod", "arith", None, _grad_fmod,
-               onnx_skip="ONNX's Mod with fmod=1 would do; the exporter lowering is not "
-                         "written yet",
+fmod = _binary("fmod", "arith", "Mod", _grad_fmod,
                doc="C's ``fmod``: ``a - trunc(a / b) * b``, with the sign of the dividend ``a`` "
                    "(PyTorch's; ints: ``fmod(a, 0) = 0``).")
-remainder = _binary("remainder", "arith", None, _grad_remainder, onnx_skip=_NO_ONNX,
+remainder = _binary("remainder", "arith", "Mod", _grad_remainder,
                     doc="Python's ``%``: ``a - floor(a / b) * b``, with the sign of the divisor "
                         "``b`` (PyTorch's ``remainder``, the ``%`` operator; ints: "
                         "``a % 0 = 0``).")
