@@ -2,9 +2,11 @@
 
 Every transcendental an elementwise/reduction kernel evaluates goes through this module.  The
 public names (``exp``, ``log``, ``tanh``, ``sigmoid``, ``erf``, ``sin``, ``cos``, ``pow``,
-``sqrt``, ``floor``, ``ceil``) are generic over float32/float64 (integer arguments are
-evaluated in float64) and are inlined at the Numba IR level into the calling kernel.  For a
-float32 argument they return float32, for float64 float64.
+``sqrt``, ``floor``, ``ceil``, and issue 16's ``tan asin acos atan sinh cosh asinh acosh
+atanh exp2 expm1 log2 log10 atan2 hypot copysign fmod``, see the section at the end) are
+generic over float32/float64 (integer arguments are evaluated in float64) and are inlined at
+the Numba IR level into the calling kernel.  For a float32 argument they return float32, for
+float64 float64.
 
 Why not ``math.exp``: PyPI's llvmlite has no Intel SVML, so ``math.exp``/``np.exp`` inside
 ``njit`` are scalar libm calls and block loop vectorisation.  The implementations here are
