@@ -526,7 +526,7 @@ remainder = _binary("remainder", "arith", "Mod", _grad_remainder,
                     doc="Python's ``%``: ``a - floor(a / b) * b``, with the sign of the divisor "
                         "``b`` (PyTorch's ``remainder``, the ``%`` operator; ints: "
                         "``a % 0 = 0``).")
-floor_divide = _binary("floor_divide", "arith", None, onnx_skip=_NO_ONNX,
+floor_divide = _binary("floor_divide", "arith", "Div",
                        doc="``floor(a / b)`` (PyTorch's ``floor_divide``, the ``//`` operator) "
                            "for floats and ints; ints: ``a // 0 = 0`` (PyTorch raises), "
                            "``INT_MIN // -1`` wraps to ``INT_MIN``.  Not differentiable.")

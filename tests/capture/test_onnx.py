@@ -378,7 +378,8 @@ def _every_op(x, i, m):
              rt.acosh(p + 1.0), rt.atanh(u)]
     k = rt.cast(i, rt.int32)                              # ints with zeros (and maybe -1s)
     outs += [rt.fmod(x, p), rt.fmod(-x, 0.3), rt.remainder(x, -p), rt.remainder(x, 0.3),
-             rt.fmod(k, k - 1), rt.remainder(k, k + 1), rt.remainder(k, -2), rt.fmod(7, k)]
+             rt.fmod(k, k - 1), rt.remainder(k, k + 1), rt.remainder(k, -2), rt.fmod(7, k),
+             x // p, x // -0.3, -7.5 // p, k // (k - 1), k // -2, 7 // k]
     outs += [x + 1.0, x - i, x * 2.0, x / p, p ** 2.0, rt.maximum(x, 0.0), rt.minimum(x, i),
              x == i, x != 0.0, x < 0.5, x <= i, x > 0.0, x >= i, rt.logical_and(m, x > 0),
              rt.logical_or(m, False), rt.where(m, x, 0.0), m & (x > 0), m | False, m ^ (x < 0), ~m]
