@@ -10,7 +10,8 @@ fusion generators read it; the public op lists of ``jit_kernels`` are derived fr
 
 - ``C(v)`` the compute type of an elementwise body, ``A(v)`` the accumulator type of a
   reduction (both set by the generated module);
-- ``EXP LOG SQRT SIN COS TANH ERF FLOOR CEIL POW`` (math functions: cpu ``sm.exp``..., cuda
+- ``EXP LOG SQRT SIN COS TANH ERF FLOOR CEIL POW``, ``TAN ASIN ACOS ATAN SINH COSH ASINH ACOSH
+  ATANH EXP2 EXPM1 LOG2 LOG10`` and the binary ``ATAN2 HYPOT COPYSIGN FMOD`` (math functions: cpu ``sm.exp``..., cuda
   ``sm.exp_f32``/``sm.exp_f64``... by compute width), ``FMAX_NAN(p, q)``/``FMIN_NAN(p, q)``
   (NaN-propagating max/min of two names), ``INF`` (+infinity), ``IMIN``/``IMAX`` (the integer
   accumulator's range, rendered per dtype).
@@ -42,7 +43,9 @@ _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
 #: math functions of the dialect (each set maps ``NAME(`` to its own scalar_math function)
-MATH_FUNCS = ("EXP", "LOG", "SQRT", "SIN", "COS", "TANH", "ERF", "FLOOR", "CEIL", "POW")
+MATH_FUNCS = ("EXP", "LOG", "SQRT", "SIN", "COS", "TANH", "ERF", "FLOOR", "CEIL", "POW",
+              "TAN", "ASIN", "ACOS", "ATAN", "SINH", "COSH", "ASINH", "ACOSH", "ATANH", "EXP2",
+              "EXPM1", "LOG2", "LOG10", "ATAN2", "HYPOT", "COPYSIGN", "FMOD")
 
 
 class Elementwise(NamedTuple):
@@ -76,6 +79,23 @@ _IPOW = ("e = np.int64(x1)\n    if e < 0:\n        if x0 == 1:\n            retu
          "        return np.int64(0)\n    r = np.int64(1)\n    b = np.int64(x0)\n"
          "    while e > 0:\n        if e & 1:\n            r = r * b\n        b = b * b\n"
          "        e = e >> 1\n    return r")
+
+# fmod (C: the dividend's sign), remainder (Python/PyTorch: the divisor's), floor_divide
+# (PyTorch's div_floor: fmod-based, so the quotient is exact where a / b would round).  Integer
+# forms: x // 0 = x % 0 = fmod(x, 0) = 0 (NumPy's value; never a trap), x // -1 = -x (wraps at
+# INT_MIN) and x % -1 = 0, so INT_MIN // -1 never reaches the hardware division.
+_FREM = ("m = FMOD(x0, x1)\n    if m != C(0.0) and (x1 < C(0.0)) != (m < C(0.0)):\n"
+         "        m = m + x1\n    return m")
+_FFLOORDIV = ("if x1 == C(0.0):\n        return x0 / x1\n    m = FMOD(x0, x1)\n"
+              "    d = (x0 - m) / x1\n"
+              "    if m != C(0.0) and (x1 < C(0.0)) != (m < C(0.0)):\n        d = d - C(1.0)\n"
+              "    if d == C(0.0):\n        return COPYSIGN(C(0.0), x0 / x1)\n"
+              "    f = FLOOR(d)\n    if d - f > C(0.5):\n        f = f + C(1.0)\n    return f")
+_IFMOD = ("if x1 == 0 or x1 == -1:\n        return C(0)\n    r = x0 % x1\n"
+          "    if r != 0 and (r < 0) != (x0 < 0):\n        r = r - x1\n    return C(r)")
+_IREM = "if x1 == 0 or x1 == -1:\n        return C(0)\n    return C(x0 % x1)"
+_IFLOORDIV = ("if x1 == 0:\n        return C(0)\n    if x1 == -1:\n        return C(-x0)\n"
+              "    return C(x0 // x1)")
 
 # (name, family, nargs, float body, int body (None: the float body evaluated in float64),
 #  result rule, float_out, fast).  A body given as a str alone is the same for every kind.
@@ -111,6 +131,9 @@ _EW = [
      "compute", False, True),
     ("floor", "unary", 1, "return FLOOR(x0)", "return x0", "compute", False, True),
     ("ceil", "unary", 1, "return CEIL(x0)", "return x0", "compute", False, True),
+] + [(op, "unary", 1, f"return {op.upper()}(x0)", None, "float", True, True) for op in (
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
+    "log2", "log10")] + [
     ("logical_not", "unary", 1, "return not x0", "return not x0", "bool", False, False),
     ("clamp", "unary", 3, "y = x1 if x0 < x1 else x0\n    return x2 if y > x2 else y",
      "y = x1 if x0 < x1 else x0\n    return x2 if y > x2 else y", "compute", False, False),
@@ -132,6 +155,12 @@ _EW = [
      "return (x0 != 0) and (x1 != 0)", "bool", False, True),
     ("logical_or", "binary", 2, "return (x0 != 0) or (x1 != 0)",
      "return (x0 != 0) or (x1 != 0)", "bool", False, True),
+] + [(op, "binary", 2, f"return {op.upper()}(x0, x1)",
+      f"return {op.upper()}(np.float64(x0), np.float64(x1))", "float", False, True)
+     for op in ("atan2", "hypot", "copysign")] + [
+    ("fmod", "binary", 2, "return FMOD(x0, x1)", _IFMOD, "compute", False, True),
+    ("remainder", "binary", 2, _FREM, _IREM, "compute", False, True),
+    ("floor_divide", "binary", 2, _FFLOORDIV, _IFLOORDIV, "compute", False, True),
     # lowering targets (cast, where, clamp with one bound)
     ("ident", "internal", 1, "return x0", "return x0", "compute", False, True),
     ("where", "internal", 3, "return x1 if x0 else x2", "return x1 if x0 else x2", "value",

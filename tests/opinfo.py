@@ -334,6 +334,15 @@ def _shr(a, b):
     return np.right_shift(a, np.where((b < 0) | (b > 63), 63, b))
 
 
+def _by_zero_is_zero(f):
+    """``f`` (fmod, remainder, floor_divide), and 0 where the divisor is 0: the runtime's integer
+    rule (the float samples are never exactly 0)."""
+    def ref(a, b):
+        a, b = np.broadcast_arrays(a, b)
+        return np.where(b == 0, 0.0, f(a, np.where(b == 0, 1.0, b)))
+    return ref
+
+
 def _lerp_ref(a, b, w):
     return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
 
@@ -441,6 +450,32 @@ _ROWS = [
     binary("right_shift", _shr, dtypes=(I32, I64), rejects=(F32, B), sample=_shift_sample),
     binary("isclose", lambda a, b: np.isclose(a, b, rtol=1e-2, atol=1e-2), out="bool",
            dtypes=(F32, I64), fn=lambda a, b: rt.isclose(a, b, rtol=1e-2, atol=1e-2)),
+    # elementwise math (issue 16): float32 plus one of float64/int64 each (a JIT compile per
+    # dtype; float64 is the gradient check's, so it adds none); ints -> float32: exp2, log2
+    unary("tan", np.tan, domain=(-1.2, 1.2), dtypes=(F32, F64), grad=uniform(-1.2, 1.2)),
+    unary("asin", np.arcsin, domain=(-0.95, 0.95), dtypes=(F32, F64), grad=uniform(-0.9, 0.9)),
+    unary("acos", np.arccos, domain=(-0.95, 0.95), dtypes=(F32, F64), grad=uniform(-0.9, 0.9)),
+    unary("atan", np.arctan, dtypes=(F32, F64)),
+    unary("sinh", np.sinh, dtypes=(F32, F64)),
+    unary("cosh", np.cosh, dtypes=(F32, F64)),
+    unary("asinh", np.arcsinh, dtypes=(F32, F64)),
+    unary("acosh", np.arccosh, domain=(1.05, 4.0), dtypes=(F32, F64), grad=uniform(1.2, 3.0)),
+    unary("atanh", np.arctanh, domain=(-0.95, 0.95), dtypes=(F32, F64), grad=uniform(-0.8, 0.8)),
+    unary("exp2", np.exp2, dtypes=(F32, I64)),
+    unary("expm1", np.expm1, dtypes=(F32, F64)),
+    unary("log2", np.log2, domain=POSITIVE, dtypes=(F32, I64), grad=positive),
+    unary("log10", np.log10, domain=POSITIVE, dtypes=(F32, F64), grad=positive),
+    binary("atan2", np.arctan2, out="div", dtypes=(F32, I64), grad=each(away_from_zero)),
+    binary("hypot", np.hypot, out="div", dtypes=(F32, F64), grad=each(away_from_zero)),
+    binary("copysign", np.copysign, out="div", dtypes=(F32, I64), grad=each(away_from_zero)),
+    # fmod: the dividend's sign (C); remainder: the divisor's (Python); all three refuse two
+    # bools; by an integer zero (a reversed call's divisor may be one) they give 0
+    binary("fmod", _by_zero_is_zero(np.fmod), dtypes=(F32, I64), rejects=(B,), nonzero=True,
+           grad=per_input(anywhere, away_from_zero)),
+    binary("remainder", _by_zero_is_zero(np.remainder), dtypes=(F32, I64), rejects=(B,),
+           nonzero=True, grad=per_input(anywhere, away_from_zero)),
+    binary("floor_divide", _by_zero_is_zero(np.floor_divide), dtypes=(F32, I64), rejects=(B,),
+           nonzero=True),
     # ternary composites: forward and gradient in tests/test_opinfo_coverage.py
     OpInfo("lerp", "lerp", "ternary", rt.lerp, _lerp_ref, _out_rule("float"), (F32,),
            sample=shaped((2, 3), (2, 3), (3,)), grad=each(anywhere), arity=3, devices=("cpu",)),

@@ -14,6 +14,19 @@ from numba import cuda
 from jit_kernels import _saturate
 from jit_kernels.cuda._array import SIM
 
+#: the math of issue 16 (tan, inverse trig/hyperbolic, exp2/expm1/log2/log10, atan2, hypot,
+#: copysign, fmod): libdevice's ``__nv_<name>f`` / ``__nv_<name>`` on a GPU (CUDA C Programming
+#: Guide: float32 tan/asin/acos/atan/sinh/cosh/asinh/acosh/atanh/expm1/log2/log10/atan2 within
+#: 2-4 ulp, exp2/hypot within 2, copysign/fmod exact; float64 within 1-2 ulp), NumPy's under the
+#: simulator
+_MORE = ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2",
+         "expm1", "log2", "log10")
+_MORE2 = ("atan2", "hypot", "copysign", "fmod")
+_MORE_SIM = tuple(zip(_MORE, (np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh,
+                              np.arcsinh, np.arccosh, np.arctanh, np.exp2, np.expm1, np.log2,
+                              np.log10)))
+_MORE_SIM2 = tuple(zip(_MORE2, (np.arctan2, np.hypot, np.copysign, np.fmod)))
+
 if SIM:
     def _mk(fn, t):
         def f(x):
@@ -32,6 +45,10 @@ if SIM:
             globals()[f"{_n}_{_w}"] = _mk(lambda x, _fn=_fn, _t=_t: _fn(_t(x)), _t)
         globals()[f"erf_{_w}"] = _mk(lambda x: math.erf(float(x)), _t)
         globals()[f"pow_{_w}"] = _mk2(lambda x, y, _t=_t: np.power(_t(x), _t(y)), _t)
+        for _n, _fn in _MORE_SIM:
+            globals()[f"{_n}_{_w}"] = _mk(lambda x, _fn=_fn, _t=_t: _fn(_t(x)), _t)
+        for _n, _fn in _MORE_SIM2:
+            globals()[f"{_n}_{_w}"] = _mk2(lambda x, y, _fn=_fn, _t=_t: _fn(_t(x), _t(y)), _t)
 else:
     from numba.cuda import libdevice as _ld
 
@@ -119,6 +136,20 @@ else:
     @cuda.jit(device=True)
     def pow_f64(x, y):
         return _ld.pow(x, y)
+
+    def _ld_device(ldfn, nargs):
+        if nargs == 1:
+            def f(x):
+                return ldfn(x)
+        else:
+            def f(x, y):
+                return ldfn(x, y)
+        return cuda.jit(device=True)(f)
+
+    for _n in _MORE + _MORE2:
+        _k = 1 if _n in _MORE else 2
+        globals()[f"{_n}_f32"] = _ld_device(getattr(_ld, _n + "f"), _k)
+        globals()[f"{_n}_f64"] = _ld_device(getattr(_ld, _n), _k)
 
 
 # the cpu set's saturating casts (``jit_kernels._saturate``), as device functions

@@ -300,6 +300,57 @@ class _Builder:
         # a comparison gives bool already; arithmetic is cast from the compute dtype
         return r if out.is_bool else self.cast(r, compute, out)
 
+    def _mod_operands(self, op):
+        """fmod/remainder operands in the result dtype; an integer divisor of 0 or -1 becomes 1
+        (the runtime gives 0 there, as ``x mod 1`` does; ONNX leaves ``Mod`` by 0 undefined)."""
+        a, b = op.operands()
+        dt = CATALOGUE[op.op].infer((a, b), {}).dtype
+        xa, xb = self.operand(a, dt), self.operand(b, dt)
+        if not dt.is_float:
+            bad = self.node("Or", [self.node("Equal", [xb, self.scalar(0, dt)]),
+                                   self.node("Equal", [xb, self.scalar(-1, dt)])])
+            xb = self.node("Where", [bad, self.scalar(1, dt), xb])
+        return xa, xb, dt
+
+    def op_fmod(self, op) -> str:           # C's fmod: Mod with fmod=1 (the dividend's sign)
+        xa, xb, _ = self._mod_operands(op)
+        return self.node(self.record(op), [xa, xb], fmod=1)
+
+    def op_remainder(self, op) -> str:      # the divisor's sign: Mod (ints), fmod + b (floats)
+        xa, xb, dt = self._mod_operands(op)
+        if not dt.is_float:
+            return self.node(self.record(op), [xa, xb], fmod=0)
+        r = self.node(self.record(op), [xa, xb], fmod=1)
+        zero = self.scalar(0, dt)
+        fix = self.node("And", [self.node("Not", [self.node("Equal", [r, zero])]),
+                                self.node("Xor", [self.node("Less", [r, zero]),
+                                                  self.node("Less", [xb, zero])])])
+        return self.node("Where", [fix, self.node("Add", [r, xb]), r])
+
+    def op_floor_divide(self, op) -> str:   # PyTorch's div_floor from Mod(fmod=1) and Div
+        a, b = op.operands()
+        dt = CATALOGUE[op.op].infer((a, b), {}).dtype
+        xa, xb0 = self.operand(a, dt), self.operand(b, dt)
+        _, xb, _ = self._mod_operands(op)                 # ints: divisors 0 and -1 made 1
+        zero, one = self.scalar(0, dt), self.scalar(1, dt)
+        m = self.node("Mod", [xa, xb], fmod=1)
+        fix = self.node("And", [self.node("Not", [self.node("Equal", [m, zero])]),
+                                self.node("Xor", [self.node("Less", [m, zero]),
+                                                  self.node("Less", [xb, zero])])])
+        if dt.is_float:
+            d = self.node(self.record(op), [self.node("Sub", [xa, m]), xb])
+            d = self.node("Where", [fix, self.node("Sub", [d, one]), d])
+            f = self.node("Floor", [d])
+            up = self.node("Greater", [self.node("Sub", [d, f]), self.scalar(0.5, dt)])
+            f = self.node("Where", [up, self.node("Add", [f, one]), f])
+            return self.node("Where", [self.node("Equal", [xb, zero]),
+                                       self.node("Div", [xa, xb]), f])
+        q = self.node(self.record(op), [xa, xb])           # truncates
+        q = self.node("Where", [fix, self.node("Sub", [q, one]), q])
+        q = self.node("Where", [self.node("Equal", [xb0, self.scalar(-1, dt)]),
+                                self.node("Neg", [xa]), q])
+        return self.node("Where", [self.node("Equal", [xb0, zero]), zero, q])
+
     def _bitwise(self, op, bool_op) -> str:
         """A bitwise op: the logical operator on bools, the record's Bitwise* on integers
         (opset >= 18)."""

@@ -111,7 +111,7 @@ def binary_dtypes(name: str, a, b) -> tuple:
 
 
 # --------------------------------------------------------------------------- record makers
-def _unary(name, rule, onnx, grad=None, *, api=True, doc=None):
+def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None):
     """A native unary op: its record, and its front-end function (a Tensor method too)."""
     def infer(args, attrs):
         (x,) = args
@@ -123,7 +123,7 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None):
 
     register(OpSpec(name, "unary", infer, kernel, differentiable=grad is not None,
                     backward=None if grad is None else (lambda c, g: (grad(c, g),)),
-                    onnx=onnx, lowering="unary"))
+                    onnx=onnx, onnx_skip=onnx_skip, lowering="unary"))
     if not api:
         return None
 
@@ -136,7 +136,7 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None):
     return front_end(fn, method=True)
 
 
-def _binary(name, kind, onnx, grad=None, onnx_skip=None):
+def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None):
     """A native binary op: its record and its front-end function (a Tensor method too)."""
     def infer(args, attrs):
         a, b = args
@@ -156,7 +156,7 @@ def _binary(name, kind, onnx, grad=None, onnx_skip=None):
     BINARY[name] = (kind, onnx)
     register(OpSpec(name, "binary", infer, kernel, differentiable=grad is not None,
                     backward=grad, onnx=onnx, onnx_skip=onnx_skip, lowering="binary"))
-    return front_end(_binary_fn(name), method=True)
+    return front_end(_binary_fn(name, doc), method=True)
 
 
 def _operands(name, args) -> tuple:
@@ -431,6 +431,105 @@ _NO_SIGNED_SHIFT = "ONNX's BitShift takes unsigned integers only: a signed shift
 left_shift = _binary("left_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT)
 right_shift = _binary("right_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT)
 bitwise_not = _unary("bitwise_not", "integer", "BitwiseNot")
+
+
+# --------------------------------------------------------------------------- more math (issue 16)
+# Transcendentals: ints and bools give float32 (as exp/log); accuracy in ulp is stated in
+# jit_kernels/cpu/scalar_math.py and tested by tests/kernels/test_ulp.py.  Gradients as
+# PyTorch's derivatives.yaml.
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _sq(v):
+    return v * v if not isinstance(v, Tensor) else mul(v, v)
+
+
+def _one_minus_sq(x):                       # 1 - x^2 as (1 - x)(1 + x): no cancellation near 1
+    return mul(sub(1, x), add(x, 1))
+
+
+_NO_ONNX = "no ONNX operator (opset 17) computes it; a decomposition in the exporter is not " \
+           "written yet"
+tan = _unary("tan", "float", "Tan", lambda c, g: mul(g, add(_sq(c.output()), 1)),
+             doc="Elementwise tangent (ints -> float32).")
+asin = _unary("asin", "float", "Asin", lambda c, g: div(g, sqrt(_one_minus_sq(c.input(0)))),
+              doc="Elementwise arcsine (``nan`` outside [-1, 1]; ints -> float32).")
+acos = _unary("acos", "float", "Acos",
+              lambda c, g: neg(div(g, sqrt(_one_minus_sq(c.input(0))))),
+              doc="Elementwise arccosine (``nan`` outside [-1, 1]; ints -> float32).")
+atan = _unary("atan", "float", "Atan", lambda c, g: div(g, add(_sq(c.input(0)), 1)),
+              doc="Elementwise arctangent (ints -> float32).")
+sinh = _unary("sinh", "float", "Sinh", lambda c, g: mul(g, cosh(c.input(0))),
+              doc="Elementwise hyperbolic sine (ints -> float32).")
+cosh = _unary("cosh", "float", "Cosh", lambda c, g: mul(g, sinh(c.input(0))),
+              doc="Elementwise hyperbolic cosine (ints -> float32).")
+asinh = _unary("asinh", "float", "Asinh",
+               lambda c, g: div(g, sqrt(add(_sq(c.input(0)), 1))),
+               doc="Elementwise inverse hyperbolic sine (ints -> float32).")
+acosh = _unary("acosh", "float", "Acosh",
+               lambda c, g: div(g, sqrt(mul(sub(c.input(0), 1), add(c.input(0), 1)))),
+               doc="Elementwise inverse hyperbolic cosine (``nan`` below 1; ints -> float32).")
+atanh = _unary("atanh", "float", "Atanh", lambda c, g: div(g, _one_minus_sq(c.input(0))),
+               doc="Elementwise inverse hyperbolic tangent (±inf at ±1, ``nan`` outside; "
+                   "ints -> float32).")
+exp2 = _unary("exp2", "float", None, lambda c, g: mul(g, mul(c.output(), _LN2)),
+              onnx_skip=_NO_ONNX, doc="Elementwise ``2 ** x`` (ints -> float32).")
+expm1 = _unary("expm1", "float", None, lambda c, g: mul(g, add(c.output(), 1)),
+               onnx_skip=_NO_ONNX,
+               doc="Elementwise ``exp(x) - 1``, accurate for small ``x`` (ints -> float32).")
+log2 = _unary("log2", "float", None, lambda c, g: div(g, mul(c.input(0), _LN2)),
+              onnx_skip=_NO_ONNX, doc="Elementwise base-2 logarithm (ints -> float32).")
+log10 = _unary("log10", "float", None, lambda c, g: div(g, mul(c.input(0), _LN10)),
+               onnx_skip=_NO_ONNX, doc="Elementwise base-10 logarithm (ints -> float32).")
+
+
+def _grad_atan2(c, g):                      # d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
+    a, b = c.input(0), c.input(1)
+    r2 = add(_sq(a), _sq(b))
+    return (div(mul(g, b), r2) if c.needs(0) else None,
+            neg(div(mul(g, a), r2)) if c.needs(1) else None)
+
+
+def _grad_hypot(c, g):                      # a / h, b / h
+    y = c.output()
+    return (mul(g, div(c.input(0), y)) if c.needs(0) else None,
+            mul(g, div(c.input(1), y)) if c.needs(1) else None)
+
+
+def _grad_copysign(c, g):                   # PyTorch: g * (result / a), 0 where a == 0; none to b
+    a = c.input(0)
+    return (where(eq(a, 0), 0, mul(g, div(c.output(), a))) if c.needs(0) else None, None)
+
+
+def _grad_fmod(c, g):                       # g, and -g * trunc(a / b)
+    return (g if c.needs(0) else None,
+            neg(mul(g, _trunc(div(c.input(0), c.input(1))))) if c.needs(1) else None)
+
+
+def _grad_remainder(c, g):                  # g, and -g * floor(a / b)
+    return (g if c.needs(0) else None,
+            neg(mul(g, floor(div(c.input(0), c.input(1))))) if c.needs(1) else None)
+
+
+atan2 = _binary("atan2", "div", None, _grad_atan2, onnx_skip=_NO_ONNX,
+                doc="Elementwise ``atan2(a, b)``: the angle of the point (b, a), in [-pi, pi] "
+                    "(a float result; broadcasting and scalars).")
+hypot = _binary("hypot", "div", None, _grad_hypot, onnx_skip=_NO_ONNX,
+                doc="Elementwise ``sqrt(a**2 + b**2)`` without overflow (a float result).")
+copysign = _binary("copysign", "div", None, _grad_copysign, onnx_skip=_NO_ONNX,
+                   doc="``|a|`` with the sign of ``b`` (its sign bit: -0.0 counts as negative; a "
+                       "float result, as PyTorch's).")
+fmod = _binary("fmod", "arith", "Mod", _grad_fmod,
+               doc="C's ``fmod``: ``a - trunc(a / b) * b``, with the sign of the dividend ``a`` "
+                   "(PyTorch's; ints: ``fmod(a, 0) = 0``).")
+remainder = _binary("remainder", "arith", "Mod", _grad_remainder,
+                    doc="Python's ``%``: ``a - floor(a / b) * b``, with the sign of the divisor "
+                        "``b`` (PyTorch's ``remainder``, the ``%`` operator; ints: "
+                        "``a % 0 = 0``).")
+floor_divide = _binary("floor_divide", "arith", "Div",
+                       doc="``floor(a / b)`` (PyTorch's ``floor_divide``, the ``//`` operator) "
+                           "for floats and ints; ints: ``a // 0 = 0`` (PyTorch raises), "
+                           "``INT_MIN // -1`` wraps to ``INT_MIN``.  Not differentiable.")
 
 
 # --------------------------------------------------------------------------- where, cast

@@ -377,6 +377,13 @@ def _every_op(x, i, m):
                                         "relu", "erf", "sign", "floor", "ceil", "gelu")]
     outs += [rt.log(p), rt.sqrt(p), rt.rsqrt(p), rt.reciprocal(p), rt.gelu(x, approximate="tanh"),
              rt.logical_not(m), rt.clamp(x, -0.5, 0.5), rt.cast(x, rt.int32)]
+    u = rt.tanh(x) * 0.9                                  # in (-1, 1)
+    outs += [rt.tan(x), rt.asin(u), rt.acos(u), rt.atan(x), rt.sinh(x), rt.cosh(x), rt.asinh(x),
+             rt.acosh(p + 1.0), rt.atanh(u)]
+    k = rt.cast(i, rt.int32)                              # ints with zeros (and maybe -1s)
+    outs += [rt.fmod(x, p), rt.fmod(-x, 0.3), rt.remainder(x, -p), rt.remainder(x, 0.3),
+             rt.fmod(k, k - 1), rt.remainder(k, k + 1), rt.remainder(k, -2), rt.fmod(7, k),
+             x // p, x // -0.3, -7.5 // p, k // (k - 1), k // -2, 7 // k]
     outs += [x + 1.0, x - i, x * 2.0, x / p, p ** 2.0, rt.maximum(x, 0.0), rt.minimum(x, i),
              x == i, x != 0.0, x < 0.5, x <= i, x > 0.0, x >= i, rt.logical_and(m, x > 0),
              rt.logical_or(m, False), rt.where(m, x, 0.0), m & (x > 0), m | False, m ^ (x < 0), ~m]
