@@ -1,5 +1,5 @@
 """Pooling and resampling on cuda (the simulator, tiny shapes; or a GPU): forward values and
-indices and the gradients equal the cpu set's (which tests/test_pool.py checks against NumPy
+indices and the gradients equal the cpu set's (which tests/test_pooling.py checks against NumPy
 references and torch).  The cuda backward adds with atomics, so floats compare to 1e-12."""
 import numpy as np
 import pytest
