@@ -34,10 +34,50 @@ def _runner(key):
     return _build(CATALOGUE[name], device, args, {k: v for k, _, v in frozen})
 
 
+# Composites of these families are elementwise: their value at an index depends on their
+# operands' values at that index only, so operands of one shape can run flattened.
+_ELEMENTWISE = frozenset(("unary", "binary", "elementwise"))
+
+
+def _one_shape(spec, args):
+    """The operands' common shape when ``spec`` is elementwise and every tensor operand has it
+    (rank 2 or more: flattening changes something), else None."""
+    if spec.family not in _ELEMENTWISE:
+        return None
+    shape = None
+    for a in args:
+        s = getattr(a, "shape", None)
+        if s is None:
+            continue
+        if shape is None:
+            shape = tuple(s)
+        elif tuple(s) != shape:
+            return None
+    return shape if shape is not None and len(shape) >= 2 else None
+
+
 def runner(spec, device, args, attrs):
     """``fn(tensor payloads) -> output payload`` computing composite ``spec`` on ``device``
-    for operands like ``args`` (tensors or (shape, dtype) stand-ins, and Python scalars)."""
-    return _runner(_signature(spec, device, args, attrs))
+    for operands like ``args`` (tensors or (shape, dtype) stand-ins, and Python scalars).
+
+    An elementwise composite whose tensor operands share one shape runs on them flattened to
+    1-D (views of contiguous payloads): one runner per size instead of per shape, and one
+    generated kernel per dtype signature instead of one per rank."""
+    shape = _one_shape(spec, args)
+    if shape is None:
+        return _runner(_signature(spec, device, args, attrs))
+    n = 1
+    for d in shape:
+        n *= d
+    flat = tuple(Meta((n,), a.dtype) if hasattr(a, "dtype") else a for a in args)
+    run = _runner(_signature(spec, device, flat, attrs))
+    from .. import dispatch
+    reshape = dispatch.kernels_for(device).reshape
+
+    def run_flat(payloads):
+        return reshape(run([reshape(p, (n,)) for p in payloads]), shape)
+    run_flat.flat_of = run          # (what it runs: tests look at the kind of runner)
+    return run_flat
 
 
 def clear() -> None:

@@ -147,8 +147,18 @@ def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None):
             shape, layout = sb if sa is None else sa, "same"
         else:
             shape, layout = broadcast_shapes(name, sa, sb), "broadcast"
-        compute, out = binary_dtypes(name, a, b)
-        return Plan(shape, out, compute, layout)
+        # the dtype decision depends on the operands' dtypes (a scalar's type) only, except
+        # for a Python int, whose value decides whether it fits: cache all but those
+        ka = a.dtype if sa is not None else type(a)
+        kb = b.dtype if sb is not None else type(b)
+        dts = None if ka is int or kb is int else dtype_cache.get((ka, kb))
+        if dts is None:
+            dts = binary_dtypes(name, a, b)
+            if ka is not int and kb is not int:
+                dtype_cache[(ka, kb)] = dts
+        return Plan(shape, dts[1], dts[0], layout)
+
+    dtype_cache: dict = {}          # (dtype or scalar type per operand) -> (compute, out)
 
     def kernel(ks, p, args, attrs, plan, device):
         return ks.binary(name, p[0], p[1], plan.compute.np, plan.dtype.np)
