@@ -24,6 +24,7 @@ import numpy as np
 import runtime as rt
 import runtime.nn as nn
 import runtime.nn.functional as F
+from runtime.tour import _time as _best       # best of 5 after a warm-up call
 
 EPOCHS = 15
 BATCH = 128
@@ -135,16 +136,6 @@ def plots(history, test_acc, x_test, y_test, pred, out_dir):
     fig.savefig(digits, dpi=100)
     plt.close(fig)
     return curves, digits
-
-
-def _best(fn, reps=5):
-    fn()
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def ship(model, x_test, out_dir):
