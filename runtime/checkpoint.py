@@ -34,9 +34,8 @@ def _safetensors():
 
 
 def _plain_host(t: Tensor) -> np.ndarray:
-    if t.device.family == "autodiff":
-        t = t.inner()
-    return np.ascontiguousarray(t.numpy())
+    from .nn.module import _plain          # an autodiff value's inner tensor
+    return np.ascontiguousarray(_plain(t).numpy())
 
 
 def _encode(obj, arrays: dict, path: str):

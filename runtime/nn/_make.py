@@ -8,10 +8,10 @@ __all__ = ["factory"]
 
 
 def factory(dtype=None, device=None):
-    """``make(*shape)``: an uninitialised (zero) tensor of ``dtype`` (default float32) on
-    ``device`` (default: the default device), for a layer's parameters."""
+    """``make(*shape, fill=0.0)``: a tensor of ``dtype`` (default float32) on ``device``
+    (default: the default device) filled with ``fill``, for a layer's parameters and buffers."""
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
 
-    def make(*shape):
-        return api.zeros(shape, dtype=dt, device=device)
+    def make(*shape, fill=0.0):
+        return api.full(shape, fill, dt, device)
     return make

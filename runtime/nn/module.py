@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Iterator
 
-from ..errors import ArgumentTypeError, ShapeError, StateDictError
+from ..errors import ArgumentTypeError, StateDictError
 from ..tensor import Tensor
 
 __all__ = ["Parameter", "Module", "Sequential", "ModuleList", "ModuleDict"]
@@ -482,8 +482,3 @@ class ModuleDict(Module):
     def items(self):
         return self._modules.items()
 
-
-def check_shape(name: str, t: Tensor, ndims: tuple, what: str) -> None:
-    """ShapeError unless ``t`` has one of ``ndims`` dimensions (layers' input checks)."""
-    if t.ndim not in ndims:
-        raise ShapeError(f"{name}: expected {what}, got a tensor of shape {t.shape}")

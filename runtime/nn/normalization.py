@@ -14,10 +14,6 @@ from .module import Module, Parameter
 __all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "RMSNorm"]
 
 
-def _ones(make, *shape):
-    return api.add(make(*shape), 1.0)
-
-
 class _BatchNorm(Module):
     _ndims: tuple = ()
     _what = ""
@@ -28,11 +24,11 @@ class _BatchNorm(Module):
         self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         make = factory(dtype, device)
-        self.weight = Parameter(_ones(make, self.num_features)) if affine else None
+        self.weight = Parameter(make(self.num_features, fill=1.0)) if affine else None
         self.bias = Parameter(make(self.num_features)) if affine else None
         if track_running_stats:
             self.register_buffer("running_mean", make(self.num_features))
-            self.register_buffer("running_var", _ones(make, self.num_features))
+            self.register_buffer("running_var", make(self.num_features, fill=1.0))
             self.register_buffer("num_batches_tracked",
                                  api.zeros((), dtype=D.int64, device=device))
 
@@ -88,7 +84,7 @@ class LayerNorm(Module):
         self.normalized_shape, self.eps = _shape(normalized_shape), float(eps)
         self.elementwise_affine = elementwise_affine
         make = factory(dtype, device)
-        self.weight = Parameter(_ones(make, *self.normalized_shape)) if elementwise_affine else None
+        self.weight = Parameter(make(*self.normalized_shape, fill=1.0)) if elementwise_affine else None
         self.bias = Parameter(make(*self.normalized_shape)) if elementwise_affine and bias else None
 
     def forward(self, x):
@@ -109,7 +105,7 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels, self.eps, self.affine = (
             int(num_groups), int(num_channels), float(eps), affine)
         make = factory(dtype, device)
-        self.weight = Parameter(_ones(make, self.num_channels)) if affine else None
+        self.weight = Parameter(make(self.num_channels, fill=1.0)) if affine else None
         self.bias = Parameter(make(self.num_channels)) if affine else None
 
     def forward(self, x):
@@ -126,7 +122,7 @@ class RMSNorm(Module):
         self.normalized_shape, self.eps = _shape(normalized_shape), eps
         self.elementwise_affine = elementwise_affine
         make = factory(dtype, device)
-        self.weight = Parameter(_ones(make, *self.normalized_shape)) if elementwise_affine else None
+        self.weight = Parameter(make(*self.normalized_shape, fill=1.0)) if elementwise_affine else None
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
