@@ -36,22 +36,27 @@ def _ratio(other, ours):
 
 
 def collect(args):
-    from .cases import core_cases
-    rows = [c for c in core_cases(args.device, quick=args.quick)]
-    for mod in EXTRA_CASE_MODULES:
+    """The rows to time: all groups, or only ``args.only`` — checked against the group names
+    before any case is built (building a module's cases allocates its data and compiles)."""
+    from .cases import CORE_GROUPS, core_cases
+    modules = {mod.split(".")[-1].replace("_cases", ""): mod for mod in EXTRA_CASE_MODULES}
+    if args.only and args.only not in CORE_GROUPS and args.only not in modules:
+        raise SystemExit(f"python -m bench: no group {args.only!r}; the groups are "
+                         + ", ".join(sorted(set(CORE_GROUPS) | set(modules))))
+    rows = []
+    if not args.only or args.only in CORE_GROUPS:
+        rows = [c for c in core_cases(args.device, quick=args.quick)]
+        assert {r[0] for r in rows} <= set(CORE_GROUPS), "a core case outside CORE_GROUPS"
+    for group, mod in modules.items():
+        if args.only and args.only != group:
+            continue
         try:
             m = importlib.import_module(mod)
         except ImportError:
             continue
         for name, f_rt, f_np, f_t in m.cases():
-            rows.append((mod.split(".")[-1].replace("_cases", ""), name, f_rt, f_np, f_t))
-    if args.only:
-        groups = sorted({r[0] for r in rows})
-        rows = [r for r in rows if r[0] == args.only]
-        if not rows:
-            raise SystemExit(f"python -m bench: no group {args.only!r}; the groups are "
-                             + ", ".join(groups))
-    return rows
+            rows.append((group, name, f_rt, f_np, f_t))
+    return [r for r in rows if not args.only or r[0] == args.only]
 
 
 def main(argv=None) -> int:

@@ -25,6 +25,10 @@ def _pair(shape, dtype=np.float32, seed=0, positive=False):
     return a
 
 
+# the groups of core_cases' rows (``python -m bench --only`` checks a name before building)
+CORE_GROUPS = ("elementwise", "transcendental", "reduction", "matmul", "small op", "allocation")
+
+
 def core_cases(device=None, quick: bool = False):
     dev = rt.cpu() if device is None else rt.device(device)
     n = 1_000_000 if quick else 10_000_000
