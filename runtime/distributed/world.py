@@ -111,19 +111,22 @@ def get_timeout() -> float:
 def wait(request, op: str) -> None:
     """Complete the non-blocking ``request`` of collective ``op``, or raise
     ``DistributedTimeoutError`` after the timeout.  Polls like MPI's own blocking wait (MPICH
-    progresses a transfer only inside MPI calls), yielding the core between polls once the
-    op has not finished at once, which oversubscribed ranks need."""
+    progresses a transfer only inside MPI calls), yielding the core every 256 polls (a rank
+    sharing a core with its peer would otherwise spin away the peer's time slice; yielding at
+    every poll costs bandwidth on large messages)."""
     if request.Test():
         return
-    deadline = time.monotonic() + _world.timeout
-    test, yld, now = request.Test, os.sched_yield, time.monotonic
+    now = time.monotonic
+    deadline = now() + _world.timeout
+    test, yld = request.Test, os.sched_yield
     n = 0
     while not test():
         n += 1
-        if n > 64:
-            yld()
-        if n & 255 == 0 and now() > deadline:
-            raise timeout_error(op)
+        if n & 255 == 0:
+            t = now()
+            if t > deadline:
+                raise timeout_error(op)
+            yld()                      # now and then: a peer sharing this core gets to run
 
 
 def wait_all(requests, op: str) -> None:
