@@ -8,9 +8,11 @@ import sys
 
 import pytest
 
+from ._mpi import LAUNCHED
+
 pytestmark = pytest.mark.skipif(
-    os.environ.get("RT_DISTRIBUTED_TESTS") != "1" or shutil.which("mpiexec") is None,
-    reason="spawns mpiexec: set RT_DISTRIBUTED_TESTS=1 (as .ci/run does)")
+    os.environ.get("RT_DISTRIBUTED_TESTS") != "1" or shutil.which("mpiexec") is None or LAUNCHED,
+    reason="spawns mpiexec (not from a rank): set RT_DISTRIBUTED_TESTS=1, as .ci/run does")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
