@@ -102,3 +102,25 @@ def test_dataloader_takes_a_sampler():
     np.testing.assert_array_equal(got, [1, 3, 5, 7, 9])
     with pytest.raises(rt.ArgumentValueError, match="mutually exclusive"):
         rt.data.DataLoader(rt.data.TensorDataset(x), sampler=s, shuffle=True)
+
+
+@pytest.mark.skipif(LAUNCHED, reason="a world of one only without mpiexec")
+def test_finalize_is_idempotent_and_final():
+    pytest.importorskip("mpi4py")
+    import subprocess
+    import sys
+    code = ("import runtime as rt\n"
+            "d = rt.distributed\n"
+            "assert not d.is_initialized()\n"
+            "d.init(); d.finalize(); d.finalize()\n"
+            "assert not d.is_initialized()\n"
+            "try:\n"
+            "    d.rank()\n"
+            "except rt.DistributedError as e:\n"
+            "    print('refused:', e)\n")
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=root)
+    assert p.returncode == 0, p.stderr
+    assert "refused: rt.distributed.init: MPI was finalized in this process" in p.stdout
