@@ -14,6 +14,7 @@ from .errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError,
                      DeviceError, DeviceMismatchError, DTypeError, GradientError, GraphFileError,
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
                      OutOfMemoryError, ShapeError, TensorRuntimeError)
+from .errors import DistributedDeviceError, DistributedError, DistributedTimeoutError
 from .dispatch import empty_cache, synchronize
 from .movement import can_move
 from .ops.api import *  # noqa: F403  (every front-end function: rt.add, rt.sum, ...)
@@ -21,6 +22,7 @@ from . import nn
 from .autodiff import *  # noqa: F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
 from .capture import *  # noqa: F403  (CaptureDevice, capture(), load_graph(), ...)
 from . import data, optim
+from . import distributed
 from .checkpoint import load, save
 
 bool = bool_

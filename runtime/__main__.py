@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -16,6 +17,10 @@ def _devices(args) -> int:
 
 
 def _demo(args) -> int:
+    if getattr(args, "distributed", False):
+        # one thread per rank (ranks share the cores); numba reads this on import, which has
+        # not happened yet ("import runtime" imports no numba)
+        os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     from .demo import run
     return run(args)
 

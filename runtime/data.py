@@ -112,26 +112,35 @@ def default_collate(samples):
 class DataLoader:
     """Batches of ``dataset``: ``batch_size``, ``shuffle`` (a new permutation each epoch from
     ``generator``: a ``numpy.random.Generator`` or an int seed, so a seed fixes the order of
-    every epoch), ``drop_last``, ``collate_fn`` and ``prefetch`` (batches made ahead by a
-    background thread; 0: none)."""
+    every epoch), ``drop_last``, ``collate_fn``, ``prefetch`` (batches made ahead by a
+    background thread; 0: none) and ``sampler`` (an iterable of indices with a ``len``, such as
+    ``rt.distributed.DistributedSampler``, instead of ``shuffle``)."""
 
     def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, drop_last: bool = False,
-                 collate_fn=None, generator=None, prefetch: int = 0):
+                 collate_fn=None, generator=None, prefetch: int = 0, sampler=None):
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ArgumentValueError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
         if prefetch < 0:
             raise ArgumentValueError(f"DataLoader: prefetch must be >= 0, got {prefetch}")
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
         self.drop_last, self.collate_fn, self.prefetch = drop_last, collate_fn, int(prefetch)
+        if sampler is not None and shuffle:
+            raise ArgumentValueError("DataLoader: sampler and shuffle=True are mutually exclusive "
+                                     "(the sampler decides the order)")
+        self.sampler = sampler
         self._rng = _rng(generator) if shuffle else None
 
     def __len__(self) -> int:
-        n = len(self.dataset)
+        n = len(self.dataset) if self.sampler is None else len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def _batches(self):
-        n = len(self.dataset)
-        order = self._rng.permutation(n) if self.shuffle else np.arange(n)
+        if self.sampler is not None:
+            order = np.fromiter(iter(self.sampler), np.int64)
+            n = order.size
+        else:
+            n = len(self.dataset)
+            order = self._rng.permutation(n) if self.shuffle else np.arange(n)
         stop = n - n % self.batch_size if self.drop_last else n
         fast = isinstance(self.dataset, TensorDataset) and self.collate_fn is None
         for start in range(0, stop, self.batch_size):

@@ -7,6 +7,7 @@ __all__ = [
     "NestedAutodiffError", "GradientError", "CaptureError", "GraphFileError", "DeviceMismatchError", "DeviceError",
     "ShapeError", "DTypeError", "IndexOutOfRangeError", "ArgumentTypeError",
     "ArgumentValueError", "OutOfMemoryError", "StateDictError", "CheckpointError",
+    "DistributedDeviceError", "DistributedError", "DistributedTimeoutError",
 ]
 
 CAPTURE_SCOPE_REQUIRED = "capture tensor operations must run inside CaptureDevice.capture_scope"
@@ -17,6 +18,7 @@ AUTODIFF_MOVE = "Cannot move between autodiff and non-autodiff instances."
 AUTODIFF_NOT_MARKED = "Operation not marked for autodiff."
 REQUIRES_AUTODIFF = "Requires autodiff tensor."
 NESTED_AUTODIFF = "Autodiff should not wrap an autodiff device."
+DISTRIBUTED_DEVICE = "Distributed operations are not supported for device {device}"
 
 
 class TensorRuntimeError(RuntimeError):
@@ -140,3 +142,22 @@ class StateDictError(TensorRuntimeError):
 class CheckpointError(TensorRuntimeError, ValueError):
     """A checkpoint file that cannot be read as one (``rt.load``): not safetensors, truncated,
     or holding a dtype the runtime has no tensor for; the message names the file and the cause."""
+
+
+class DistributedDeviceError(TensorRuntimeError):
+    """A collective (``rt.distributed``) was given a tensor whose device cannot take part: a
+    capture device, or an autodiff device over one (SPEC §7)."""
+
+    def __init__(self, device):
+        super().__init__(DISTRIBUTED_DEVICE.format(device=device))
+        self.device = device
+
+
+class DistributedError(TensorRuntimeError):
+    """``rt.distributed`` cannot go on: MPI missing or finalized, ranks that disagree (parameter
+    shapes, a collective's shapes), a failed peer; the message names the op and the ranks."""
+
+
+class DistributedTimeoutError(DistributedError):
+    """A collective waited longer than ``rt.distributed``'s timeout for the other ranks (a rank
+    failed or took another path); the world is unusable afterwards."""

@@ -25,6 +25,10 @@ class Gradients:
         prev = self._by_leaf.get(leaf)
         self._by_leaf[leaf] = g if prev is None else api.add(prev, g)
 
+    def _set(self, leaf, g) -> None:
+        """Replace (or add) ``leaf``'s gradient (for data-parallel averaging)."""
+        self._by_leaf[leaf] = g
+
     def _tensors(self) -> list:
         """Every gradient tensor (for clipping)."""
         return list(self._by_leaf.values())

@@ -9,6 +9,7 @@ gradient to its input's shape and dtype and sums gradients of reused values.
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 from ..errors import GradientError
@@ -17,7 +18,23 @@ from .checkpoint import keeps_output, value_of
 from .gradients import Gradients
 
 __all__ = ["Node", "RuleContext", "leaf", "record", "run_backward", "freed_error",
-           "not_tracked_error"]
+           "not_tracked_error", "arm_backward_observer"]
+
+
+class _Observer(threading.local):
+    def __init__(self):
+        self.pending = None
+
+
+_observer = _Observer()
+
+
+def arm_backward_observer(obs) -> None:
+    """Hand ``obs`` to the next ``backward()`` in this thread (one-shot; None disarms): it calls
+    ``obs.leaf_ready(leaf_node, g)`` as soon as each leaf's gradient is final (so work such as
+    a data-parallel all-reduce can start while backward goes on) and ``obs.finish(grads)``
+    before returning the ``Gradients``."""
+    _observer.pending = obs
 
 
 class Node:
@@ -161,6 +178,7 @@ def fit_gradient(g, shape: tuple, dtype):
 def run_backward(root: Node, retain_graph: bool) -> Gradients:
     """Reverse-mode walk from ``root`` with a seed gradient of ones."""
     order = _topological(root)
+    obs, _observer.pending = _observer.pending, None
     grads = {root: api.full(root.shape, 1, root.dtype, root.device)}
     cache: dict = {}
     out = Gradients()
@@ -172,6 +190,8 @@ def run_backward(root: Node, retain_graph: bool) -> Gradients:
         if rule is None:
             if g is not None:
                 out._accumulate(node, g)
+                if obs is not None:
+                    obs.leaf_ready(node, g)
             continue
         if g is not None:
             in_grads = rule(RuleContext(node, cache), g)
@@ -188,4 +208,6 @@ def run_backward(root: Node, retain_graph: bool) -> Gradients:
         for node in order:
             if node.rule is not None:
                 node.free()
+    if obs is not None:
+        obs.finish(out)
     return out
