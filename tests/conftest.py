@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+# default: CI's size (each new example can compile kernels), but random, so local runs explore
 settings.register_profile(
-    "default", max_examples=25, deadline=None,
+    "default", max_examples=15, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
