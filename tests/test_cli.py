@@ -66,3 +66,33 @@ def test_bench_unknown_group_names_the_groups():
     assert r.returncode == 1
     assert "python -m bench: no group 'nosuch'; the groups are" in r.stderr
     assert "matmul" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bench_isolate_runs_each_column_in_its_own_process_and_merges_the_rows(monkeypatch, capsys):
+    """``--isolate`` asks one child per (group, column) for that column's times and joins them
+    by row name; a failing child stops the table with its command and stderr."""
+    import json
+    import types
+
+    import bench.__main__ as bm
+    calls = []
+
+    def fake_run(cmd, capture_output, text):
+        calls.append(cmd)
+        col = cmd[cmd.index("--column") + 1]
+        rows = {"rt": [["a", 1e-3], ["b", 2e-3]], "np": [["a", 2e-3], ["b", 1e-3]],
+                "torch": [["a", None], ["b", 4e-3]]}[col]
+        return types.SimpleNamespace(returncode=0, stdout="noise\n" + json.dumps(rows), stderr="")
+    monkeypatch.setattr(bm.subprocess, "run", fake_run)
+    assert bm.main(["--only", "sort", "--isolate", "--quick"]) == 0
+    assert [c[c.index("--column") + 1] for c in calls] == ["rt", "np", "torch"]
+    assert all(c[1:4] == ["-m", "bench", "--only"] and "--json" in c and "--quick" in c for c in calls)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "each column in its own process (--isolate)"
+    a, b = (next(line for line in out if line.startswith(f"sort           {n} ")) for n in "ab")
+    assert a.split()[-2:] == ["2.00×", "-"] and b.split()[-2:] == ["0.50×", "2.00×"]
+
+    monkeypatch.setattr(bm.subprocess, "run", lambda cmd, capture_output, text: types.SimpleNamespace(
+        returncode=1, stdout="", stderr="Traceback: boom"))
+    with pytest.raises(SystemExit, match="--only sort --column rt --json.*failed:\nTraceback: boom"):
+        bm.main(["--only", "sort", "--isolate", "--quick"])
