@@ -217,6 +217,19 @@ class CudaKernels:
         return _sort.topk(x, k, axis, largest, sorted)
 
     # -- allocation
+    # -- advanced-index assignment and pad (issue 16)
+    def put(self, x, indices, values, accumulate):
+        from jit_kernels.cuda import put as _put
+        return _put.put(x, indices, values, accumulate)
+
+    def pad(self, x, maps, lead):
+        from jit_kernels.cuda import pad as _pad
+        return _pad.pad(x, maps, lead)
+
+    def pad_backward(self, g, maps, lead, in_shape):
+        from jit_kernels.cuda import pad as _pad
+        return _pad.pad_backward(g, maps, lead, in_shape)
+
     def synchronize(self, index: int = 0) -> None:
         """Wait for every kernel queued on GPU ``index``."""
         synchronize(index)

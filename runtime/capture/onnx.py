@@ -520,6 +520,17 @@ class _Builder:
         idx = np.stack(grids, axis=-1).astype(np.int64)
         return self.node("ScatterND", [x, self.const(idx), updates])
 
+    def op_pad(self, op) -> str:
+        (xt,) = op.inputs
+        pads, mode = op.attrs["pads"], op.attrs["mode"]
+        onnx_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+        if mode == "circular" and self.opset < 19:
+            raise OnnxExportError("pad", f"graph.to_onnx: circular pad needs opset >= 19 (Pad "
+                                         f"mode='wrap'), got opset {self.opset}")
+        amounts = [lo for lo, _ in pads] + [hi for _, hi in pads]
+        return self.node(self.record(op), [self.names[xt.id], self.i64(amounts)],
+                         mode=onnx_mode)
+
     def op_take(self, op) -> str:
         xt, it = op.inputs
         x = self.names[xt.id]
