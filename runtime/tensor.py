@@ -260,8 +260,9 @@ class Tensor:
         return _api.getitem(self, key)
 
     def __setitem__(self, key, value):
-        raise ArgumentTypeError("tensors are immutable; use t.slice_assign(key, value), which returns "
-                        "a new tensor")
+        raise ArgumentTypeError("tensors are immutable; use t = t.slice_assign(key, value), which returns "
+                        "a new tensor (for t[key] += v: t.index_put(key, v, accumulate=True), which "
+                        "also sums repeated indices)")
 
     @property
     def T(self) -> "Tensor":

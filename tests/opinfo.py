@@ -606,6 +606,8 @@ NOT_IN_TABLE = {
     "pad": "non-constant pad modes (attrs: pads, mode); tests/test_shape_ops.py, "
            "tests/test_index_assign.py, tests/cuda/test_index_assign_cuda.py",
     "pad_backward": "internal op of pad's gradient; tests/test_index_assign.py",
+    "put": "flat-position write of advanced-index assignment (slice_assign, index_put, put); "
+           "tests/test_index_assign.py, tests/cuda/test_index_assign_cuda.py",
 }
 
 

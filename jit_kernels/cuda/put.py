@@ -13,7 +13,7 @@ from numba import cuda
 
 from jit_kernels import _plan
 from jit_kernels.cuda import shape as _shape
-from jit_kernels.cuda._array import TPB, alloc, blocks_for, launch
+from jit_kernels.cuda._array import TPB, blocks_for, launch
 
 
 @cuda.jit(cache=True)
