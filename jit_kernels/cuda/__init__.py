@@ -217,6 +217,18 @@ class CudaKernels:
         return _sort.topk(x, k, axis, largest, sorted)
 
     # -- allocation
+    # -- user code: the CUDA Array Interface (issue 16)
+    def cuda_array_interface(self, x):
+        """``x``'s ``__cuda_array_interface__`` dict (v3, zero-copy; see ``interop``)."""
+        from jit_kernels.cuda import interop
+        return interop.interface(x)
+
+    def from_cuda_array(self, obj, index=0, copy=False):
+        """A payload viewing (or, with ``copy``, copying) the memory of an object exposing
+        ``__cuda_array_interface__``."""
+        from jit_kernels.cuda import interop
+        return interop.from_interface(obj, index, copy)
+
     # -- advanced-index assignment and pad (issue 16)
     def put(self, x, indices, values, accumulate):
         from jit_kernels.cuda import put as _put
