@@ -100,7 +100,21 @@ def _back_par(g, gx, L, rows_per, in_blk, ishape, oshape, maps, moff, lo, n):
         _back_slice(g, gx, l, rows_per, in_blk, ishape, oshape, maps, moff, lo, n)
 
 
+_TABLES: dict = {}      # id(maps) -> (maps, in_inner, tables): the runtime passes cached maps
+
+
 def _tables(maps, in_inner):
+    hit = _TABLES.get(id(maps))
+    if hit is not None and hit[0] is maps and hit[1] == in_inner:
+        return hit[2]
+    tables = _tables_of(maps, in_inner)
+    if len(_TABLES) >= 64:
+        _TABLES.clear()
+    _TABLES[id(maps)] = (maps, tuple(in_inner), tables)
+    return tables
+
+
+def _tables_of(maps, in_inner):
     ishape = np.asarray(in_inner, dtype=np.int64)
     oshape = np.asarray([len(m) for m in maps], dtype=np.int64)
     moff = np.zeros(len(maps), dtype=np.int64)
@@ -132,7 +146,7 @@ def pad(x, maps, lead):
     if out.size == 0:
         return out
     src = np.ascontiguousarray(x).reshape(-1)
-    ishape, oshape, flat, moff, lo, n = _tables(maps, in_inner)
+    ishape, oshape, flat, moff, lo, n = _tables(maps, tuple(in_inner))
     W = int(oshape[-1])
     rows = out.size // W
     rows_per = int(np.prod(oshape[:-1])) if len(oshape) > 1 else 1
@@ -154,7 +168,7 @@ def pad_backward(g, maps, lead, in_shape):
     if g.size == 0:
         gx[...] = 0
         return gx
-    ishape, oshape, flat, moff, lo, n = _tables(maps, in_shape[lead:])
+    ishape, oshape, flat, moff, lo, n = _tables(maps, tuple(in_shape[lead:]))
     L = _lead_size(in_shape, lead)
     rows_per = int(np.prod(oshape[:-1])) if len(oshape) > 1 else 1
     in_blk = int(np.prod(ishape))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins as _b
 import contextlib
+import functools
 
 import numpy as np
 
@@ -97,6 +98,19 @@ _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
 def _pad_index(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.ndarray:
+    """The input index each output index of axis ``dim`` reads (read-only, cached), or the
+    ShapeError for amounts the mode does not allow."""
+    return _pad_index_cached(mode, int(n), int(lo), int(hi), int(dim), tuple(shape))
+
+
+@functools.lru_cache(maxsize=256)
+def _pad_index_cached(mode, n, lo, hi, dim, shape):
+    out = _pad_index_of(mode, n, lo, hi, dim, shape).astype(np.int64, copy=False)
+    out.flags.writeable = False
+    return out
+
+
+def _pad_index_of(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.ndarray:
     i = np.arange(-lo, n + hi)
     if mode == "reflect":
         if lo >= n or hi >= n:
@@ -188,11 +202,13 @@ def _pad_axis(x, d, lo, hi, value):
 
 
 # --------------------------------------------------------------------------- the pad records
+@functools.lru_cache(maxsize=256)
 def _pad_maps(pads, mode, shape):
     """(lead, maps): the first padded axis and the input index each output index reads, per
-    axis from there (``_pad_index``; identity on unpadded inner axes)."""
+    axis from there (``_pad_index``; identity on unpadded inner axes).  Cached: the same maps
+    object comes back for the same arguments (the cpu set caches its tables by it)."""
     lead = next(d for d, p in enumerate(pads) if p != (0, 0))
-    maps = tuple(_pad_index(mode, shape[d], lo, hi, d, shape).astype(np.int64)
+    maps = tuple(_pad_index(mode, shape[d], lo, hi, d, shape)
                  for d, (lo, hi) in enumerate(pads) if d >= lead)
     return lead, maps
 
@@ -218,7 +234,7 @@ def _infer_pad_record(args, attrs):
 
 
 def _kernel_pad(ks, p, args, attrs, plan, device):
-    lead, maps = _pad_maps(attrs["pads"], attrs["mode"], args[0].shape)
+    lead, maps = _pad_maps(attrs["pads"], attrs["mode"], tuple(args[0].shape))
     return ks.pad(p[0], maps, lead)
 
 
