@@ -5,8 +5,9 @@ oracles, PyTorch the second one; gradients by finite differences in float64; cap
 ONNX; typed errors with their messages.
 
 Compile cost: ``put`` for float32 and float64 (and int64 for the winner map of the gradient),
-``scatter_add`` on 1-d, the serial pad kernels for float32/float64 and one parallel pad
-forward/backward for float32."""
+``scatter_add`` on 1-d, the serial pad kernels for float32/float64 and the parallel pad
+kernels for float32 (called directly).  Pad's gradients in all three modes are checked by
+finite differences and against PyTorch in tests/test_shape_ops.py, through the same kernels."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -176,17 +177,16 @@ def test_gradients_by_finite_differences():
     check_grad(lambda x, v: x.slice_assign((slice(None), [4, 0]), v), x2, np.array([1.0, 2.0]))
     m = rt.tensor(x2 > 0)
     check_grad(lambda x, v: x.slice_assign(m.to(x.device), v), x2, np.array(3.0))   # where
-    check_grad(lambda x: rt.pad(x, (2, 1, 1, 3), mode="reflect"), x2)
-    check_grad(lambda x: rt.pad(x, (3, 0), mode="replicate") * 1.0, x2)
+    # (pad's three modes: tests/test_shape_ops.py, by finite differences and against torch)
     check_grad(lambda x: rt.pad(x, (1, 5, 4, 2), mode="circular"), x2)
 
 
 def test_duplicate_write_gradient_goes_to_the_winner():
-    ad = rt.autodiff(rt.cpu())
-    x = rt.tensor(np.zeros((2, 3), np.float32), device=ad).require_grad()
-    v = rt.tensor(np.array([1.0, 2.0, 3.0], np.float32), device=ad).require_grad()
+    ad = rt.autodiff(rt.cpu())             # float64: the kernels of the check above
+    x = rt.tensor(np.zeros((2, 3)), device=ad).require_grad()
+    v = rt.tensor(np.array([1.0, 2.0, 3.0]), device=ad).require_grad()
     y = x.index_put((rt.tensor([1, 1, 0], device=ad), rt.tensor([2, 2, 0], device=ad)), v)
-    grads = (y * rt.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), device=ad)).sum().backward()
+    grads = (y * rt.tensor(np.arange(6.0).reshape(2, 3), device=ad)).sum().backward()
     np.testing.assert_array_equal(v.grad(grads).numpy(), [0.0, 5.0, 0.0])
     np.testing.assert_array_equal(x.grad(grads).numpy(), [[0, 1, 2], [3, 4, 0]])
 
@@ -259,37 +259,22 @@ def test_pad_ints_bools_and_views():
                                   _np_pad(A32[:, ::-1, 1:], (1, 1, 2, 0), "reflect"))
 
 
-def test_pad_parallel_path_and_its_gradient():
-    # 2*4*60*64 outputs: above the prange threshold (forward and backward)
+def test_pad_kernels_parallel_path():
+    # the cpu kernels themselves (no elementwise kernels around them), above the prange
+    # threshold: 2*4*60*64 outputs, the adjoint against np.add.at of the same index maps
+    from jit_kernels.cpu import pad as kernels
     x = np.random.default_rng(5).standard_normal((2, 4, 58, 62)).astype(np.float32)
-    ad = rt.autodiff(rt.cpu())
-    xt = rt.tensor(x, device=ad).require_grad()
-    y = rt.pad(xt, (1, 1, 1, 1), mode="reflect")
-    np.testing.assert_array_equal(y.numpy(), _np_pad(x, (1, 1, 1, 1), "reflect"))
-    w = np.random.default_rng(6).standard_normal(y.shape).astype(np.float32)
-    g = xt.grad((y * rt.tensor(w, device=ad)).sum().backward()).numpy()
-    want = np.zeros(x.shape, np.float64)        # the adjoint, by NumPy: index map per axis
     r = np.abs(np.arange(-1, 59))
     r = np.where(r >= 58, 2 * 57 - r, r)
     c = np.abs(np.arange(-1, 63))
     c = np.where(c >= 62, 2 * 61 - c, c)
+    y = kernels.pad(x, (r, c), 2)
+    np.testing.assert_array_equal(y, _np_pad(x, (1, 1, 1, 1), "reflect"))
+    w = np.random.default_rng(6).standard_normal(y.shape).astype(np.float32)
+    want = np.zeros(x.shape, np.float64)
     np.add.at(want, (slice(None), slice(None), r[:, None], c[None, :]), w.astype(np.float64))
-    np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
-
-
-@needs_torch
-def test_pad_gradient_against_torch():
-    for mode in ("reflect", "replicate", "circular"):
-        ad = rt.autodiff(rt.cpu())
-        x = rt.tensor(A, device=ad).require_grad()
-        y = rt.pad(x, (2, 1, 1, 2), mode=mode)
-        w = np.random.default_rng(3).uniform(0.5, 1.5, y.shape)
-        grads = (y * rt.tensor(w, device=ad)).sum().backward()
-        xt = torch.tensor(A[None], requires_grad=True)
-        yt = torch.nn.functional.pad(xt, (2, 1, 1, 2), mode=mode)
-        (yt * torch.tensor(w[None])).sum().backward()
-        np.testing.assert_allclose(x.grad(grads).numpy(), xt.grad.numpy()[0], rtol=1e-10,
-                                   err_msg=mode)
+    np.testing.assert_allclose(kernels.pad_backward(w, (r, c), 2, x.shape), want, rtol=1e-5,
+                               atol=1e-5)
 
 
 def test_pad_circular_onnx_needs_opset_19(tmp_path):

@@ -22,7 +22,7 @@ from jit_kernels.cpu import _pool
 from jit_kernels.cpu._layout import PAR_THRESHOLD
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _src_row(r, ishape, oshape, maps, moff):
     """Element offset, inside one leading slice, of the input row output row ``r`` reads."""
     nd = ishape.shape[0]
@@ -37,7 +37,7 @@ def _src_row(r, ishape, oshape, maps, moff):
     return soff
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _row(src, out, r, rows_per, in_blk, ishape, oshape, maps, moff, lo, n):
     nd = ishape.shape[0]
     W = oshape[nd - 1]
@@ -66,7 +66,7 @@ def _pad_par(src, out, rows, rows_per, in_blk, ishape, oshape, maps, moff, lo, n
         _row(src, out, r, rows_per, in_blk, ishape, oshape, maps, moff, lo, n)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _back_slice(g, gx, l, rows_per, in_blk, ishape, oshape, maps, moff, lo, n):
     nd = ishape.shape[0]
     W = oshape[nd - 1]
