@@ -7,9 +7,11 @@ dimension, giving the input index each output index reads (the mode lives in the
 runtime builds them, so one kernel serves every mode).  The output is ``(L, *out_inner)``
 reshaped to the full output shape.
 
-Forward: one parallel loop over output rows (the last dimension is a row); each row finds its
-input row from the maps of the other dimensions, copies the middle as a contiguous run (which
-vectorises) and the edges through the last map.  Backward: the adjoint, a scatter-add of each
+Forward: one parallel loop over tasks of up to ``ROWS_PER_TASK`` output rows of one output plane
+(the last dimension is a row, the last two a plane); a task finds its input plane from the maps
+of the outer dimensions once, then each row its input row through the second-last map, and
+copies the middle as a contiguous run (which vectorises) and the edges through the last map.
+Backward: the adjoint, a scatter-add of each
 output row into the input row it read; it runs in parallel over the ``L`` leading slices (no
 two write the same element), each slice in output order, so the sums are deterministic.
 """
@@ -22,14 +24,19 @@ from jit_kernels.cpu import _pool
 from jit_kernels.cpu._layout import PAR_THRESHOLD
 
 
+#: output rows per forward task: a task finds its input plane once, then walks its rows
+ROWS_PER_TASK = 64
+
+
 @njit(cache=True, error_model="numpy")
-def _src_row(r, ishape, oshape, maps, moff):
-    """Element offset, inside one leading slice, of the input row output row ``r`` reads."""
+def _plane_src(q, ishape, oshape, maps, moff):
+    """Element offset, inside one leading slice, of the input plane (all but the last two inner
+    dimensions fixed) output plane ``q`` reads."""
     nd = ishape.shape[0]
-    rem = r
+    rem = q
     soff = 0
-    stride = ishape[nd - 1]
-    for d in range(nd - 2, -1, -1):
+    stride = ishape[nd - 1] * (ishape[nd - 2] if nd > 1 else 1)
+    for d in range(nd - 3, -1, -1):
         c = rem % oshape[d]
         rem //= oshape[d]
         soff += maps[moff[d] + c] * stride
@@ -38,66 +45,77 @@ def _src_row(r, ishape, oshape, maps, moff):
 
 
 @njit(cache=True, error_model="numpy")
-def _row(src, out, r, rows_per, in_blk, ishape, oshape, maps, moff, lo, n):
+def _task(src, out, t, nchunks, planes_per, in_blk, ishape, oshape, maps, moff, lo, n):
+    """Output rows ``[h0, h1)`` of one output plane: the edges through the last map, the middle
+    as one contiguous run (which vectorises)."""
     nd = ishape.shape[0]
     W = oshape[nd - 1]
+    H = oshape[nd - 2] if nd > 1 else 1
     last = moff[nd - 1]
-    soff = (r // rows_per) * in_blk + _src_row(r % rows_per, ishape, oshape, maps, moff)
-    o = r * W
-    for w in range(lo):
-        out[o + w] = src[soff + maps[last + w]]
-    mid = out[o + lo:o + lo + n]
-    s = src[soff:soff + n]
-    for w in range(n):
-        mid[w] = s[w]
-    for w in range(lo + n, W):
-        out[o + w] = src[soff + maps[last + w]]
+    p = t // nchunks
+    h0 = (t - p * nchunks) * ROWS_PER_TASK
+    h1 = min(h0 + ROWS_PER_TASK, H)
+    base = (p // planes_per) * in_blk + _plane_src(p % planes_per, ishape, oshape, maps, moff)
+    for h in range(h0, h1):
+        soff = base + (maps[moff[nd - 2] + h] * n if nd > 1 else 0)
+        o = (p * H + h) * W
+        for w in range(lo):
+            out[o + w] = src[soff + maps[last + w]]
+        mid = out[o + lo:o + lo + n]
+        s = src[soff:soff + n]
+        for w in range(n):
+            mid[w] = s[w]
+        for w in range(lo + n, W):
+            out[o + w] = src[soff + maps[last + w]]
 
 
 @njit(cache=True, error_model="numpy")
-def _pad_serial(src, out, rows, rows_per, in_blk, ishape, oshape, maps, moff, lo, n):
-    for r in range(rows):
-        _row(src, out, r, rows_per, in_blk, ishape, oshape, maps, moff, lo, n)
+def _pad_serial(src, out, tasks, nchunks, planes_per, in_blk, ishape, oshape, maps, moff, lo, n):
+    for t in range(tasks):
+        _task(src, out, t, nchunks, planes_per, in_blk, ishape, oshape, maps, moff, lo, n)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _pad_par(src, out, rows, rows_per, in_blk, ishape, oshape, maps, moff, lo, n):
-    for r in prange(rows):
-        _row(src, out, r, rows_per, in_blk, ishape, oshape, maps, moff, lo, n)
+def _pad_par(src, out, tasks, nchunks, planes_per, in_blk, ishape, oshape, maps, moff, lo, n):
+    for t in prange(tasks):
+        _task(src, out, t, nchunks, planes_per, in_blk, ishape, oshape, maps, moff, lo, n)
 
 
 @njit(cache=True, error_model="numpy")
-def _back_slice(g, gx, l, rows_per, in_blk, ishape, oshape, maps, moff, lo, n):
+def _back_slice(g, gx, l, planes_per, in_blk, ishape, oshape, maps, moff, lo, n):
     nd = ishape.shape[0]
     W = oshape[nd - 1]
+    H = oshape[nd - 2] if nd > 1 else 1
     last = moff[nd - 1]
     base = l * in_blk
     blk = gx[base:base + in_blk]
     for i in range(in_blk):
         blk[i] = 0
-    for r in range(rows_per):
-        soff = _src_row(r, ishape, oshape, maps, moff)
-        o = (l * rows_per + r) * W
-        for w in range(lo):
-            blk[soff + maps[last + w]] += g[o + w]
-        mid = blk[soff:soff + n]
-        s = g[o + lo:o + lo + n]
-        for w in range(n):
-            mid[w] += s[w]
-        for w in range(lo + n, W):
-            blk[soff + maps[last + w]] += g[o + w]
+    for q in range(planes_per):
+        pbase = _plane_src(q, ishape, oshape, maps, moff)
+        for h in range(H):
+            soff = pbase + (maps[moff[nd - 2] + h] * n if nd > 1 else 0)
+            o = ((l * planes_per + q) * H + h) * W
+            for w in range(lo):
+                blk[soff + maps[last + w]] += g[o + w]
+            mid = blk[soff:soff + n]
+            s = g[o + lo:o + lo + n]
+            for w in range(n):
+                mid[w] += s[w]
+            for w in range(lo + n, W):
+                blk[soff + maps[last + w]] += g[o + w]
 
 
 @njit(cache=True, error_model="numpy")
-def _back_serial(g, gx, L, rows_per, in_blk, ishape, oshape, maps, moff, lo, n):
+def _back_serial(g, gx, L, planes_per, in_blk, ishape, oshape, maps, moff, lo, n):
     for l in range(L):
-        _back_slice(g, gx, l, rows_per, in_blk, ishape, oshape, maps, moff, lo, n)
+        _back_slice(g, gx, l, planes_per, in_blk, ishape, oshape, maps, moff, lo, n)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _back_par(g, gx, L, rows_per, in_blk, ishape, oshape, maps, moff, lo, n):
+def _back_par(g, gx, L, planes_per, in_blk, ishape, oshape, maps, moff, lo, n):
     for l in prange(L):
-        _back_slice(g, gx, l, rows_per, in_blk, ishape, oshape, maps, moff, lo, n)
+        _back_slice(g, gx, l, planes_per, in_blk, ishape, oshape, maps, moff, lo, n)
 
 
 _TABLES: dict = {}      # id(maps) -> (maps, in_inner, tables): the runtime passes cached maps
@@ -138,6 +156,10 @@ def _lead_size(shape, lead):
     return L
 
 
+def _planes_per(oshape):
+    return int(np.prod(oshape[:-2])) if len(oshape) > 2 else 1
+
+
 def pad(x, maps, lead):
     """See the module doc."""
     in_inner = x.shape[lead:]
@@ -147,15 +169,16 @@ def pad(x, maps, lead):
         return out
     src = np.ascontiguousarray(x).reshape(-1)
     ishape, oshape, flat, moff, lo, n = _tables(maps, tuple(in_inner))
-    W = int(oshape[-1])
-    rows = out.size // W
-    rows_per = int(np.prod(oshape[:-1])) if len(oshape) > 1 else 1
+    H = int(oshape[-2]) if len(oshape) > 1 else 1
+    nchunks = -(-H // ROWS_PER_TASK)
+    planes_per = _planes_per(oshape)
+    tasks = _lead_size(x.shape, lead) * planes_per * nchunks
     in_blk = int(np.prod(ishape))
     ob = out.reshape(-1)
     if x.dtype == np.bool_:
         src, ob = src.view(np.uint8), ob.view(np.uint8)
-    kern = _pad_par if out.size >= PAR_THRESHOLD and rows > 1 else _pad_serial
-    kern(src, ob, rows, rows_per, in_blk, ishape, oshape, flat, moff, lo, n)
+    kern = _pad_par if out.size >= PAR_THRESHOLD and tasks > 1 else _pad_serial
+    kern(src, ob, tasks, nchunks, planes_per, in_blk, ishape, oshape, flat, moff, lo, n)
     return out
 
 
@@ -170,9 +193,8 @@ def pad_backward(g, maps, lead, in_shape):
         return gx
     ishape, oshape, flat, moff, lo, n = _tables(maps, tuple(in_shape[lead:]))
     L = _lead_size(in_shape, lead)
-    rows_per = int(np.prod(oshape[:-1])) if len(oshape) > 1 else 1
     in_blk = int(np.prod(ishape))
     gb = np.ascontiguousarray(g).reshape(-1)
     kern = _back_par if g.size >= PAR_THRESHOLD and L > 1 else _back_serial
-    kern(gb, gx.reshape(-1), L, rows_per, in_blk, ishape, oshape, flat, moff, lo, n)
+    kern(gb, gx.reshape(-1), L, _planes_per(oshape), in_blk, ishape, oshape, flat, moff, lo, n)
     return gx
