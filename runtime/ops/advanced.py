@@ -390,6 +390,8 @@ def _mask_where(op, x, keys, value, accumulate):
         else:                                # int: drops its axis
             basic.append(v)
             axis += 1
+    if isinstance(mask, Tensor) and mask.device != x.device and not mask.is_capture:
+        mask = mask.numpy()                  # a host mask for another device's tensor
     m = mask if isinstance(mask, Tensor) else _const(np.asarray(mask, dtype=np.bool_), x)
     region_rank = pos + sum(1 for _ in range(axis, x.ndim))
     m = reshape(m, (1,) * region_pos + tuple(m.shape) +
