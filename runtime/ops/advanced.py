@@ -412,6 +412,10 @@ def advanced_assign(op, x, keys, value, accumulate=False):
     """A copy of ``x`` with ``x[keys] = value`` (``accumulate``: ``+=`` that sums repeated
     positions), NumPy's advanced-indexing rules for ``keys``."""
     value = _value_of(op, value, x)
+    try:
+        _ = [_classify(k) for k in keys]     # the key's own errors, named for the op
+    except (ShapeError, DTypeError, ArgumentTypeError) as exc:
+        raise _renamed(op, exc) from None
     if not isinstance(value, Tensor) or prod(value.shape) == 1:
         out = _mask_where(op, x, keys, value, accumulate)
         if out is not None:
