@@ -17,6 +17,8 @@ two write the same element), each slice in output order, so the sums are determi
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
@@ -150,14 +152,11 @@ def _tables_of(maps, in_inner):
 
 
 def _lead_size(shape, lead):
-    L = 1
-    for s in shape[:lead]:
-        L *= s
-    return L
+    return math.prod(shape[:lead])
 
 
 def _planes_per(oshape):
-    return int(np.prod(oshape[:-2])) if len(oshape) > 2 else 1
+    return math.prod(int(d) for d in oshape[:-2]) if len(oshape) > 2 else 1
 
 
 def pad(x, maps, lead):
@@ -168,12 +167,13 @@ def pad(x, maps, lead):
     if out.size == 0:
         return out
     src = np.ascontiguousarray(x).reshape(-1)
-    ishape, oshape, flat, moff, lo, n = _tables(maps, tuple(in_inner))
+    in_inner_t = tuple(in_inner)
+    ishape, oshape, flat, moff, lo, n = _tables(maps, in_inner_t)
     H = int(oshape[-2]) if len(oshape) > 1 else 1
     nchunks = -(-H // ROWS_PER_TASK)
     planes_per = _planes_per(oshape)
     tasks = _lead_size(x.shape, lead) * planes_per * nchunks
-    in_blk = int(np.prod(ishape))
+    in_blk = math.prod(in_inner_t)
     ob = out.reshape(-1)
     if x.dtype == np.bool_:
         src, ob = src.view(np.uint8), ob.view(np.uint8)
@@ -191,9 +191,10 @@ def pad_backward(g, maps, lead, in_shape):
     if g.size == 0:
         gx[...] = 0
         return gx
-    ishape, oshape, flat, moff, lo, n = _tables(maps, tuple(in_shape[lead:]))
+    in_inner_t = tuple(in_shape[lead:])
+    ishape, oshape, flat, moff, lo, n = _tables(maps, in_inner_t)
     L = _lead_size(in_shape, lead)
-    in_blk = int(np.prod(ishape))
+    in_blk = math.prod(in_inner_t)
     gb = np.ascontiguousarray(g).reshape(-1)
     kern = _back_par if g.size >= PAR_THRESHOLD and L > 1 else _back_serial
     kern(gb, gx.reshape(-1), L, _planes_per(oshape), in_blk, ishape, oshape, flat, moff, lo, n)
