@@ -41,6 +41,7 @@ PROTOCOL_METHODS = (
     "fused",
     "max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
     "resample2d", "resample2d_backward",
+    "put", "pad", "pad_backward",
 )
 
 
@@ -210,6 +211,19 @@ class KernelSet(Protocol):
                             in_hw: tuple) -> Any:
         """The gradient of ``resample2d`` for an input of spatial size ``in_hw``."""
 
+    # -- advanced-index assignment and pad (issue 16) ------------------------------------------
+    def put(self, x: Any, indices: Any, values: Any, accumulate: bool) -> Any:
+        """A copy of ``x`` with ``out.flat[indices[j]] = values[j]`` for every position ``j`` of
+        ``indices`` (int, checked, negatives from the end; ``values`` broadcasts to its shape);
+        repeated indices: the last in C order wins, or with ``accumulate`` they all add."""
+
+    def pad(self, x: Any, maps: Sequence[Any], lead: int) -> Any:
+        """``x`` (viewed as its first ``lead`` dims, then one per ``maps`` entry) with output index
+        ``o`` of inner dim ``d`` reading input index ``maps[d][o]`` (int64 host arrays)."""
+
+    def pad_backward(self, g: Any, maps: Sequence[Any], lead: int, in_shape: tuple) -> Any:
+        """The adjoint of ``pad``: ``g`` summed into an array of ``in_shape``."""
+
 
 _REGISTRY: dict[str, str] = {
     "cpu": "jit_kernels.cpu:CpuKernels",
@@ -230,4 +244,3 @@ def kernel_set_for(kind: str) -> KernelSet:
         ks = getattr(importlib.import_module(module_name), cls_name)()
         _INSTANCES[kind] = ks
     return ks
-

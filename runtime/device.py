@@ -76,6 +76,12 @@ class Device:
                           f"t.detach().inner() on autodiff, and a captured graph's values are not "
                           f"exportable")
 
+    def cuda_array_interface(self, t):
+        """``t.__cuda_array_interface__``: AttributeError here (only plain cuda tensors have
+        it; ``hasattr`` stays False)."""
+        raise AttributeError(f"tensors on {self} have no __cuda_array_interface__ (only tensors "
+                             f"on a plain cuda device do)")
+
     def seed(self, seed: int) -> None:
         """Reset this device's random stream (``rt.manual_seed``)."""
         from . import random as _random
@@ -114,6 +120,10 @@ class PlainDevice(Device):
         """``t``'s DLPack capsule, zero-copy, or with ``kwargs`` None its DLPack device
         (``dispatch.dlpack_plain``)."""
         return _dispatch.dlpack_plain(self, t, kwargs)
+
+    def cuda_array_interface(self, t):
+        """``t``'s ``__cuda_array_interface__`` (``dispatch.cuda_array_interface_plain``)."""
+        return _dispatch.cuda_array_interface_plain(self, t)
 
     def __init__(self, kind: str, index: int = 0):
         object.__setattr__(self, "kind", kind)

@@ -320,6 +320,30 @@ def dlpack_plain(device: PlainDevice, t: Tensor, kwargs):
     return fn(t._payload, **kwargs)
 
 
+def cuda_array_interface_plain(device: PlainDevice, t: Tensor) -> dict:
+    """``t``'s ``__cuda_array_interface__`` from its kernel set; AttributeError (so ``hasattr``
+    is False, as CuPy and Numba probe it) when the set exports none (cpu)."""
+    fn = getattr(kernels_for_kind(device.kind), "cuda_array_interface", None)
+    if fn is None:
+        raise AttributeError(f"tensors on {device} have no __cuda_array_interface__ (only cuda "
+                             f"tensors do)")
+    return fn(t._payload)
+
+
+def from_cuda_array(obj, device: PlainDevice, copy: bool) -> Tensor:
+    """A tensor on cuda ``device`` viewing (``copy``: copying) the memory of an object exposing
+    ``__cuda_array_interface__``."""
+    import numpy as np
+    ks = kernels_for_kind(device.kind)
+    fn = getattr(ks, "from_cuda_array", None)
+    if fn is None:
+        raise DeviceError(f"{device}: cannot import __cuda_array_interface__ memory (the "
+                          f"{device.kind} kernel set has no from_cuda_array)")
+    payload = fn(obj, device.index, copy)
+    dt = D.from_numpy_dtype(np.dtype(payload.dtype), "from_dlpack")
+    return Tensor._wrap(payload, tuple(payload.shape), dt, device)
+
+
 def to_host_plain(device: PlainDevice, t: Tensor):
     """A NumPy array the caller owns with ``t``'s values."""
     import numpy as np

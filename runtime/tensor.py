@@ -189,6 +189,12 @@ class Tensor:
         """``(device type, index)`` of the DLPack protocol: (1, 0) for cpu."""
         return self.device.dlpack(self, None)
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA Array Interface (v3) of a cuda tensor, zero-copy (``numba.cuda.as_cuda_array(t)``,
+        ``cupy.asarray(t)``; do not write through it); other tensors have no such attribute."""
+        return self.device.cuda_array_interface(self)
+
     # ---- movement -------------------------------------------------------------------
     def to(self, device) -> "Tensor":
         """This value on ``device`` (SPEC §3 movement table)."""
@@ -260,8 +266,9 @@ class Tensor:
         return _api.getitem(self, key)
 
     def __setitem__(self, key, value):
-        raise ArgumentTypeError("tensors are immutable; use t.slice_assign(key, value), which returns "
-                        "a new tensor")
+        raise ArgumentTypeError("tensors are immutable; use t = t.slice_assign(key, value), which returns "
+                        "a new tensor (for t[key] += v: t.index_put(key, v, accumulate=True), which "
+                        "also sums repeated indices)")
 
     @property
     def T(self) -> "Tensor":

@@ -603,6 +603,11 @@ NOT_IN_TABLE = {
     "topk": "index-returning selection (topk/kthvalue/median/multinomial); tests/test_sort.py",
     "scatter_reduce": "integer-index op (prod/amax/amin); tests/test_shape_ops.py, "
                       "tests/cuda/test_shape_ops_cuda.py",
+    "pad": "non-constant pad modes (attrs: pads, mode); tests/test_shape_ops.py, "
+           "tests/test_index_assign.py, tests/cuda/test_index_assign_cuda.py",
+    "pad_backward": "internal op of pad's gradient; tests/test_index_assign.py",
+    "put": "flat-position write of advanced-index assignment (slice_assign, index_put, put); "
+           "tests/test_index_assign.py, tests/cuda/test_index_assign_cuda.py",
 }
 
 

@@ -57,6 +57,10 @@ REACHED_BY = {
 # Reached only inside another op's gradient: that op's backward rule dispatches it.
 INTERNAL = {"cross_entropy_backward": "cross_entropy", "max_pool2d_backward": "max_pool2d",
             "avg_pool2d_backward": "avg_pool2d", "interpolate_backward": "interpolate"}
+# issue 16: advanced-index assignment and the native pad
+REACHED_BY["pad"] = lambda x: rt.pad(x, (1, 1), mode="reflect")
+REACHED_BY["put"] = lambda x: x.slice_assign(([0, 1], [2, 0]), 1.0)
+INTERNAL["pad_backward"] = "pad"
 
 
 def _spy(monkeypatch):
@@ -104,6 +108,7 @@ def test_internal_ops_are_reached_by_their_owners_rule(monkeypatch):
     for pool in (lambda t: F.max_pool2d(t, 2, 1), lambda t: F.avg_pool2d(t, 2, 1),
                  lambda t: F.interpolate(t, size=(3, 4))):
         pool(x4).sum().backward()
+    rt.pad(x4, (1, 1), mode="reflect").sum().backward()
     assert set(INTERNAL) <= seen
 
 

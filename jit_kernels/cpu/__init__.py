@@ -157,6 +157,19 @@ class CpuKernels:
         from jit_kernels.cpu import sort as _sort
         return _sort.topk(x, k, axis, largest, sorted)
 
+    # -- advanced-index assignment and pad (issue 16)
+    def put(self, x, indices, values, accumulate):
+        from jit_kernels.cpu import put as _put
+        return _put.put(x, indices, values, accumulate)
+
+    def pad(self, x, maps, lead):
+        from jit_kernels.cpu import pad as _pad
+        return _pad.pad(x, maps, lead)
+
+    def pad_backward(self, g, maps, lead, in_shape):
+        from jit_kernels.cpu import pad as _pad
+        return _pad.pad_backward(g, maps, lead, in_shape)
+
     def synchronize(self, index: int = 0) -> None:
         """Wait for the background kernel builds this process started (``_background``): after
         it every kernel runs its final variant (the packed gemm, the prange kernels)."""

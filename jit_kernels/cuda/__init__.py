@@ -217,6 +217,31 @@ class CudaKernels:
         return _sort.topk(x, k, axis, largest, sorted)
 
     # -- allocation
+    # -- user code: the CUDA Array Interface (issue 16)
+    def cuda_array_interface(self, x):
+        """``x``'s ``__cuda_array_interface__`` dict (v3, zero-copy; see ``interop``)."""
+        from jit_kernels.cuda import interop
+        return interop.interface(x)
+
+    def from_cuda_array(self, obj, index=0, copy=False):
+        """A payload viewing (or, with ``copy``, copying) the memory of an object exposing
+        ``__cuda_array_interface__``."""
+        from jit_kernels.cuda import interop
+        return interop.from_interface(obj, index, copy)
+
+    # -- advanced-index assignment and pad (issue 16)
+    def put(self, x, indices, values, accumulate):
+        from jit_kernels.cuda import put as _put
+        return _put.put(x, indices, values, accumulate)
+
+    def pad(self, x, maps, lead):
+        from jit_kernels.cuda import pad as _pad
+        return _pad.pad(x, maps, lead)
+
+    def pad_backward(self, g, maps, lead, in_shape):
+        from jit_kernels.cuda import pad as _pad
+        return _pad.pad_backward(g, maps, lead, in_shape)
+
     def synchronize(self, index: int = 0) -> None:
         """Wait for every kernel queued on GPU ``index``."""
         synchronize(index)

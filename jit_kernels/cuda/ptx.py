@@ -128,6 +128,18 @@ def exercise(ks) -> None:
         ks.matmul(a, b)
         ks.matmul(ks.expand(arr((1, 3, 4), dt), (2, 3, 4)), ks.permute(arr((2, 5, 4), dt), (0, 2, 1)))
     _exercise_pooling(ks, arr)
+    _exercise_put_pad(ks, arr)
+
+
+def _exercise_put_pad(ks, arr) -> None:
+    """The ``put`` kernels (last write wins) and the one-pass ``pad`` and its gradient."""
+    maps = (np.array([1, 0, 1, 0], np.int64), np.array([1, 0, 1, 2, 1], np.int64))
+    for dt in NUMERIC + (_B,):
+        x = arr((2, 3), dt)
+        ks.put(x, ks.from_host(np.array([4, 0, 4], np.int64)), arr((3,), dt), False)
+        ks.pad(x, maps, 0)
+    for dt in (_F32, _F64):
+        ks.pad_backward(arr((4, 5), dt), maps, 0, (2, 3))
 
 
 def _exercise_pooling(ks, arr) -> None:

@@ -520,6 +520,47 @@ class _Builder:
         idx = np.stack(grids, axis=-1).astype(np.int64)
         return self.node("ScatterND", [x, self.const(idx), updates])
 
+    def op_pad(self, op) -> str:
+        (xt,) = op.inputs
+        pads, mode = op.attrs["pads"], op.attrs["mode"]
+        onnx_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+        if mode == "circular" and self.opset < 19:
+            raise OnnxExportError("pad", f"graph.to_onnx: circular pad needs opset >= 19 (Pad "
+                                         f"mode='wrap'), got opset {self.opset}")
+        amounts = [lo for lo, _ in pads] + [hi for _, hi in pads]
+        return self.node(self.record(op), [self.names[xt.id], self.i64(amounts)],
+                         mode=onnx_mode)
+
+    def op_put(self, op) -> str:
+        xt, it = op.inputs[0], op.inputs[1]
+        value = op.operands()[2]
+        dt = xt.dtype
+        acc = bool(op.attrs["accumulate"])
+        if acc and self.opset < 16:
+            raise OnnxExportError("put", f"graph.to_onnx: put with accumulate needs opset >= 16 "
+                                         f"(ScatterND with reduction='add'), got opset {self.opset}")
+        n = int(np.prod(xt.shape, dtype=np.int64))
+        ishape = [int(d) for d in it.shape]
+        k = int(np.prod(ishape, dtype=np.int64))
+        x = self.reshape(self.names[xt.id], [n])
+        idx = self.reshape(self.cast(self.names[it.id], it.dtype, D.int64), [k])
+        idx = self.node("Mod", [self.node("Add", [idx, self.i64(n)]), self.i64(n)])  # negatives
+        idx = self.node("Unsqueeze", [idx, self.i64([1])])
+        if isinstance(value, TensorIr):
+            v = self.cast(self.names[value.id], value.dtype, dt)
+            if tuple(value.shape) != tuple(ishape):
+                v = self.node("Expand", [v, self.i64(ishape)])
+            v = self.reshape(v, [k])
+        else:
+            v = self.const(np.full((k,), np.array(value).astype(dt.np), dt.np))
+        if acc and dt.is_bool:                # logical or: add as int32, then != 0
+            x, v = self.cast(x, dt, D.int32), self.cast(v, dt, D.int32)
+        r = (self.node(self.record(op), [x, idx, v], reduction="add") if acc
+             else self.node(self.record(op), [x, idx, v]))
+        if acc and dt.is_bool:
+            r = self.cast(r, D.int32, dt)
+        return self.reshape(r, [int(d) for d in xt.shape])
+
     def op_take(self, op) -> str:
         xt, it = op.inputs
         x = self.names[xt.id]

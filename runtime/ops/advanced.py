@@ -228,3 +228,256 @@ def _multi(z, arrs, pos, adjacent, shape):
         order = tuple(range(nb, nb + p0)) + tuple(range(nb)) + tuple(range(nb + p0, out.ndim))
         out = permute(out, order)
     return out
+
+
+# =========================================================================== assignment
+# ``put`` is the one native record (a copy of x with values written, or added, at flat
+# positions; the last of repeated positions wins); advanced-index assignment finds the flat
+# positions ``arange(x.size).reshape(x.shape)[key]`` with the reading rules above (on the host
+# when the key is host data), then puts.  A mask key with a one-element value is a ``where``
+# instead (static shape: it records in a capture scope).
+from ..dispatch import dispatch as _run                      # noqa: E402
+from .args import operand as _operand, tensor_arg as _tensor_arg   # noqa: E402
+from .create import full as _full, from_numpy as _from_numpy   # noqa: E402
+from .elementwise import eq as _eq, where as _where          # noqa: E402
+from .registry import OpSpec as _OpSpec, Plan as _Plan, front_end as _front_end, \
+    register as _register, shape_of as _shape_of             # noqa: E402
+from .rearrange import data_dependent as _data_dependent     # noqa: E402
+
+
+def _infer_put(args, attrs):
+    x, idx, value = args
+    if not idx.dtype.is_int:
+        raise DTypeError(f"put: indices must be int32 or int64, got {idx.dtype.name}")
+    if hasattr(value, "dtype") and value.dtype is not x.dtype:
+        raise DTypeError(f"put: values must have the input's dtype, got {x.dtype.name} (input) "
+                         f"and {value.dtype.name} (values)")
+    vshape = _shape_of(value)
+    try:
+        ok = broadcast_shapes("put", vshape, idx.shape) == tuple(idx.shape)
+    except ShapeError:
+        ok = False
+    if not ok:
+        raise ShapeError(f"put: values of shape {vshape} cannot be broadcast to the indices' "
+                         f"shape {tuple(idx.shape)} (input shape {tuple(x.shape)})")
+    if prod(x.shape) == 0 and prod(idx.shape) > 0:
+        raise ShapeError(f"put: cannot put into an empty tensor of shape {tuple(x.shape)}")
+    return _Plan(tuple(x.shape), x.dtype, x.dtype)
+
+
+def _kernel_put(ks, p, args, attrs, plan, device):
+    _, idx, value = args
+    pv = p[2]
+    if not hasattr(value, "dtype"):
+        pv = ks.full(tuple(idx.shape), value, plan.dtype.np, device.index)
+    elif tuple(value.shape) != tuple(idx.shape):
+        pv = ks.expand(pv, tuple(idx.shape))
+    return ks.put(p[0], p[1], pv, bool(attrs["accumulate"]))
+
+
+def _grad_put(c, g):
+    """x: ``g`` with 0 where written (accumulate: ``g``); values: ``g`` at their positions, and
+    without accumulate only the winning (last) write of a repeated position gets it (the tape
+    sums over the values' broadcast)."""
+    idx = c.input(1)
+    acc = c.attrs["accumulate"]
+    gx = gv = None
+    if c.needs(0):
+        gx = g if acc else _run("put", (g, idx, 0), {"accumulate": False})
+    if c.needs(2):
+        gv = take(g, idx)
+        if not acc and idx.ndim:
+            k = prod(idx.shape)
+            order = reshape(arange(k, dtype=D.int64, device=idx.device), idx.shape)
+            none = _full((prod(c.input_shape(0)),), -1, D.int64, idx.device)
+            winner = _run("put", (none, idx, order), {"accumulate": False})
+            gv = _where(_eq(take(winner, idx), order), gv, 0)
+            if gv.dtype is not g.dtype:
+                gv = gv.astype(g.dtype)
+    return gx, None, gv
+
+
+_register(_OpSpec("put", "index", _infer_put, _kernel_put, backward=_grad_put,
+                  onnx="ScatterND"))
+
+
+def _value_of(op, value, x):
+    """A tensor of x's dtype on x's device, or a Python scalar that fits it."""
+    if isinstance(value, (list, tuple)):
+        value = np.asarray(value)
+    value = _operand(op, value, x)
+    if isinstance(value, Tensor):
+        return value if value.dtype is x.dtype else value.astype(x.dtype)
+    if isinstance(value, bool) or x.dtype.is_bool:
+        return bool(value)
+    if isinstance(value, float) and not x.dtype.is_float:
+        return int(value)                   # NumPy's cast: toward zero
+    D.check_scalar(op, value, x.dtype)
+    return value
+
+
+def _renamed(op, exc):
+    msg = str(exc)
+    return type(exc)(f"{op}:{msg[len('getitem:'):]}" if msg.startswith("getitem:") else
+                     f"{op}: {msg}")
+
+
+def _is_host(v) -> bool:
+    return not isinstance(v, Tensor)
+
+
+def _positions(op, x, keys):
+    """int64 flat positions of ``x[keys]`` (the indexed shape), on x's device."""
+    items = [_classify(k) for k in keys]
+    masks = [v for kind, v in items if kind == "mask"]
+    if masks:
+        _data_dependent(op, x, *masks)
+    n = prod(x.shape)
+    try:
+        if all(_is_host(v) for kind, v in items if kind in ("arr", "mask")):
+            base = _from_numpy(np.arange(n, dtype=np.int64).reshape(x.shape), device="cpu")
+            return _const(getitem(base, keys).numpy(), x)
+        base = reshape(arange(n, dtype=D.int64, device=x.device), x.shape)
+        return getitem(base, keys)
+    except (ShapeError, IndexOutOfRangeError, DTypeError, ArgumentTypeError) as exc:
+        raise _renamed(op, exc) from None
+
+
+def _mask_where(op, x, keys, value, accumulate):
+    """``x[keys] = value`` for a key of one mask and basic entries, with a one-element value:
+    ``where(M, value, x)``, M the mask placed in x's shape (None if the key is not of that
+    kind)."""
+    items = [_classify(k) for k in keys]
+    kinds = [kind for kind, _ in items]
+    if kinds.count("mask") != 1 or "arr" in kinds:
+        return None
+    if isinstance(value, Tensor):
+        if prod(value.shape) != 1:
+            return None
+        value = reshape(value, ())
+    mask = items[kinds.index("mask")][1]
+    consumed = sum(v.ndim if kind == "mask" else 1 for kind, v in items
+                   if kind in ("slice", "int", "mask"))
+    if consumed > x.ndim:
+        raise ShapeError(f"{op}: too many indices for a tensor of shape {x.shape}: "
+                         f"{consumed} given")
+    if sum(1 for k in kinds if k == "ell") > 1:
+        raise ShapeError(f"{op}: an index can only have a single ellipsis ('...')")
+    basic, axis, pos, region_pos = [], 0, 0, None
+    for kind, v in items:                    # the mask as slices; where it lands in the region
+        if kind == "ell":
+            for _ in range(x.ndim - consumed):
+                basic.append(slice(None))
+                axis += 1
+                pos += 1
+        elif kind == "none":
+            basic.append(None)
+            pos += 1
+        elif kind == "mask":
+            want = x.shape[axis:axis + v.ndim]
+            if tuple(v.shape) != tuple(want):
+                raise IndexOutOfRangeError(f"{op}: boolean index of shape {tuple(v.shape)} does "
+                                           f"not match the indexed dimensions {want} of shape "
+                                           f"{x.shape} (from axis {axis})")
+            region_pos = pos
+            basic.extend([slice(None)] * v.ndim)
+            axis += v.ndim
+            pos += v.ndim
+        elif kind == "slice":
+            basic.append(v)
+            axis += 1
+            pos += 1
+        else:                                # int: drops its axis
+            basic.append(v)
+            axis += 1
+    if isinstance(mask, Tensor) and mask.device != x.device and not mask.is_capture:
+        mask = mask.numpy()                  # a host mask for another device's tensor
+    m = mask if isinstance(mask, Tensor) else _const(np.asarray(mask, dtype=np.bool_), x)
+    region_rank = pos + sum(1 for _ in range(axis, x.ndim))
+    m = reshape(m, (1,) * region_pos + tuple(m.shape) +
+                (1,) * (region_rank - region_pos - m.ndim))
+    from .index import slice_assign as _basic_assign
+    try:
+        zero = _full(x.shape, False, D.bool_, x.device)
+        placed = _basic_assign(zero, tuple(basic), m)
+    except (ShapeError, IndexOutOfRangeError, ArgumentTypeError) as exc:
+        raise _renamed(op, exc) from None
+    if accumulate:
+        value = add(x, value)
+    out = _where(placed, value, x)
+    return out if out.dtype is x.dtype else out.astype(x.dtype)
+
+
+def advanced_assign(op, x, keys, value, accumulate=False):
+    """A copy of ``x`` with ``x[keys] = value`` (``accumulate``: ``+=`` that sums repeated
+    positions), NumPy's advanced-indexing rules for ``keys``."""
+    value = _value_of(op, value, x)
+    try:
+        _ = [_classify(k) for k in keys]     # the key's own errors, named for the op
+    except (ShapeError, DTypeError, ArgumentTypeError) as exc:
+        raise _renamed(op, exc) from None
+    if not isinstance(value, Tensor) or prod(value.shape) == 1:
+        out = _mask_where(op, x, keys, value, accumulate)
+        if out is not None:
+            return out
+    pos = _positions(op, x, keys)
+    vshape = _shape_of(value)
+    try:
+        ok = broadcast_shapes(op, vshape, pos.shape) == tuple(pos.shape)
+    except ShapeError:
+        ok = False
+    if not ok:
+        raise ShapeError(f"{op}: value of shape {vshape} cannot be broadcast to the indexed "
+                         f"shape {tuple(pos.shape)} (tensor shape {x.shape})")
+    return _run("put", (x, pos, value), {"accumulate": bool(accumulate)})
+
+
+@_front_end(method=True)
+def put(x, index, source, accumulate=False) -> Tensor:
+    """``torch.Tensor.put`` (out of place): a copy of ``x`` with ``source`` written at the flat
+    positions ``index`` (ints, negatives from the end; ``source`` broadcasts to its shape);
+    repeated positions: the last write wins (NumPy's ``np.put``), or they add with
+    ``accumulate=True``."""
+    x = _tensor_arg("put", x)
+    if isinstance(index, Tensor):
+        if not index.dtype.is_int:
+            raise DTypeError(f"put: indices must be int32 or int64, got {index.dtype.name}")
+        idx = index
+    else:
+        a = np.asarray(index)
+        if a.dtype.kind not in "iu" and a.size:
+            raise DTypeError(f"put: indices must be integers, got {a.dtype}")
+        idx = _const(a.astype(np.int64), x)
+    value = _value_of("put", source, x)
+    return _run("put", (x, idx, value), {"accumulate": bool(accumulate)})
+
+
+@_front_end(method=True)
+def index_put(x, indices, values, accumulate=False) -> Tensor:
+    """``torch.index_put`` (out of place): a copy of ``x`` with ``x[indices] = values``, where
+    ``indices`` is a tuple of index tensors (int or bool; lists and NumPy arrays too) read with
+    NumPy's advanced-indexing rules and ``values`` broadcasts to the indexed shape.
+    ``accumulate=True`` adds, summing repeated positions; without it the last of repeated
+    positions wins (deterministic; PyTorch leaves it undefined)."""
+    x = _tensor_arg("index_put", x)
+    if isinstance(indices, tuple):
+        keys = indices
+    elif isinstance(indices, list) and indices and all(
+            isinstance(i, (Tensor, np.ndarray, list)) for i in indices):
+        keys = tuple(indices)               # a list of index tensors, as torch takes it
+    else:
+        keys = (indices,)
+    return advanced_assign("index_put", x, keys, values, accumulate)
+
+
+def _refuse_in_place(name, instead):
+    def method(self, *args, **kwargs):
+        raise ArgumentTypeError(f"{name}: tensors are immutable, there is no in-place "
+                                f"{name}; use t = t.{instead}(...), which returns a new tensor")
+    method.__name__ = name
+    method.__doc__ = f"PyTorch's in-place ``{name}`` is refused: use ``{instead}``."
+    return method
+
+
+for _name, _instead in (("index_put_", "index_put"), ("put_", "put")):
+    setattr(Tensor, _name, _refuse_in_place(_name, _instead))

@@ -8,6 +8,7 @@ import numbers
 
 import numpy as np
 
+from ..device import PlainDevice
 from ..dispatch import create as make
 from .. import dtypes as D
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
@@ -78,6 +79,9 @@ _random("randn", "RandomNormal")
 @front_end
 def tensor(data, dtype=None, device=None) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, scalars, arrays, tensors)."""
+    if hasattr(data, "__cuda_array_interface__") and not isinstance(data, (Tensor, np.ndarray)):
+        t = _from_cuda_array("tensor", data, device, copy=True)    # cuda memory: copied there
+        return t if dtype is None else t.astype(dtype)
     dev = device_arg(device)
     if isinstance(data, Tensor):
         t = data.to(dev)
@@ -142,13 +146,35 @@ def from_numpy(a, device=None) -> Tensor:
     return make("init", device_arg(device), {"value": a})
 
 
+def _from_cuda_array(op, obj, device, copy):
+    """A tensor viewing (``copy``: copying) ``__cuda_array_interface__`` memory on cuda
+    ``device`` (default ``cuda:0``; any other device: imported on cuda:0, then moved)."""
+    from ..dispatch import from_cuda_array
+    desc = obj.__cuda_array_interface__
+    D.from_numpy_dtype(np.dtype(desc["typestr"]), op)
+    dev = device_arg("cuda:0" if device is None else device)
+    target = dev
+    if not (isinstance(dev, PlainDevice) and dev.kind == "cuda"):
+        target = device_arg("cuda:0")
+    try:
+        t = from_cuda_array(obj, target, copy)
+    except (ValueError, NotImplementedError) as exc:
+        raise ArgumentValueError(f"{op}: cannot import {type(obj).__name__} through "
+                                 f"__cuda_array_interface__: {exc}") from None
+    return t if target is dev else t.to(dev)
+
+
 @front_end
 def from_dlpack(x, device=None) -> Tensor:
     """A tensor sharing the memory of a cpu DLPack exporter (a NumPy array, a PyTorch or JAX cpu
-    tensor, another runtime tensor), zero-copy; moved to ``device`` when one is given."""
+    tensor, another runtime tensor), zero-copy; moved to ``device`` when one is given.  An
+    object exposing ``__cuda_array_interface__`` (a Numba device array, CuPy, a PyTorch cuda
+    tensor) is viewed zero-copy on the cuda device (``device``, default ``cuda:0``)."""
+    if hasattr(x, "__cuda_array_interface__") and not isinstance(x, (Tensor, np.ndarray)):
+        return _from_cuda_array("from_dlpack", x, device, copy=False)
     if not hasattr(x, "__dlpack__"):
-        raise ArgumentTypeError(f"from_dlpack: expected an object with __dlpack__, got "
-                                f"{type(x).__name__}")
+        raise ArgumentTypeError(f"from_dlpack: expected an object with __dlpack__ or "
+                                f"__cuda_array_interface__, got {type(x).__name__}")
     try:
         arr = np.from_dlpack(x)
     except (BufferError, RuntimeError, TypeError, ValueError) as exc:

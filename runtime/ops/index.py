@@ -303,8 +303,17 @@ def _bool_index(x, keys):
 
 @front_end(method=True)
 def slice_assign(x, key, value) -> Tensor:
-    """A copy of ``x`` with ``x[key] = value`` (basic indexing; value broadcasts)."""
+    """A copy of ``x`` with ``x[key] = value`` (value broadcasts to the indexed shape): basic
+    indexing, or advanced indexing with NumPy's rules (integer arrays broadcast together, mixed
+    with slices, None and an ellipsis; boolean masks, ``t.slice_assign(t > 0, 0.0)``); with
+    repeated positions the last write wins (NumPy's rule; ``index_put(..., accumulate=True)``
+    sums them).  A mask with a one-element value is a ``where`` (it records in a capture
+    scope); a mask with more values has a data-dependent shape (``CaptureError`` there)."""
     x = tensor_arg("slice_assign", x)
+    keys = key if isinstance(key, tuple) else (key,)
+    if any(_is_advanced(k) for k in keys):
+        from .advanced import advanced_assign
+        return advanced_assign("slice_assign", x, keys, value)
     norm = _normalize_key(x, key)
     value = operand("slice_assign", value, x)
     if not isinstance(value, Tensor):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins as _b
 import contextlib
+import functools
 
 import numpy as np
 
@@ -97,6 +98,19 @@ _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
 def _pad_index(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.ndarray:
+    """The input index each output index of axis ``dim`` reads (read-only, cached), or the
+    ShapeError for amounts the mode does not allow."""
+    return _pad_index_cached(mode, int(n), int(lo), int(hi), int(dim), tuple(shape))
+
+
+@functools.lru_cache(maxsize=256)
+def _pad_index_cached(mode, n, lo, hi, dim, shape):
+    out = _pad_index_of(mode, n, lo, hi, dim, shape).astype(np.int64, copy=False)
+    out.flags.writeable = False
+    return out
+
+
+def _pad_index_of(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.ndarray:
     i = np.arange(-lo, n + hi)
     if mode == "reflect":
         if lo >= n or hi >= n:
@@ -147,8 +161,7 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
             value = bool(value)
         elif not x.dtype.is_float and isinstance(value, float):
             raise DTypeError(f"pad: a float fill value {value} for an {x.dtype.name} input")
-    out = x
-    for d in sorted(pairs):            # per axis: cat(before, x, after), then crop negatives
+    for d in sorted(pairs):
         lo, hi = pairs[d]
         n = x.shape[d]
         if n + lo + hi < 0:
@@ -156,34 +169,106 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
                              f"of shape {x.shape}")
         if mode != "constant":
             _pad_index(mode, n, lo, hi, d, x.shape)          # validates the amounts
-        out = _pad_axis(out, d, _b.max(lo, 0), _b.max(hi, 0), mode, value)
+    if mode != "constant":             # one native pass (the ``pad`` record), then crop
+        pads = tuple(tuple(_b.max(a, 0) for a in pairs.get(d, (0, 0))) for d in range(x.ndim))
+        out = x
+        if any(p != (0, 0) for p in pads):
+            out = run("pad", (x,), {"pads": pads, "mode": mode})
+        crop = tuple(slice(_b.max(-pairs.get(d, (0, 0))[0], 0),
+                           out.shape[d] - _b.max(-pairs.get(d, (0, 0))[1], 0))
+                     for d in range(x.ndim))
+        if any(c.start or c.stop != m for c, m in zip(crop, out.shape)):
+            out = getitem(out, crop)
+        return out
+    out = x
+    for d in sorted(pairs):            # constant: per axis cat(fill, x, fill), then crop negatives
+        lo, hi = pairs[d]
+        out = _pad_axis(out, d, _b.max(lo, 0), _b.max(hi, 0), value)
         if lo < 0 or hi < 0:
             m = out.shape[d]
             out = getitem(out, (slice(None),) * d + (slice(_b.max(-lo, 0), m - _b.max(-hi, 0)),))
     return out
 
 
-def _pad_axis(x, d, lo, hi, mode, value):
-    """``x`` padded by ``lo``/``hi`` >= 0 on axis ``d``: one ``cat`` of views of ``x`` (reversed
-    slices for reflect, expanded edges for replicate, wrapped slices for circular) or fills."""
+def _pad_axis(x, d, lo, hi, value):
+    """``x`` padded with ``value`` by ``lo``/``hi`` >= 0 on axis ``d``: one ``cat`` of fills."""
     if lo == 0 and hi == 0:
         return x
-    n = x.shape[d]
-    lead = (slice(None),) * d
 
-    def part(k, before):
-        if mode == "constant":
-            return full(x.shape[:d] + (k,) + x.shape[d + 1:], value, x.dtype, x.device)
-        if mode == "reflect":
-            sl = slice(k, 0, -1) if before else slice(n - 2, n - 2 - k if n - 2 - k >= 0 else None, -1)
-            return getitem(x, lead + (sl,))
-        if mode == "replicate":
-            edge = getitem(x, lead + (slice(0, 1) if before else slice(n - 1, n),))
-            return expand(edge, x.shape[:d] + (k,) + x.shape[d + 1:])
-        return getitem(x, lead + (slice(n - k, n) if before else slice(0, k),))      # circular
+    def part(k):
+        return full(x.shape[:d] + (k,) + x.shape[d + 1:], value, x.dtype, x.device)
 
-    pieces = ([part(lo, True)] if lo else []) + [x] + ([part(hi, False)] if hi else [])
-    return cat(pieces, d)
+    return cat(([part(lo)] if lo else []) + [x] + ([part(hi)] if hi else []), d)
+
+
+# --------------------------------------------------------------------------- the pad records
+@functools.lru_cache(maxsize=256)
+def _pad_maps(pads, mode, shape):
+    """(lead, maps): the first padded axis and the input index each output index reads, per
+    axis from there (``_pad_index``; identity on unpadded inner axes).  Cached: the same maps
+    object comes back for the same arguments (the cpu set caches its tables by it)."""
+    lead = next(d for d, p in enumerate(pads) if p != (0, 0))
+    maps = tuple(_pad_index(mode, shape[d], lo, hi, d, shape)
+                 for d, (lo, hi) in enumerate(pads) if d >= lead)
+    return lead, maps
+
+
+def _check_pad_attrs(op, shape, attrs):
+    pads, mode = attrs["pads"], attrs["mode"]
+    if mode not in _PAD_MODES[1:]:
+        raise ArgumentValueError(f"{op}: mode must be reflect, replicate or circular, got {mode!r}")
+    if len(pads) != len(shape) or any(lo < 0 or hi < 0 for lo, hi in pads) or \
+            all(p == (0, 0) for p in pads):
+        raise ShapeError(f"{op}: pads {pads} must be one non-negative (before, after) pair per "
+                         f"axis of shape {tuple(shape)}, not all zero")
+    for d, (lo, hi) in enumerate(pads):
+        if lo or hi:
+            _pad_index(mode, shape[d], lo, hi, d, shape)
+
+
+def _infer_pad_record(args, attrs):
+    (x,) = args
+    _check_pad_attrs("pad", x.shape, attrs)
+    shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, attrs["pads"]))
+    return Plan(shape, x.dtype, x.dtype)
+
+
+def _kernel_pad(ks, p, args, attrs, plan, device):
+    lead, maps = _pad_maps(attrs["pads"], attrs["mode"], tuple(args[0].shape))
+    return ks.pad(p[0], maps, lead)
+
+
+def _grad_pad(c, g):
+    return (run("pad_backward", (g,), dict(c.attrs, in_shape=tuple(c.input_shape(0)))),)
+
+
+def _infer_pad_backward(args, attrs):
+    (g,) = args
+    in_shape = tuple(attrs["in_shape"])
+    _check_pad_attrs("pad_backward", in_shape, attrs)
+    want = tuple(n + lo + hi for n, (lo, hi) in zip(in_shape, attrs["pads"]))
+    if tuple(g.shape) != want:
+        raise ShapeError(f"pad_backward: gradient of shape {tuple(g.shape)} for a padded "
+                         f"output of shape {want}")
+    if not g.dtype.is_float:
+        raise DTypeError(f"pad_backward: gradient must be float32 or float64, got {g.dtype.name}")
+    return Plan(in_shape, g.dtype, g.dtype)
+
+
+def _kernel_pad_backward(ks, p, args, attrs, plan, device):
+    lead, maps = _pad_maps(attrs["pads"], attrs["mode"], tuple(attrs["in_shape"]))
+    return ks.pad_backward(p[0], maps, lead, tuple(attrs["in_shape"]))
+
+
+def _grad_pad_backward(c, g):
+    attrs = {k: v for k, v in c.attrs.items() if k != "in_shape"}
+    return (run("pad", (g,), attrs),)
+
+
+register(OpSpec("pad", "index", _infer_pad_record, _kernel_pad, backward=_grad_pad, onnx="Pad"))
+register(OpSpec("pad_backward", "index", _infer_pad_backward, _kernel_pad_backward,
+                backward=_grad_pad_backward,
+                onnx_skip="an internal gradient op (ONNX export covers inference graphs)"))
 
 
 # --------------------------------------------------------------------------- repeat, tile
