@@ -91,6 +91,81 @@ def _col2im(cols, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
                             dss[k] += mid[k]
 
 
+@njit(cache=True, parallel=True, error_model="numpy")
+def _im2col_b(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
+    """Batched columns into flat ``out`` (C*kh*kw, N*oh*ow) from flat ``x`` (N, C, H, W); one
+    prange task per row (c, i, j), flat indices only (no per-task views: they cost refcounts)."""
+    L = oh * ow
+    NL = N * L
+    for r in prange(C * kh * kw):
+        c = r // (kh * kw)
+        ij = r - c * (kh * kw)
+        i = ij // kw
+        j = ij - i * kw
+        xoff = j * dw - pl
+        lo, hi = _span(xoff, sw, W, ow)
+        for n in range(N):
+            ob = r * NL + n * L
+            xb = (n * C + c) * H * W
+            for oy in range(oh):
+                o = ob + oy * ow
+                iy = oy * sh - pt + i * dh
+                if iy < 0 or iy >= H:
+                    for ox in range(ow):
+                        out[o + ox] = 0
+                    continue
+                for ox in range(lo):
+                    out[o + ox] = 0
+                s = xb + iy * W + xoff + lo * sw
+                dst = out[o + lo:o + hi]    # slices, not flat indices: the copy vectorises
+                if sw == 1:                 # (a unit-step slice keeps the contiguous type)
+                    src = x[s:s + hi - lo]
+                    for k in range(hi - lo):
+                        dst[k] = src[k]
+                elif hi > lo:
+                    srs = x[s:s + (hi - lo - 1) * sw + 1:sw]
+                    for k in range(hi - lo):
+                        dst[k] = srs[k]
+                for ox in range(hi, ow):
+                    out[o + ox] = 0
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _col2im_b(cols, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
+    """The adjoint of ``_im2col_b`` (flat arrays): one prange task per (n, c) plane of ``out``,
+    which it zeroes and then sums into in a fixed order."""
+    L = oh * ow
+    NL = N * L
+    HW = H * W
+    for t in prange(N * C):
+        n = t // C
+        c = t - n * C
+        pb = t * HW
+        for k in range(HW):
+            out[pb + k] = 0
+        for i in range(kh):
+            for j in range(kw):
+                cb = ((c * kh + i) * kw + j) * NL + n * L
+                xoff = j * dw - pl
+                lo, hi = _span(xoff, sw, W, ow)
+                if hi <= lo:
+                    continue
+                for oy in range(oh):
+                    iy = oy * sh - pt + i * dh
+                    if iy < 0 or iy >= H:
+                        continue
+                    o = cb + oy * ow
+                    d = pb + iy * W + xoff + lo * sw
+                    src = cols[o + lo:o + hi]
+                    if sw == 1:
+                        dst = out[d:d + hi - lo]
+                        for k in range(hi - lo):
+                            dst[k] += src[k]
+                    else:
+                        dss = out[d:d + (hi - lo - 1) * sw + 1:sw]
+                        for k in range(hi - lo):
+                            dss[k] += src[k]
+
 def _contiguous(x):
     if x.flags.c_contiguous:
         return x
@@ -118,4 +193,32 @@ def col2im(cols, image, kernel, stride, padding, dilation, grid):
     return out
 
 
-__all__ = ["im2col", "col2im"]
+def im2col_batched(x, kernel, stride, padding, dilation, grid):
+    """Batched columns (C*kh*kw, N*oh*ow) of image ``x`` (N, C, H, W): ``im2col``'s rows with
+    the samples side by side (column ``n*oh*ow + oy*ow + ox``), one gemm operand for the batch."""
+    N, C = x.shape[:2]
+    (kh, kw), (oh, ow) = kernel, grid
+    out = _pool.empty((C * kh * kw, N * oh * ow), x.dtype)
+    if out.size:
+        N, C, H, W = x.shape
+        _im2col_b(_contiguous(x).reshape(-1), out.reshape(-1), N, C, H, W, kh, kw, *stride,
+                  *padding, *dilation, oh, ow)
+    return out
+
+
+def col2im_batched(cols, n, image, kernel, stride, padding, dilation, grid):
+    """The (n, C, H, W) image (``image`` = (C, H, W)) summing batched columns ``cols``
+    (C*kh*kw, n*oh*ow) back: the adjoint of ``im2col_batched``."""
+    C, H, W = image
+    (kh, kw), (oh, ow) = kernel, grid
+    out = _pool.empty((n, C, H, W), cols.dtype)
+    if out.size:
+        if cols.size == 0:
+            out[...] = 0
+        else:
+            _col2im_b(_contiguous(cols).reshape(-1), out.reshape(-1), n, C, H, W, kh, kw,
+                      *stride, *padding, *dilation, oh, ow)
+    return out
+
+
+__all__ = ["im2col", "col2im", "im2col_batched", "col2im_batched"]
