@@ -13,7 +13,7 @@ specialisation per dtype); outputs come from the caching allocator.
 """
 from __future__ import annotations
 
-from numba import njit, prange
+from numba import njit, prange, uint64
 
 from jit_kernels.cpu import _pool
 
@@ -94,9 +94,11 @@ def _col2im(cols, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
 @njit(cache=True, parallel=True, error_model="numpy")
 def _im2col_b(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
     """Batched columns into flat ``out`` (C*kh*kw, N*oh*ow) from flat ``x`` (N, C, H, W); one
-    prange task per row (c, i, j), flat indices only (no per-task views: they cost refcounts)."""
+    prange task per row (c, i, j).  Per (row, n) one slice of each array and unsigned indices
+    inside it (signed ones get a negative-index test that stops the copy vectorising; a slice
+    per image row costs more than the copy on small images)."""
     L = oh * ow
-    NL = N * L
+    HW = H * W
     for r in prange(C * kh * kw):
         c = r // (kh * kw)
         ij = r - c * (kh * kw)
@@ -104,67 +106,67 @@ def _im2col_b(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
         j = ij - i * kw
         xoff = j * dw - pl
         lo, hi = _span(xoff, sw, W, ow)
+        ulo, uhi, uow = uint64(lo), uint64(hi), uint64(ow)
         for n in range(N):
-            ob = r * NL + n * L
-            xb = (n * C + c) * H * W
+            ob = (r * N + n) * L
+            dst = out[ob:ob + L]
+            xb = (n * C + c) * HW
+            img = x[xb:xb + HW]
             for oy in range(oh):
-                o = ob + oy * ow
+                o = uint64(oy * ow)
                 iy = oy * sh - pt + i * dh
                 if iy < 0 or iy >= H:
-                    for ox in range(ow):
-                        out[o + ox] = 0
+                    for ox in range(uow):
+                        dst[o + ox] = 0
                     continue
-                for ox in range(lo):
-                    out[o + ox] = 0
-                s = xb + iy * W + xoff + lo * sw
-                dst = out[o + lo:o + hi]    # slices, not flat indices: the copy vectorises
-                if sw == 1:                 # (a unit-step slice keeps the contiguous type)
-                    src = x[s:s + hi - lo]
-                    for k in range(hi - lo):
-                        dst[k] = src[k]
-                elif hi > lo:
-                    srs = x[s:s + (hi - lo - 1) * sw + 1:sw]
-                    for k in range(hi - lo):
-                        dst[k] = srs[k]
-                for ox in range(hi, ow):
-                    out[o + ox] = 0
+                for ox in range(ulo):
+                    dst[o + ox] = 0
+                if sw == 1:
+                    src = uint64(iy * W + xoff + lo)
+                    d = o + ulo
+                    for k in range(uhi - ulo):
+                        dst[d + k] = img[src + k]
+                else:
+                    for ox in range(lo, hi):
+                        dst[o + uint64(ox)] = img[uint64(iy * W + xoff + ox * sw)]
+                for ox in range(uhi, uow):
+                    dst[o + ox] = 0
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _col2im_b(cols, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
-    """The adjoint of ``_im2col_b`` (flat arrays): one prange task per (n, c) plane of ``out``,
-    which it zeroes and then sums into in a fixed order."""
+    """The adjoint of ``_im2col_b`` (flat arrays, the same indexing): one prange task per
+    (n, c) plane of ``out``, which it zeroes and then sums into in a fixed order."""
     L = oh * ow
-    NL = N * L
     HW = H * W
     for t in prange(N * C):
         n = t // C
         c = t - n * C
-        pb = t * HW
+        plane = out[t * HW:(t + 1) * HW]
         for k in range(HW):
-            out[pb + k] = 0
+            plane[k] = 0
         for i in range(kh):
             for j in range(kw):
-                cb = ((c * kh + i) * kw + j) * NL + n * L
+                cb = (((c * kh + i) * kw + j) * N + n) * L
+                src = cols[cb:cb + L]
                 xoff = j * dw - pl
                 lo, hi = _span(xoff, sw, W, ow)
                 if hi <= lo:
                     continue
+                ulo, uhi = uint64(lo), uint64(hi)
                 for oy in range(oh):
                     iy = oy * sh - pt + i * dh
                     if iy < 0 or iy >= H:
                         continue
-                    o = cb + oy * ow
-                    d = pb + iy * W + xoff + lo * sw
-                    src = cols[o + lo:o + hi]
+                    o = uint64(oy * ow)
                     if sw == 1:
-                        dst = out[d:d + hi - lo]
-                        for k in range(hi - lo):
-                            dst[k] += src[k]
+                        d = uint64(iy * W + xoff + lo)
+                        e = o + ulo
+                        for k in range(uhi - ulo):
+                            plane[d + k] += src[e + k]
                     else:
-                        dss = out[d:d + (hi - lo - 1) * sw + 1:sw]
-                        for k in range(hi - lo):
-                            dss[k] += src[k]
+                        for ox in range(lo, hi):
+                            plane[uint64(iy * W + xoff + ox * sw)] += src[o + uint64(ox)]
 
 def _contiguous(x):
     if x.flags.c_contiguous:
