@@ -168,6 +168,25 @@ def _col2im_b(cols, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
                         for ox in range(lo, hi):
                             plane[uint64(iy * W + xoff + ox * sw)] += src[o + uint64(ox)]
 
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _swap01(x, out, bias, has_bias):
+    """``out[b, a, :] = x[a, b, :]`` (+ ``bias[a]``): one prange task per output (b, a) row, a
+    contiguous copy of ``L`` elements."""
+    A, B, L = x.shape
+    for t in prange(B * A):
+        b = t // A
+        a = t - b * A
+        src = x[a, b]
+        dst = out[b, a]
+        if has_bias:
+            v = bias[a]
+            for k in range(L):
+                dst[k] = src[k] + v
+        else:
+            for k in range(L):
+                dst[k] = src[k]
+
 def _contiguous(x):
     if x.flags.c_contiguous:
         return x
@@ -223,4 +242,15 @@ def col2im_batched(cols, n, image, kernel, stride, padding, dilation, grid):
     return out
 
 
-__all__ = ["im2col", "col2im", "im2col_batched", "col2im_batched"]
+def swap01(x, bias=None):
+    """``x`` (A, B, L) as contiguous (B, A, L), plus ``bias`` (A,) along A when given: the
+    gemm's (O, N, L) conv rows to NCHW (and back) in one pass."""
+    A, B, L = x.shape
+    out = _pool.empty((B, A, L), x.dtype)
+    if out.size:
+        b = x[:1, 0, 0] if bias is None else _contiguous(bias).astype(x.dtype, copy=False)
+        _swap01(_contiguous(x), out, b, bias is not None)
+    return out
+
+
+__all__ = ["im2col", "col2im", "im2col_batched", "col2im_batched", "swap01"]

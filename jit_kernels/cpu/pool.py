@@ -147,6 +147,49 @@ def _max_bwd(x, g, W, hs, he, dh, ws, we, dw, lowest, gx, nt):
 
 
 @njit(parallel=True, cache=True)
+def _max2(x, W, OH, OW, out, gx, g, backward, nt):
+    """2x2 windows at stride 2 (no padding, no dilation: the common pool): values, or with
+    ``backward`` the gradient ``g`` scattered to each window's argmax — the generic kernels'
+    pick (row-major first maximum, or the last NaN) as a sequential scan of the 4 taps."""
+    P = x.shape[0]
+    nch = _chunks(P, nt)
+    for ci in prange(nch):
+        for p in range(ci * P // nch, (ci + 1) * P // nch):
+            xp = x[p]
+            if backward:
+                gp = gx[p]
+                gp[:] = 0
+            for oh in range(OH):
+                r0 = xp[2 * oh * W:(2 * oh + 1) * W]
+                r1 = xp[(2 * oh + 1) * W:(2 * oh + 2) * W]
+                if not backward:
+                    o = out[p, oh * OW:(oh + 1) * OW]
+                    for ow in range(OW):
+                        o[ow] = _mx(_mx(r0[2 * ow], r0[2 * ow + 1]),
+                                    _mx(r1[2 * ow], r1[2 * ow + 1]))
+                    continue
+                for ow in range(OW):
+                    m = r0[2 * ow]
+                    k = 2 * oh * W + 2 * ow
+                    for d in range(1, 4):
+                        i = 2 * oh * W + 2 * ow + (d // 2) * W + (d % 2)
+                        v = xp[i]
+                        if v > m or v != v:
+                            m = v
+                            k = i
+                    gp[k] += g[p, oh * OW + ow]
+
+
+def _is_2x2(rows, cols):
+    """Whether both window tables are 2-wide windows at stride 2, unclipped, undilated."""
+    for st, sp, step in (rows, cols):
+        if step != 1 or not (np.array_equal(st, 2 * np.arange(len(st)))
+                             and np.array_equal(sp, st + 2)):
+            return False
+    return True
+
+
+@njit(parallel=True, cache=True)
 def _avg_fwd(x, W, hs, he, ws, we, div, out):
     OH, OW = hs.shape[0], ws.shape[0]
     for p in prange(x.shape[0]):
@@ -230,6 +273,9 @@ def max_pool2d(x, rows, cols, want_indices):
     oh, ow = len(hs), len(ws)
     shape = (n, c, oh, ow)
     out = _out(n, c, oh, ow, x.dtype)
+    if not want_indices and x.dtype.kind == "f" and _is_2x2(rows, cols):
+        _max2(_planes(x), W, oh, ow, out, out, out, False, nthreads())
+        return out.reshape(shape), None
     if not want_indices:
         _max_values(_planes(x), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), out, nthreads())
         return out.reshape(shape), None
@@ -244,6 +290,10 @@ def max_pool2d_backward(x, g, rows, cols):
     n, c, H, W = x.shape
     (hs, he, dh), (ws, we, dw) = rows, cols
     gx = _pool.empty((n * c, H * W), g.dtype)
+    if x.dtype.kind == "f" and x.dtype == g.dtype and _is_2x2(rows, cols):
+        gp = _planes(g)
+        _max2(_planes(x), W, len(hs), len(ws), gp, gx, gp, True, nthreads())
+        return gx.reshape(x.shape)
     _max_bwd(_planes(x), _planes(g), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), gx,
              nthreads())
     return gx.reshape(x.shape)

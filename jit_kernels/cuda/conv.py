@@ -102,3 +102,14 @@ def col2im_batched(cols, n, image, kernel, stride, padding, dilation, grid):
     L = grid[0] * grid[1]
     per = copy(permute(reshape(cols, (K, n, L)), (1, 0, 2)))
     return col2im(per, image, kernel, stride, padding, dilation, grid)
+
+
+def swap01(x, bias=None):
+    """``x`` (A, B, L) as contiguous (B, A, L), plus ``bias`` (A,) along A when given (a
+    transposed copy, then the elementwise add)."""
+    out = copy(permute(x, (1, 0, 2)))
+    if bias is None:
+        return out
+    from jit_kernels.cuda.elementwise import binary
+    dt = out.dtype
+    return binary("add", out, reshape(bias, (1, bias.shape[0], 1)), dt, dt)

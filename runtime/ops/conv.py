@@ -215,19 +215,15 @@ def _add_bias(ks, y, b, channels, dt):
     return ks.binary("add", y, ks.reshape(b, (1, channels, 1, 1)), dt.np, dt.np)
 
 
-def _to_nchw(ks, y, b, n, channels, length, dt):
+def _to_nchw(ks, y, b, n, channels, length):
     """(channels, n*length) gemm rows as the contiguous (n, channels, length) result, plus the
-    bias when given: one pass over a transposed view."""
-    yt = ks.permute(ks.reshape(y, (channels, n, length)), (1, 0, 2))
-    if b is None:
-        return ks.copy(yt)
-    return ks.binary("add", yt, ks.reshape(b, (1, channels, 1)), dt.np, dt.np)
+    bias when given: one pass (``swap01``)."""
+    return ks.swap01(ks.reshape(y, (channels, n, length)), b)
 
 
 def _rows(ks, x, n, c, length):
-    """(n, c, length...) payload ``x`` as contiguous (c, n*length) gemm rows."""
-    return ks.reshape(ks.copy(ks.permute(ks.reshape(x, (n, c, length)), (1, 0, 2))),
-                      (1, c, n * length))
+    """(n, c, length...) payload ``x`` as contiguous (1, c, n*length) gemm rows."""
+    return ks.reshape(ks.swap01(ks.reshape(x, (n, c, length))), (1, c, n * length))
 
 
 def _kernel_conv2d(ks, p, args, attrs, plan, device):
@@ -241,7 +237,7 @@ def _kernel_conv2d(ks, p, args, attrs, plan, device):
         cols = ks.im2col_batched(p[0], (kh, kw), *_window(attrs), (oh, ow))
         k = cols.shape[0]
         y = ks.matmul(ks.reshape(p[1], (1, o, k)), ks.reshape(cols, (1, k, n * oh * ow)))
-        y = _to_nchw(ks, y, p[2] if len(args) == 3 else None, n, o, oh * ow, plan.dtype)
+        y = _to_nchw(ks, y, p[2] if len(args) == 3 else None, n, o, oh * ow)
         return ks.reshape(y, plan.shape)
     # y[n, g] = W[g] (O/G, C/G*kh*kw) @ cols[n, g] (C/G*kh*kw, L): one batched gemm
     cols = ks.im2col(p[0], (kh, kw), *_window(attrs), (oh, ow))
