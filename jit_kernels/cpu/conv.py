@@ -3,13 +3,20 @@
 ``im2col(x, kernel, stride, padding, dilation, grid)``: ``x`` (N, C, H, W) to columns
 (N, C*kh*kw, oh*ow); row ``(c*kh + i)*kw + j`` holds ``x[n, c, oy*sh - pt + i*dh, ox*sw - pl +
 j*dw]`` (zero outside the image) at column ``oy*ow + ox``.  ``col2im`` is its adjoint: it sums
-every column entry back into the (N, C, H, W) image it was read from.
+every column entry back into the (N, C, H, W) image it was read from.  ``im2col_batched`` /
+``col2im_batched`` are the same with the samples side by side, (C*kh*kw, N*oh*ow): one gemm
+operand for a whole batch (the convolutions without groups use them directly; ``im2col`` and
+``col2im`` are them plus ``swap01``, so there are three kernels to compile, not five).
 
-Both run one prange task per (n, c) plane: every task reads and writes its own plane only, so
-col2im needs no atomics and sums in a fixed order (deterministic).  For each output row the
-in-image column range is computed once, so the inner loop is a plain (vectorisable) copy or add
-over a slice, with no per-element bounds test.  Operands are made C-contiguous first (one
-specialisation per dtype); outputs come from the caching allocator.
+``_im2col_b`` runs one prange task per row (c, i, j) and ``_col2im_b`` one per (n, c) plane:
+every col2im task writes its own plane only, so it needs no atomics and sums in a fixed order
+(deterministic).  For each output row the in-image column range is computed once, so the inner
+loop is a plain (vectorisable) copy or add, with no per-element bounds test; each task slices
+its arrays once per (row, sample) and indexes inside with unsigned ints (signed indices get a
+negative-index test that stops the copy vectorising; a slice per image row cost more than the
+copy on 8x8 images).  ``swap01`` turns (A, B, L) into (B, A, L), plus a bias along A.
+Operands are made C-contiguous first (one specialisation per dtype); outputs come from the
+caching allocator.
 """
 from __future__ import annotations
 
@@ -24,71 +31,6 @@ def _span(off, s, n_in, n_out):
     lo = 0 if off >= 0 else min(n_out, (s - 1 - off) // s)
     hi = 0 if n_in - 1 - off < 0 else min(n_out, (n_in - 1 - off) // s + 1)
     return lo, max(lo, hi)
-
-
-@njit(cache=True, parallel=True, error_model="numpy")
-def _im2col(x, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
-    N, C, H, W = x.shape
-    for t in prange(N * C):
-        n = t // C
-        c = t - n * C
-        for i in range(kh):
-            for j in range(kw):
-                row = out[n, (c * kh + i) * kw + j]
-                xoff = j * dw - pl
-                lo, hi = _span(xoff, sw, W, ow)
-                for oy in range(oh):
-                    seg = row[oy * ow:(oy + 1) * ow]
-                    iy = oy * sh - pt + i * dh
-                    if iy < 0 or iy >= H:
-                        for ox in range(ow):
-                            seg[ox] = 0
-                        continue
-                    for ox in range(lo):
-                        seg[ox] = 0
-                    mid = seg[lo:hi]
-                    if sw == 1:    # a contiguous source: the copy vectorises
-                        src = x[n, c, iy, lo + xoff:hi + xoff]
-                        for k in range(hi - lo):
-                            mid[k] = src[k]
-                    elif hi > lo:
-                        srs = x[n, c, iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
-                        for k in range(hi - lo):
-                            mid[k] = srs[k]
-                    for ox in range(hi, ow):
-                        seg[ox] = 0
-
-
-@njit(cache=True, parallel=True, error_model="numpy")
-def _col2im(cols, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
-    N, C, H, W = out.shape
-    for t in prange(N * C):
-        n = t // C
-        c = t - n * C
-        plane = out[n, c]
-        for y in range(H):
-            for x in range(W):
-                plane[y, x] = 0
-        for i in range(kh):
-            for j in range(kw):
-                row = cols[n, (c * kh + i) * kw + j]
-                xoff = j * dw - pl
-                lo, hi = _span(xoff, sw, W, ow)
-                if hi <= lo:
-                    continue
-                for oy in range(oh):
-                    iy = oy * sh - pt + i * dh
-                    if iy < 0 or iy >= H:
-                        continue
-                    mid = row[oy * ow + lo:oy * ow + hi]
-                    if sw == 1:    # a contiguous destination: the add vectorises
-                        dst = plane[iy, lo + xoff:hi + xoff]
-                        for k in range(hi - lo):
-                            dst[k] += mid[k]
-                    else:
-                        dss = plane[iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
-                        for k in range(hi - lo):
-                            dss[k] += mid[k]
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -195,23 +137,21 @@ def _contiguous(x):
 
 
 def im2col(x, kernel, stride, padding, dilation, grid):
-    """Columns (N, C*kh*kw, oh*ow) of image ``x`` (N, C, H, W); see the module docstring."""
+    """Columns (N, C*kh*kw, oh*ow) of image ``x`` (N, C, H, W); see the module docstring: the
+    batched columns, their (row, sample) axes swapped (one kernel less to compile; the convs
+    without groups use the batched layout directly)."""
     N, C = x.shape[:2]
     (kh, kw), (oh, ow) = kernel, grid
-    out = _pool.empty((N, C * kh * kw, oh * ow), x.dtype)
-    if out.size:
-        _im2col(_contiguous(x), out, kh, kw, *stride, *padding, *dilation, oh, ow)
-    return out
+    cols = im2col_batched(x, kernel, stride, padding, dilation, grid)
+    return swap01(cols.reshape(C * kh * kw, N, oh * ow))
 
 
 def col2im(cols, image, kernel, stride, padding, dilation, grid):
-    """The (N, C, H, W) image (``image`` = (C, H, W)) summing columns ``cols`` back."""
-    C, H, W = image
-    (kh, kw), (oh, ow) = kernel, grid
-    out = _pool.empty((cols.shape[0], C, H, W), cols.dtype)
-    if out.size:
-        _col2im(_contiguous(cols), out, kh, kw, *stride, *padding, *dilation, oh, ow)
-    return out
+    """The (N, C, H, W) image (``image`` = (C, H, W)) summing columns ``cols`` back: the
+    batched col2im of the columns with their (sample, row) axes swapped."""
+    N, K, L = cols.shape
+    return col2im_batched(swap01(_contiguous(cols)).reshape(K, N * L), N, image, kernel,
+                          stride, padding, dilation, grid)
 
 
 def im2col_batched(x, kernel, stride, padding, dilation, grid):

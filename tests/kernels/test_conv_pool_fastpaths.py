@@ -11,21 +11,39 @@ WINDOWS = [((3, 3), (1, 1), (1, 1), (1, 1)), ((2, 3), (2, 1), (0, 2), (1, 2)),
            ((3, 2), (1, 3), (2, 0), (2, 1))]
 
 
+def _ref_batched_columns(x, kernel, stride, pad, dil, grid):
+    """NumPy: (C*kh*kw, N*oh*ow), row (c*kh + i)*kw + j, column n*oh*ow + oy*ow + ox."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel, stride, pad, dil, grid
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    out = np.empty((c, kh, kw, n, oh, ow), x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            win = xp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+            out[:, i, j] = win.transpose(1, 0, 2, 3)
+    return out.reshape(c * kh * kw, n * oh * ow)
+
+
 @pytest.mark.parametrize("kernel,stride,pad,dil", WINDOWS)
-def test_batched_columns_are_the_per_sample_columns_side_by_side(kernel, stride, pad, dil):
+def test_batched_columns_and_their_adjoint(kernel, stride, pad, dil):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3, 2, 6, 7)).astype(np.float32)
     grid = tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
                  for n, k, s, p, d in zip(x.shape[2:], kernel, stride, pad, dil))
-    cols = C.im2col(x, kernel, stride, pad, dil, grid)
     b = C.im2col_batched(x, kernel, stride, pad, dil, grid)
-    k, length = cols.shape[1:]
-    np.testing.assert_array_equal(b, cols.transpose(1, 0, 2).reshape(k, 3 * length))
-    g = rng.standard_normal(b.shape).astype(np.float32)
+    np.testing.assert_array_equal(b, _ref_batched_columns(x, kernel, stride, pad, dil, grid))
+    k, length = b.shape[0], grid[0] * grid[1]
+    np.testing.assert_array_equal(C.im2col(x, kernel, stride, pad, dil, grid),
+                                  b.reshape(k, 3, length).transpose(1, 0, 2))
+    # the adjoint: <im2col(x), g> == <x, col2im(g)> for every x, so col2im(g) is the gradient
+    g = rng.standard_normal(b.shape).astype(np.float64)
+    got = C.col2im_batched(g, 3, x.shape[1:], kernel, stride, pad, dil, grid)
+    eye = np.eye(x.size).reshape((x.size,) + x.shape)
+    want = np.array([(_ref_batched_columns(e, kernel, stride, pad, dil, grid) * g).sum()
+                     for e in eye]).reshape(x.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     per = np.ascontiguousarray(g.reshape(k, 3, length).transpose(1, 0, 2))
-    np.testing.assert_array_equal(C.col2im_batched(g, 3, x.shape[1:], kernel, stride, pad, dil,
-                                                   grid),
-                                  C.col2im(per, x.shape[1:], kernel, stride, pad, dil, grid))
+    np.testing.assert_array_equal(C.col2im(per, x.shape[1:], kernel, stride, pad, dil, grid), got)
 
 
 def test_swap01_transposes_and_adds_the_bias():
