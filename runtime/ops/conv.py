@@ -4,11 +4,14 @@ records) and ``conv1d`` (a front end over ``conv2d``), with PyTorch's argument c
 Every record keeps its padding as four pads ``(top, left, bottom, right)`` (ONNX's order), so
 ``padding="same"`` with an even kernel (PyTorch puts the odd pad at the end) and the gradients
 of asymmetric convolutions stay one op.  The convolutions are lowered onto the kernel sets'
-``im2col``/``col2im`` and the batched gemm (``matmul``): a conv is ``W @ im2col(x)`` per sample
-(per group), a transposed conv ``col2im(W.T @ x)``.  Their gradients are written with
-catalogue ops: each is the other's input gradient (conv2d's, at stride 1 on wide images, the
-cheaper full correlation with the flipped weight), and the weight gradient is ``g @ cols.T``
-summed over the batch, so they run on every device.  Capture records each as one op (no
+``im2col``/``col2im`` (or their batched layouts) and the gemm (``matmul``): without groups a
+conv is ONE gemm ``W @ im2col_batched(x)`` for the batch, its (O, N, L) rows turned into NCHW
+plus the bias by ``swap01``, a transposed conv ``col2im_batched(W.T @ x as rows)``; with groups
+``W[g] @ im2col(x)[n, g]`` per sample and group.  Their gradients are written with catalogue
+ops: each is the other's input gradient (conv2d's, at stride 1 on wide images, the cheaper
+full correlation with the flipped weight), and the weight gradient is the internal op
+``conv2d_weight_grad`` (one gemm over batch and grid; it decomposes into ``g @ cols.T`` summed
+over the batch), so they run on every device.  Capture records each as one op (no
 decomposition), which ONNX exports as ``Conv``/``ConvTranspose``.
 """
 from __future__ import annotations
