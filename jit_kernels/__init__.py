@@ -34,7 +34,7 @@ PROTOCOL_METHODS = (
     "unary", "binary", "where", "cast",
     "reduce", "arg_reduce", "softmax",
     "matmul",
-    "im2col", "col2im",
+    "im2col", "col2im", "im2col_batched", "col2im_batched", "swap01",
     "rand", "randn",
     "argsort", "topk",
     "custom",
@@ -158,6 +158,20 @@ class KernelSet(Protocol):
                dilation: tuple, grid: tuple) -> Any:
         """The adjoint of ``im2col``: the (N, C, H, W) image (``image`` = (C, H, W)) in which
         every entry of ``cols`` (N, C*kh*kw, oh*ow) is added at the position it reads."""
+
+    def im2col_batched(self, x: Any, kernel: tuple, stride: tuple, padding: tuple,
+                       dilation: tuple, grid: tuple) -> Any:
+        """``im2col``'s columns with the samples side by side, as one gemm operand for the
+        batch: (C*kh*kw, N*oh*ow), column ``n*oh*ow + oy*ow + ox``.  Contiguous."""
+
+    def col2im_batched(self, cols: Any, n: int, image: tuple, kernel: tuple, stride: tuple,
+                       padding: tuple, dilation: tuple, grid: tuple) -> Any:
+        """The adjoint of ``im2col_batched``: the (n, C, H, W) image (``image`` = (C, H, W))
+        summing the entries of ``cols`` (C*kh*kw, n*oh*ow) back."""
+
+    def swap01(self, x: Any, bias: Any = None) -> Any:
+        """``x`` (A, B, L) as a contiguous (B, A, L) array, plus ``bias`` (A,) (same dtype)
+        along A when given: conv gemm rows (O, N, L) to NCHW and back, in one pass."""
 
     # -- random --------------------------------------------------------------------------
     def rand(self, shape: tuple, dtype: Any, seed: int, offset: int, index: int) -> Any:

@@ -589,6 +589,7 @@ NOT_IN_TABLE = {
     "fold": "tested in tests/test_conv.py",
     "conv2d": "tested in tests/test_conv.py",
     "conv_transpose2d": "tested in tests/test_conv.py",
+    "conv2d_weight_grad": "internal op of conv2d's gradient; tests/test_conv.py",
     "max_pool2d": "windowed op with attrs; tested in tests/test_pooling.py",
     "max_pool2d_indices": "return_indices of max_pool2d; tested in tests/test_pooling.py",
     "adaptive_max_pool2d": "windowed op with attrs; tested in tests/test_pooling.py",

@@ -56,7 +56,8 @@ REACHED_BY = {
 }
 # Reached only inside another op's gradient: that op's backward rule dispatches it.
 INTERNAL = {"cross_entropy_backward": "cross_entropy", "max_pool2d_backward": "max_pool2d",
-            "avg_pool2d_backward": "avg_pool2d", "interpolate_backward": "interpolate"}
+            "avg_pool2d_backward": "avg_pool2d", "interpolate_backward": "interpolate",
+            "conv2d_weight_grad": "conv2d"}
 # issue 16: advanced-index assignment and the native pad
 REACHED_BY["pad"] = lambda x: rt.pad(x, (1, 1), mode="reflect")
 REACHED_BY["put"] = lambda x: x.slice_assign(([0, 1], [2, 0]), 1.0)
@@ -109,6 +110,8 @@ def test_internal_ops_are_reached_by_their_owners_rule(monkeypatch):
                  lambda t: F.interpolate(t, size=(3, 4))):
         pool(x4).sum().backward()
     rt.pad(x4, (1, 1), mode="reflect").sum().backward()
+    w4 = rt.tensor(np.ones((1, 1, 1, 2)), device=ad).require_grad()
+    F.conv2d(x4, w4).sum().backward()
     assert set(INTERNAL) <= seen
 
 

@@ -122,6 +122,15 @@ class CpuKernels:
     def col2im(self, cols, image, kernel, stride, padding, dilation, grid):
         return _conv.col2im(cols, image, kernel, stride, padding, dilation, grid)
 
+    def im2col_batched(self, x, kernel, stride, padding, dilation, grid):
+        return _conv.im2col_batched(x, kernel, stride, padding, dilation, grid)
+
+    def col2im_batched(self, cols, n, image, kernel, stride, padding, dilation, grid):
+        return _conv.col2im_batched(cols, n, image, kernel, stride, padding, dilation, grid)
+
+    def swap01(self, x, bias=None):
+        return _conv.swap01(x, bias)
+
     # -- pooling and resampling
     def max_pool2d(self, x, rows, cols, want_indices):
         return _pooling.max_pool2d(x, rows, cols, want_indices)

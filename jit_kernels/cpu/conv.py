@@ -3,17 +3,24 @@
 ``im2col(x, kernel, stride, padding, dilation, grid)``: ``x`` (N, C, H, W) to columns
 (N, C*kh*kw, oh*ow); row ``(c*kh + i)*kw + j`` holds ``x[n, c, oy*sh - pt + i*dh, ox*sw - pl +
 j*dw]`` (zero outside the image) at column ``oy*ow + ox``.  ``col2im`` is its adjoint: it sums
-every column entry back into the (N, C, H, W) image it was read from.
+every column entry back into the (N, C, H, W) image it was read from.  ``im2col_batched`` /
+``col2im_batched`` are the same with the samples side by side, (C*kh*kw, N*oh*ow): one gemm
+operand for a whole batch (the convolutions without groups use them directly; ``im2col`` and
+``col2im`` are them plus ``swap01``, so there are three kernels to compile, not five).
 
-Both run one prange task per (n, c) plane: every task reads and writes its own plane only, so
-col2im needs no atomics and sums in a fixed order (deterministic).  For each output row the
-in-image column range is computed once, so the inner loop is a plain (vectorisable) copy or add
-over a slice, with no per-element bounds test.  Operands are made C-contiguous first (one
-specialisation per dtype); outputs come from the caching allocator.
+``_im2col_b`` runs one prange task per row (c, i, j) and ``_col2im_b`` one per (n, c) plane:
+every col2im task writes its own plane only, so it needs no atomics and sums in a fixed order
+(deterministic).  For each output row the in-image column range is computed once, so the inner
+loop is a plain (vectorisable) copy or add, with no per-element bounds test; each task slices
+its arrays once per (row, sample) and indexes inside with unsigned ints (signed indices get a
+negative-index test that stops the copy vectorising; a slice per image row cost more than the
+copy on 8x8 images).  ``swap01`` turns (A, B, L) into (B, A, L), plus a bias along A.
+Operands are made C-contiguous first (one specialisation per dtype); outputs come from the
+caching allocator.
 """
 from __future__ import annotations
 
-from numba import njit, prange
+from numba import njit, prange, uint64
 
 from jit_kernels.cpu import _pool
 
@@ -27,69 +34,100 @@ def _span(off, s, n_in, n_out):
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _im2col(x, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
-    N, C, H, W = x.shape
-    for t in prange(N * C):
-        n = t // C
-        c = t - n * C
-        for i in range(kh):
-            for j in range(kw):
-                row = out[n, (c * kh + i) * kw + j]
-                xoff = j * dw - pl
-                lo, hi = _span(xoff, sw, W, ow)
-                for oy in range(oh):
-                    seg = row[oy * ow:(oy + 1) * ow]
-                    iy = oy * sh - pt + i * dh
-                    if iy < 0 or iy >= H:
-                        for ox in range(ow):
-                            seg[ox] = 0
-                        continue
-                    for ox in range(lo):
-                        seg[ox] = 0
-                    mid = seg[lo:hi]
-                    if sw == 1:    # a contiguous source: the copy vectorises
-                        src = x[n, c, iy, lo + xoff:hi + xoff]
-                        for k in range(hi - lo):
-                            mid[k] = src[k]
-                    elif hi > lo:
-                        srs = x[n, c, iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
-                        for k in range(hi - lo):
-                            mid[k] = srs[k]
-                    for ox in range(hi, ow):
-                        seg[ox] = 0
+def _im2col_b(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
+    """Batched columns into flat ``out`` (C*kh*kw, N*oh*ow) from flat ``x`` (N, C, H, W); one
+    prange task per row (c, i, j).  Per (row, n) one slice of each array and unsigned indices
+    inside it (signed ones get a negative-index test that stops the copy vectorising; a slice
+    per image row costs more than the copy on small images)."""
+    L = oh * ow
+    HW = H * W
+    for r in prange(C * kh * kw):
+        c = r // (kh * kw)
+        ij = r - c * (kh * kw)
+        i = ij // kw
+        j = ij - i * kw
+        xoff = j * dw - pl
+        lo, hi = _span(xoff, sw, W, ow)
+        ulo, uhi, uow = uint64(lo), uint64(hi), uint64(ow)
+        for n in range(N):
+            ob = (r * N + n) * L
+            dst = out[ob:ob + L]
+            xb = (n * C + c) * HW
+            img = x[xb:xb + HW]
+            for oy in range(oh):
+                o = uint64(oy * ow)
+                iy = oy * sh - pt + i * dh
+                if iy < 0 or iy >= H:
+                    for ox in range(uow):
+                        dst[o + ox] = 0
+                    continue
+                for ox in range(ulo):
+                    dst[o + ox] = 0
+                if sw == 1:
+                    src = uint64(iy * W + xoff + lo)
+                    d = o + ulo
+                    for k in range(uhi - ulo):
+                        dst[d + k] = img[src + k]
+                else:
+                    for ox in range(lo, hi):
+                        dst[o + uint64(ox)] = img[uint64(iy * W + xoff + ox * sw)]
+                for ox in range(uhi, uow):
+                    dst[o + ox] = 0
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _col2im(cols, out, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
-    N, C, H, W = out.shape
+def _col2im_b(cols, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
+    """The adjoint of ``_im2col_b`` (flat arrays, the same indexing): one prange task per
+    (n, c) plane of ``out``, which it zeroes and then sums into in a fixed order."""
+    L = oh * ow
+    HW = H * W
     for t in prange(N * C):
         n = t // C
         c = t - n * C
-        plane = out[n, c]
-        for y in range(H):
-            for x in range(W):
-                plane[y, x] = 0
+        plane = out[t * HW:(t + 1) * HW]
+        for k in range(HW):
+            plane[k] = 0
         for i in range(kh):
             for j in range(kw):
-                row = cols[n, (c * kh + i) * kw + j]
+                cb = (((c * kh + i) * kw + j) * N + n) * L
+                src = cols[cb:cb + L]
                 xoff = j * dw - pl
                 lo, hi = _span(xoff, sw, W, ow)
                 if hi <= lo:
                     continue
+                ulo, uhi = uint64(lo), uint64(hi)
                 for oy in range(oh):
                     iy = oy * sh - pt + i * dh
                     if iy < 0 or iy >= H:
                         continue
-                    mid = row[oy * ow + lo:oy * ow + hi]
-                    if sw == 1:    # a contiguous destination: the add vectorises
-                        dst = plane[iy, lo + xoff:hi + xoff]
-                        for k in range(hi - lo):
-                            dst[k] += mid[k]
+                    o = uint64(oy * ow)
+                    if sw == 1:
+                        d = uint64(iy * W + xoff + lo)
+                        e = o + ulo
+                        for k in range(uhi - ulo):
+                            plane[d + k] += src[e + k]
                     else:
-                        dss = plane[iy, lo * sw + xoff:(hi - 1) * sw + xoff + 1:sw]
-                        for k in range(hi - lo):
-                            dss[k] += mid[k]
+                        for ox in range(lo, hi):
+                            plane[uint64(iy * W + xoff + ox * sw)] += src[o + uint64(ox)]
 
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _swap01(x, out, bias, has_bias):
+    """``out[b, a, :] = x[a, b, :]`` (+ ``bias[a]``): one prange task per output (b, a) row, a
+    contiguous copy of ``L`` elements."""
+    A, B, L = x.shape
+    for t in prange(B * A):
+        b = t // A
+        a = t - b * A
+        src = x[a, b]
+        dst = out[b, a]
+        if has_bias:
+            v = bias[a]
+            for k in range(L):
+                dst[k] = src[k] + v
+        else:
+            for k in range(L):
+                dst[k] = src[k]
 
 def _contiguous(x):
     if x.flags.c_contiguous:
@@ -99,23 +137,60 @@ def _contiguous(x):
 
 
 def im2col(x, kernel, stride, padding, dilation, grid):
-    """Columns (N, C*kh*kw, oh*ow) of image ``x`` (N, C, H, W); see the module docstring."""
+    """Columns (N, C*kh*kw, oh*ow) of image ``x`` (N, C, H, W); see the module docstring: the
+    batched columns, their (row, sample) axes swapped (one kernel less to compile; the convs
+    without groups use the batched layout directly)."""
     N, C = x.shape[:2]
     (kh, kw), (oh, ow) = kernel, grid
-    out = _pool.empty((N, C * kh * kw, oh * ow), x.dtype)
-    if out.size:
-        _im2col(_contiguous(x), out, kh, kw, *stride, *padding, *dilation, oh, ow)
-    return out
+    cols = im2col_batched(x, kernel, stride, padding, dilation, grid)
+    return swap01(cols.reshape(C * kh * kw, N, oh * ow))
 
 
 def col2im(cols, image, kernel, stride, padding, dilation, grid):
-    """The (N, C, H, W) image (``image`` = (C, H, W)) summing columns ``cols`` back."""
-    C, H, W = image
+    """The (N, C, H, W) image (``image`` = (C, H, W)) summing columns ``cols`` back: the
+    batched col2im of the columns with their (sample, row) axes swapped."""
+    N, K, L = cols.shape
+    return col2im_batched(swap01(_contiguous(cols)).reshape(K, N * L), N, image, kernel,
+                          stride, padding, dilation, grid)
+
+
+def im2col_batched(x, kernel, stride, padding, dilation, grid):
+    """Batched columns (C*kh*kw, N*oh*ow) of image ``x`` (N, C, H, W): ``im2col``'s rows with
+    the samples side by side (column ``n*oh*ow + oy*ow + ox``), one gemm operand for the batch."""
+    N, C = x.shape[:2]
     (kh, kw), (oh, ow) = kernel, grid
-    out = _pool.empty((cols.shape[0], C, H, W), cols.dtype)
+    out = _pool.empty((C * kh * kw, N * oh * ow), x.dtype)
     if out.size:
-        _col2im(_contiguous(cols), out, kh, kw, *stride, *padding, *dilation, oh, ow)
+        N, C, H, W = x.shape
+        _im2col_b(_contiguous(x).reshape(-1), out.reshape(-1), N, C, H, W, kh, kw, *stride,
+                  *padding, *dilation, oh, ow)
     return out
 
 
-__all__ = ["im2col", "col2im"]
+def col2im_batched(cols, n, image, kernel, stride, padding, dilation, grid):
+    """The (n, C, H, W) image (``image`` = (C, H, W)) summing batched columns ``cols``
+    (C*kh*kw, n*oh*ow) back: the adjoint of ``im2col_batched``."""
+    C, H, W = image
+    (kh, kw), (oh, ow) = kernel, grid
+    out = _pool.empty((n, C, H, W), cols.dtype)
+    if out.size:
+        if cols.size == 0:
+            out[...] = 0
+        else:
+            _col2im_b(_contiguous(cols).reshape(-1), out.reshape(-1), n, C, H, W, kh, kw,
+                      *stride, *padding, *dilation, oh, ow)
+    return out
+
+
+def swap01(x, bias=None):
+    """``x`` (A, B, L) as contiguous (B, A, L), plus ``bias`` (A,) along A when given: the
+    gemm's (O, N, L) conv rows to NCHW (and back) in one pass."""
+    A, B, L = x.shape
+    out = _pool.empty((B, A, L), x.dtype)
+    if out.size:
+        b = x[:1, 0, 0] if bias is None else _contiguous(bias).astype(x.dtype, copy=False)
+        _swap01(_contiguous(x), out, b, bias is not None)
+    return out
+
+
+__all__ = ["im2col", "col2im", "im2col_batched", "col2im_batched", "swap01"]

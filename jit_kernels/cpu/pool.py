@@ -21,6 +21,7 @@ from numba import njit, prange, types
 from numba.extending import overload
 
 from jit_kernels.cpu import _pool, scalar_math as sm
+from jit_kernels.cpu._layout import nthreads
 
 
 def _planes(x):
@@ -47,26 +48,37 @@ def _ov_mx(a, b):
     return lambda a, b: a if a >= b else b
 
 
+@njit(cache=True)
+def _chunks(planes, nt):
+    """How many prange tasks take ``planes`` planes: a few per thread, so that per-task
+    scratch is allocated a few times per call, not once per plane (an allocation inside the
+    loop cost more than pooling a small plane)."""
+    return max(1, min(planes, 4 * nt))
+
+
 @njit(parallel=True, cache=True)
-def _max_values(x, W, hs, he, dh, ws, we, dw, lowest, out):
+def _max_values(x, W, hs, he, dh, ws, we, dw, lowest, out, nt):
     # rows first: the column maxima of an output row's window rows are one vectorised pass
     # over contiguous rows, then each output takes the max of its columns
     OH, OW = hs.shape[0], ws.shape[0]
-    for p in prange(x.shape[0]):
-        xp = x[p]
+    P = x.shape[0]
+    nch = _chunks(P, nt)
+    for ci in prange(nch):
         r = np.empty(W, x.dtype)
-        for oh in range(OH):
-            r[:] = lowest
-            for h in range(hs[oh], he[oh], dh):
-                row = xp[h * W:(h + 1) * W]
-                for w in range(W):
-                    r[w] = _mx(r[w], row[w])
-            o = out[p, oh * OW:(oh + 1) * OW]
-            for ow in range(OW):
-                best = lowest
-                for w in range(ws[ow], we[ow], dw):
-                    best = _mx(best, r[w])
-                o[ow] = best
+        for p in range(ci * P // nch, (ci + 1) * P // nch):
+            xp = x[p]
+            for oh in range(OH):
+                r[:] = lowest
+                for h in range(hs[oh], he[oh], dh):
+                    row = xp[h * W:(h + 1) * W]
+                    for w in range(W):
+                        r[w] = _mx(r[w], row[w])
+                o = out[p, oh * OW:(oh + 1) * OW]
+                for ow in range(OW):
+                    best = lowest
+                    for w in range(ws[ow], we[ow], dw):
+                        best = _mx(best, r[w])
+                    o[ow] = best
 
 
 @njit(inline="always")
@@ -105,27 +117,76 @@ def _plane_argmax(xp, W, hs, he, dh, ws, we, dw, lowest, best, bh, out, idx):
 
 
 @njit(parallel=True, cache=True)
-def _max_with_indices(x, W, hs, he, dh, ws, we, dw, lowest, out, idx):
-    for p in prange(x.shape[0]):
+def _max_with_indices(x, W, hs, he, dh, ws, we, dw, lowest, out, idx, nt):
+    P = x.shape[0]
+    nch = _chunks(P, nt)
+    for ci in prange(nch):
         best = np.empty(W, x.dtype)
         bh = np.empty(W, np.int64)
-        _plane_argmax(x[p], W, hs, he, dh, ws, we, dw, lowest, best, bh, out[p], idx[p])
+        for p in range(ci * P // nch, (ci + 1) * P // nch):
+            _plane_argmax(x[p], W, hs, he, dh, ws, we, dw, lowest, best, bh, out[p], idx[p])
 
 
 @njit(parallel=True, cache=True)
-def _max_bwd(x, g, W, hs, he, dh, ws, we, dw, lowest, gx):
+def _max_bwd(x, g, W, hs, he, dh, ws, we, dw, lowest, gx, nt):
     # the argmax again (the tape keeps no index tensor), then a serial scatter per plane
     n = hs.shape[0] * ws.shape[0]
-    for p in prange(x.shape[0]):
+    P = x.shape[0]
+    nch = _chunks(P, nt)
+    for ci in prange(nch):
         best = np.empty(W, x.dtype)
         bh = np.empty(W, np.int64)
         vals = np.empty(n, x.dtype)
         idx = np.empty(n, np.int64)
-        _plane_argmax(x[p], W, hs, he, dh, ws, we, dw, lowest, best, bh, vals, idx)
-        gp = gx[p]
-        gp[:] = 0
-        for o in range(n):
-            gp[idx[o]] += g[p, o]
+        for p in range(ci * P // nch, (ci + 1) * P // nch):
+            _plane_argmax(x[p], W, hs, he, dh, ws, we, dw, lowest, best, bh, vals, idx)
+            gp = gx[p]
+            gp[:] = 0
+            for o in range(n):
+                gp[idx[o]] += g[p, o]
+
+
+@njit(parallel=True, cache=True)
+def _max2(x, W, OH, OW, out, gx, g, backward, nt):
+    """2x2 windows at stride 2 (no padding, no dilation: the common pool): values, or with
+    ``backward`` the gradient ``g`` scattered to each window's argmax — the generic kernels'
+    pick (row-major first maximum, or the last NaN) as a sequential scan of the 4 taps."""
+    P = x.shape[0]
+    nch = _chunks(P, nt)
+    for ci in prange(nch):
+        for p in range(ci * P // nch, (ci + 1) * P // nch):
+            xp = x[p]
+            if backward:
+                gp = gx[p]
+                gp[:] = 0
+            for oh in range(OH):
+                r0 = xp[2 * oh * W:(2 * oh + 1) * W]
+                r1 = xp[(2 * oh + 1) * W:(2 * oh + 2) * W]
+                if not backward:
+                    o = out[p, oh * OW:(oh + 1) * OW]
+                    for ow in range(OW):
+                        o[ow] = _mx(_mx(r0[2 * ow], r0[2 * ow + 1]),
+                                    _mx(r1[2 * ow], r1[2 * ow + 1]))
+                    continue
+                for ow in range(OW):
+                    m = r0[2 * ow]
+                    k = 2 * oh * W + 2 * ow
+                    for d in range(1, 4):
+                        i = 2 * oh * W + 2 * ow + (d // 2) * W + (d % 2)
+                        v = xp[i]
+                        if v > m or v != v:
+                            m = v
+                            k = i
+                    gp[k] += g[p, oh * OW + ow]
+
+
+def _is_2x2(rows, cols):
+    """Whether both window tables are 2-wide windows at stride 2, unclipped, undilated."""
+    for st, sp, step in (rows, cols):
+        if step != 1 or not (np.array_equal(st, 2 * np.arange(len(st)))
+                             and np.array_equal(sp, st + 2)):
+            return False
+    return True
 
 
 @njit(parallel=True, cache=True)
@@ -212,11 +273,15 @@ def max_pool2d(x, rows, cols, want_indices):
     oh, ow = len(hs), len(ws)
     shape = (n, c, oh, ow)
     out = _out(n, c, oh, ow, x.dtype)
+    if not want_indices and x.dtype.kind == "f" and _is_2x2(rows, cols):
+        _max2(_planes(x), W, oh, ow, out, out, out, False, nthreads())
+        return out.reshape(shape), None
     if not want_indices:
-        _max_values(_planes(x), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), out)
+        _max_values(_planes(x), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), out, nthreads())
         return out.reshape(shape), None
     idx = _out(n, c, oh, ow, np.int64)
-    _max_with_indices(_planes(x), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), out, idx)
+    _max_with_indices(_planes(x), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), out, idx,
+                      nthreads())
     return out.reshape(shape), idx.reshape(shape)
 
 
@@ -225,7 +290,12 @@ def max_pool2d_backward(x, g, rows, cols):
     n, c, H, W = x.shape
     (hs, he, dh), (ws, we, dw) = rows, cols
     gx = _pool.empty((n * c, H * W), g.dtype)
-    _max_bwd(_planes(x), _planes(g), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), gx)
+    if x.dtype.kind == "f" and x.dtype == g.dtype and _is_2x2(rows, cols):
+        gp = _planes(g)
+        _max2(_planes(x), W, len(hs), len(ws), gp, gx, gp, True, nthreads())
+        return gx.reshape(x.shape)
+    _max_bwd(_planes(x), _planes(g), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), gx,
+             nthreads())
     return gx.reshape(x.shape)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import cuda
 
 from jit_kernels.cuda._array import TPB, alloc, blocks_for, launch
-from jit_kernels.cuda.shape import contiguous
+from jit_kernels.cuda.shape import contiguous, copy, permute, reshape
 
 
 @cuda.jit(cache=True)
@@ -85,3 +85,31 @@ def col2im(cols, image, kernel, stride, padding, dilation, grid):
         launch(_col2im, blocks_for(total, cols.index), TPB, cc.buf, cc.offset, C, H, W, out.buf,
                kh, kw, *stride, *padding, *dilation, oh, ow, total)
     return out
+
+
+def im2col_batched(x, kernel, stride, padding, dilation, grid):
+    """Batched columns (C*kh*kw, N*oh*ow): ``im2col``'s, samples side by side (a transposed
+    copy of its columns: simple and correct; the cpu set has its own kernel)."""
+    N = x.shape[0]
+    cols = im2col(x, kernel, stride, padding, dilation, grid)
+    K, L = cols.shape[1:]
+    return reshape(copy(permute(cols, (1, 0, 2))), (K, N * L))
+
+
+def col2im_batched(cols, n, image, kernel, stride, padding, dilation, grid):
+    """The adjoint of ``im2col_batched``: ``col2im`` of its columns transposed back."""
+    K = cols.shape[0]
+    L = grid[0] * grid[1]
+    per = copy(permute(reshape(cols, (K, n, L)), (1, 0, 2)))
+    return col2im(per, image, kernel, stride, padding, dilation, grid)
+
+
+def swap01(x, bias=None):
+    """``x`` (A, B, L) as contiguous (B, A, L), plus ``bias`` (A,) along A when given (a
+    transposed copy, then the elementwise add)."""
+    out = copy(permute(x, (1, 0, 2)))
+    if bias is None:
+        return out
+    from jit_kernels.cuda.elementwise import binary
+    dt = out.dtype
+    return binary("add", out, reshape(bias, (1, bias.shape[0], 1)), dt, dt)

@@ -4,11 +4,14 @@ records) and ``conv1d`` (a front end over ``conv2d``), with PyTorch's argument c
 Every record keeps its padding as four pads ``(top, left, bottom, right)`` (ONNX's order), so
 ``padding="same"`` with an even kernel (PyTorch puts the odd pad at the end) and the gradients
 of asymmetric convolutions stay one op.  The convolutions are lowered onto the kernel sets'
-``im2col``/``col2im`` and the batched gemm (``matmul``): a conv is ``W @ im2col(x)`` per sample
-(per group), a transposed conv ``col2im(W.T @ x)``.  Their gradients are written with
-catalogue ops: each is the other's input gradient (conv2d's, at stride 1 on wide images, the
-cheaper full correlation with the flipped weight), and the weight gradient is ``g @ cols.T``
-summed over the batch, so they run on every device.  Capture records each as one op (no
+``im2col``/``col2im`` (or their batched layouts) and the gemm (``matmul``): without groups a
+conv is ONE gemm ``W @ im2col_batched(x)`` for the batch, its (O, N, L) rows turned into NCHW
+plus the bias by ``swap01``, a transposed conv ``col2im_batched(W.T @ x as rows)``; with groups
+``W[g] @ im2col(x)[n, g]`` per sample and group.  Their gradients are written with catalogue
+ops: each is the other's input gradient (conv2d's, at stride 1 on wide images, the cheaper
+full correlation with the flipped weight), and the weight gradient is the internal op
+``conv2d_weight_grad`` (one gemm over batch and grid; it decomposes into ``g @ cols.T`` summed
+over the batch), so they run on every device.  Capture records each as one op (no
 decomposition), which ONNX exports as ``Conv``/``ConvTranspose``.
 """
 from __future__ import annotations
@@ -215,16 +218,35 @@ def _add_bias(ks, y, b, channels, dt):
     return ks.binary("add", y, ks.reshape(b, (1, channels, 1, 1)), dt.np, dt.np)
 
 
+def _to_nchw(ks, y, b, n, channels, length):
+    """(channels, n*length) gemm rows as the contiguous (n, channels, length) result, plus the
+    bias when given: one pass (``swap01``)."""
+    return ks.swap01(ks.reshape(y, (channels, n, length)), b)
+
+
+def _rows(ks, x, n, c, length):
+    """(n, c, length...) payload ``x`` as contiguous (1, c, n*length) gemm rows."""
+    return ks.reshape(ks.swap01(ks.reshape(x, (n, c, length))), (1, c, n * length))
+
+
 def _kernel_conv2d(ks, p, args, attrs, plan, device):
-    # y[n, g] = W[g] (O/G, C/G*kh*kw) @ cols[n, g] (C/G*kh*kw, L): one batched gemm
     w = args[1]
     n, o, oh, ow = plan.shape
     groups = attrs["groups"]
     kh, kw = w.shape[2:]
+    if groups == 1:
+        # Y (O, N*L) = W (O, C*kh*kw) @ cols (C*kh*kw, N*L): ONE gemm for the batch (the
+        # batched columns put the samples side by side), then (O, N, L) -> (N, O, L) + bias
+        cols = ks.im2col_batched(p[0], (kh, kw), *_window(attrs), (oh, ow))
+        k = cols.shape[0]
+        y = ks.matmul(ks.reshape(p[1], (1, o, k)), ks.reshape(cols, (1, k, n * oh * ow)))
+        y = _to_nchw(ks, y, p[2] if len(args) == 3 else None, n, o, oh * ow)
+        return ks.reshape(y, plan.shape)
+    # y[n, g] = W[g] (O/G, C/G*kh*kw) @ cols[n, g] (C/G*kh*kw, L): one batched gemm
     cols = ks.im2col(p[0], (kh, kw), *_window(attrs), (oh, ow))
     kg = w.shape[1] * kh * kw
     a = _grouped_weight(ks, p[1], n, groups, o // groups, kg)
-    b = ks.reshape(cols, (n * groups, kg, oh * ow)) if groups > 1 else cols
+    b = ks.reshape(cols, (n * groups, kg, oh * ow))
     y = ks.reshape(ks.matmul(a, b), plan.shape)
     return _add_bias(ks, y, p[2], o, plan.dtype) if len(args) == 3 else y
 
@@ -238,15 +260,60 @@ def _kernel_conv_transpose2d(ks, p, args, attrs, plan, device):
     kh, kw = w.shape[2:]
     rows = (o // groups) * kh * kw
     cg = c // groups
-    if groups == 1:      # the transposed weight as a strided view: the gemm reads it so
+    if groups == 1:
+        # cols (O*kh*kw, N*H*W) = W.T (a strided view: the gemm reads it so) @ x as rows
+        # (C, N*H*W): ONE gemm for the batch, then the batched col2im
         a = ks.permute(ks.reshape(p[1], (1, cg, rows)), (0, 2, 1))
-    else:
-        wt = ks.permute(ks.reshape(p[1], (1, groups, cg, rows)), (0, 1, 3, 2))
-        a = ks.reshape(ks.expand(wt, (n, groups, rows, cg)), (n * groups, rows, cg))
+        cols = ks.matmul(a, _rows(ks, p[0], n, c, h * wd))
+        y = ks.col2im_batched(ks.reshape(cols, (rows, n * h * wd)), n, plan.shape[1:], (kh, kw),
+                              *_window(attrs), (h, wd))
+        return _add_bias(ks, y, p[2], o, plan.dtype) if len(args) == 3 else y
+    wt = ks.permute(ks.reshape(p[1], (1, groups, cg, rows)), (0, 1, 3, 2))
+    a = ks.reshape(ks.expand(wt, (n, groups, rows, cg)), (n * groups, rows, cg))
     cols = ks.matmul(a, ks.reshape(p[0], (n * groups, cg, h * wd)))
     cols = ks.reshape(cols, (n, o * kh * kw, h * wd))
     y = ks.col2im(cols, plan.shape[1:], (kh, kw), *_window(attrs), (h, wd))
     return _add_bias(ks, y, p[2], o, plan.dtype) if len(args) == 3 else y
+
+
+def _infer_conv2d_weight_grad(args, attrs):
+    op = "conv2d_weight_grad"
+    x, g = args
+    _rank(op, "input", x, 4, "(N, C, H, W)")
+    _rank(op, "gradient", g, 4, "(N, O, oH, oW)")
+    dt = _float_dtype(op, x, g)
+    groups = attrs["groups"]
+    k = attrs["kernel_size"]
+    grid = grid_of(op, x.shape[2:], k, attrs["stride"], attrs["padding"], attrs["dilation"])
+    if g.shape[0] != x.shape[0] or tuple(g.shape[2:]) != grid or x.shape[1] % groups \
+            or g.shape[1] % groups:
+        raise ShapeError(f"{op}: gradient of shape {tuple(g.shape)} does not match the output of "
+                         f"a convolution of the input of shape {tuple(x.shape)} (grid {grid}, "
+                         f"groups={groups})")
+    return Plan((g.shape[1], x.shape[1] // groups) + tuple(k), dt, dt)
+
+
+def _kernel_conv2d_weight_grad(ks, p, args, attrs, plan, device):
+    # gW (O, C*kh*kw) = g as rows (O, N*L) @ cols.T (N*L, C*kh*kw): ONE gemm reducing over
+    # the batch and the grid (per group: a batch of G)
+    x, g = args
+    n, o = g.shape[:2]
+    length = g.shape[2] * g.shape[3]
+    groups = attrs["groups"]
+    cols = ks.im2col_batched(p[0], attrs["kernel_size"], *_window(attrs), tuple(g.shape[2:]))
+    k = cols.shape[0]
+    gt = ks.reshape(_rows(ks, p[1], n, o, length), (groups, o // groups, n * length))
+    ct = ks.permute(ks.reshape(cols, (groups, k // groups, n * length)), (0, 2, 1))
+    return ks.reshape(ks.matmul(gt, ct), plan.shape)
+
+
+def _decompose_conv2d_weight_grad(args, attrs):
+    x, g = args
+    n, o = g.shape[:2]
+    cols = run("unfold", (x,), {k: attrs[k] for k in ("kernel_size", "dilation", "padding",
+                                                        "stride")})
+    shape = (o, x.shape[1] // attrs["groups"]) + tuple(attrs["kernel_size"])
+    return _weight_grad(reshape(g, (n, o, g.shape[2] * g.shape[3])), cols, attrs["groups"], shape)
 
 
 # --------------------------------------------------------------------------- gradients
@@ -316,9 +383,8 @@ def _grad_conv2d(c, g):
     if c.needs(0):
         gx = _input_grad(g, w, x.shape, attrs)
     if c.needs(1):
-        n, o, oh, ow = g.shape
-        cols = run("unfold", (x,), _window_attrs(attrs, kernel))
-        gw = _weight_grad(reshape(g, (n, o, oh * ow)), cols, attrs["groups"], w.shape)
+        gw = run("conv2d_weight_grad", (x, g), dict(_window_attrs(attrs, kernel),
+                                                    groups=attrs["groups"]))
     return gx, gw, _bias_grad(c, g)
 
 
@@ -334,9 +400,13 @@ def _grad_conv_transpose2d(c, g):
         if gx.shape[2:] != (h, wd):
             gx = gx[:, :, :h, :wd]
     if c.needs(1):
-        cols = run("unfold", (g,), _window_attrs(attrs, w.shape[2:]))
         grid = grid_of("conv_transpose2d", g.shape[2:], w.shape[2:], attrs["stride"],
                        attrs["padding"], attrs["dilation"])
+        if grid == (h, wd):     # conv2d's weight gradient with g as its input, x as its g
+            gw = run("conv2d_weight_grad", (g, x), dict(_window_attrs(attrs, w.shape[2:]),
+                                                        groups=attrs["groups"]))
+            return gx, gw, _bias_grad(c, g)
+        cols = run("unfold", (g,), _window_attrs(attrs, w.shape[2:]))
         if grid != (h, wd):
             cols = reshape(reshape(cols, (n, cols.shape[1]) + grid)[:, :, :h, :wd],
                            (n, cols.shape[1], h * wd))
@@ -348,6 +418,9 @@ register(OpSpec("unfold", "conv", _infer_unfold, _kernel_unfold, backward=_grad_
 register(OpSpec("fold", "conv", _infer_fold, _kernel_fold, backward=_grad_fold))
 register(OpSpec("conv2d", "conv", _infer_conv2d, _kernel_conv2d, cost="compute",
                 backward=_grad_conv2d, onnx="Conv"))
+register(OpSpec("conv2d_weight_grad", "conv", _infer_conv2d_weight_grad,
+                _kernel_conv2d_weight_grad, cost="compute",
+                decompose=_decompose_conv2d_weight_grad))
 register(OpSpec("conv_transpose2d", "conv", _infer_conv_transpose2d, _kernel_conv_transpose2d,
                 cost="compute", backward=_grad_conv_transpose2d, onnx="ConvTranspose"))
 

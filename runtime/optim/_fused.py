@@ -27,6 +27,21 @@ def _compiled(fn, variant, n_tensors, n_scalars, size, dtype, device):
     return scope.graph.compile(device)
 
 
+_SCALARS: dict = {}      # (value, dtype, device) -> 0-d tensor (tensors are immutable)
+
+
+def _scalar(value, dtype, device):
+    """The 0-d ``value`` tensor, shared between steps: most hyperparameters repeat, and a
+    fresh ``full`` per scalar per parameter was a visible part of a small model's step."""
+    key = (value, dtype, device)
+    t = _SCALARS.get(key)
+    if t is None:
+        if len(_SCALARS) >= 4096:
+            _SCALARS.clear()
+        t = _SCALARS[key] = api.full((), value, dtype, device)
+    return t
+
+
 def run_update(fn, variant, tensors, scalars):
     """``fn(variant, *flat tensors, *0-d scalars) -> outputs`` on ``tensors`` (plain tensors of
     one shape, dtype and device) and Python-float ``scalars``: the outputs, in ``tensors[0]``'s
@@ -35,6 +50,7 @@ def run_update(fn, variant, tensors, scalars):
     shape, dtype, device = t0.shape, t0.dtype, t0.device
     size = t0.numel()
     exe = _compiled(fn, variant, len(tensors), len(scalars), size, dtype, device)
-    flat = [api.reshape(t, (size,)) for t in tensors]
-    vals = [api.full((), float(s), dtype, device) for s in scalars]
-    return tuple(api.reshape(o, shape) for o in exe(*flat, *vals))
+    flat = tensors if len(shape) == 1 else [api.reshape(t, (size,)) for t in tensors]
+    vals = [_scalar(float(s), dtype, device) for s in scalars]
+    outs = exe(*flat, *vals)
+    return tuple(outs) if len(shape) == 1 else tuple(api.reshape(o, shape) for o in outs)
