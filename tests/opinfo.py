@@ -233,7 +233,8 @@ def reduce(name, ref, out, dtypes=ALL_DTYPES, grad=distinct, op=None, fn=None, *
 
 def scan(name, ref, out, dtypes, grad=None, op=None, fn=None, **kw):
     """A scan along one axis called as ``fn(x, dim)``; ``ref(x, axis)`` likewise (float64)."""
-    return OpInfo(name, op or name, "scan", fn or (lambda x, dim: getattr(rt, name)(x, dim)),
+    return OpInfo(name, op or name, "scan",
+                  fn or (lambda x, dim=-1: getattr(rt, name)(x, dim)),
                   ref, _out_rule(out), tuple(dtypes), grad=grad, **kw)
 
 
@@ -575,9 +576,9 @@ _ROWS = [
     scan("cumprod", np.cumprod, "acc", (F64, I64), grad=each(uniform(0.5, 1.5))),
     scan("logcumsumexp", np.logaddexp.accumulate, "float", (F64,), grad=each(anywhere)),
     scan("cumargmax", _cumarg(lambda v, b: v >= b), "int64", (F64, I64),
-         fn=lambda x, dim: rt.cummax(x, dim).indices),
+         fn=lambda x, dim=-1: rt.cummax(x, dim).indices),
     scan("cumargmin", _cumarg(lambda v, b: v <= b), "int64", (F64, I64),
-         fn=lambda x, dim: rt.cummin(x, dim).indices),
+         fn=lambda x, dim=-1: rt.cummin(x, dim).indices),
 ]
 OPS: dict[str, OpInfo] = {r.name: r for r in _ROWS}
 
