@@ -41,6 +41,7 @@ PROTOCOL_METHODS = (
     "fused",
     "max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
     "resample2d", "resample2d_backward",
+    "scan",
     "put", "pad", "pad_backward",
 )
 
@@ -188,6 +189,13 @@ class KernelSet(Protocol):
     def topk(self, x: Any, k: int, axis: int, largest: bool, sorted: bool) -> Any:
         """int64 indices of the ``k`` largest (smallest) along ``axis``, best first, ties by
         the lower index, NaN the largest value (``0 <= k <= x.shape[axis]``, checked)."""
+
+    # -- scans ---------------------------------------------------------------------------
+    def scan(self, op: str, x: Any, axis: int, reverse: bool) -> Any:
+        """``op`` ("sum", "prod", "logsumexp": ``x``'s dtype, float64/int64 accumulators;
+        "argmax", "argmin": int64 index of the running extreme, ties to the later element,
+        NaN sticks) scanned along ``axis``; ``reverse`` scans from the end (not for the
+        index scans)."""
 
     # -- user code -----------------------------------------------------------------------
     def custom(self, fn: Any, arrays: Sequence[Any]) -> Any:

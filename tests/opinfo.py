@@ -231,6 +231,29 @@ def reduce(name, ref, out, dtypes=ALL_DTYPES, grad=distinct, op=None, fn=None, *
                   domain=UNIT, grad=grad, **kw)
 
 
+def scan(name, ref, out, dtypes, grad=None, op=None, fn=None, **kw):
+    """A scan along one axis called as ``fn(x, dim)``; ``ref(x, axis)`` likewise (float64)."""
+    return OpInfo(name, op or name, "scan",
+                  fn or (lambda x, dim=-1: getattr(rt, name)(x, dim)),
+                  ref, _out_rule(out), tuple(dtypes), grad=grad, **kw)
+
+
+def _cumarg(better):
+    """The index of the running extreme (PyTorch's rule: ties move to the later index, a NaN
+    sticks), along ``axis``."""
+    def ref(x, axis):
+        xm = np.moveaxis(x, axis, -1)
+        out = np.zeros(xm.shape, np.int64)
+        for r in np.ndindex(xm.shape[:-1]):
+            row, best, bi = xm[r], None, 0
+            for i, v in enumerate(row):
+                if best is None or (best == best and (v != v or better(v, best))):
+                    best, bi = v, i
+                out[r + (i,)] = bi
+        return np.moveaxis(out, -1, axis)
+    return ref
+
+
 # --------------------------------------------------------------------------- references
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -547,6 +570,15 @@ _ROWS = [
            _out_rule("float"), (F32,), domain=(-20.0, 20.0), grad=each(normal2), devices=("cpu",)),
     OpInfo("glu", "glu", "activation", rt.glu, _glu, _out_rule("float"), (F32,),
            sample=shaped((3, 4)), grad=each(gaussian), devices=("cpu",)),
+    # scans (runtime/ops/scan.py): fn(x, dim); swept by tests/test_scans.py and
+    # tests/cuda/test_scans_cuda.py (a kernel per dtype: float32/float64/int64 only)
+    scan("cumsum", np.cumsum, "acc", (F32, F64, I64), grad=each(anywhere)),
+    scan("cumprod", np.cumprod, "acc", (F64, I64), grad=each(uniform(0.5, 1.5))),
+    scan("logcumsumexp", np.logaddexp.accumulate, "float", (F64,), grad=each(anywhere)),
+    scan("cumargmax", _cumarg(lambda v, b: v >= b), "int64", (F64, I64),
+         fn=lambda x, dim=-1: rt.cummax(x, dim).indices),
+    scan("cumargmin", _cumarg(lambda v, b: v <= b), "int64", (F64, I64),
+         fn=lambda x, dim=-1: rt.cummin(x, dim).indices),
 ]
 OPS: dict[str, OpInfo] = {r.name: r for r in _ROWS}
 

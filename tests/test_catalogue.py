@@ -53,6 +53,8 @@ REACHED_BY = {
     "topk": lambda x: rt.topk(x, 2),
     "scatter_reduce": lambda x: x.scatter_reduce(1, rt.tensor([[0], [1]], device=x.device),
                                                  x[:, :1], "amax"),
+    "cumargmax": lambda x: rt.cummax(x, 1),
+    "cumargmin": lambda x: rt.cummin(x, 0),
 }
 # Reached only inside another op's gradient: that op's backward rule dispatches it.
 INTERNAL = {"cross_entropy_backward": "cross_entropy", "max_pool2d_backward": "max_pool2d",

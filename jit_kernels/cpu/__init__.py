@@ -157,6 +157,11 @@ class CpuKernels:
     def randn(self, shp, dtype, seed, offset, index=0):
         return _random.randn(shp, dtype, seed, offset, index)
 
+    # -- scans
+    def scan(self, op, x, axis, reverse):
+        from jit_kernels.cpu import scan as _scan
+        return _scan.scan(op, x, axis, reverse)
+
     # -- sorting
     def argsort(self, x, axis, descending, stable):
         from jit_kernels.cpu import sort as _sort

@@ -216,6 +216,11 @@ class CudaKernels:
     def randn(self, shp, dtype, seed, offset, index=0):
         return self._rand.randn(shp, dtype, seed, offset, index)
 
+    # -- scans
+    def scan(self, op, x, axis, reverse):
+        from jit_kernels.cuda import scan as _scan
+        return _scan.scan(op, x, axis, reverse)
+
     # -- sorting
     def argsort(self, x, axis, descending, stable):
         from jit_kernels.cuda import sort as _sort

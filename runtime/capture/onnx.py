@@ -670,6 +670,13 @@ class _Builder:
     def op_topk(self, op) -> str:
         return self._topk_indices(op, op.attrs["k"], op.attrs["largest"])
 
+    # ---- scans ------------------------------------------------------------------------------
+    def op_cumsum(self, op) -> str:
+        (xt,) = op.inputs
+        x = self.cast(self.names[xt.id], xt.dtype, op.outputs[0].dtype)
+        return self.node(self.record(op), [x, self.i64(int(op.attrs["axis"]))],
+                         reverse=int(bool(op.attrs["reverse"])))
+
     # ---- creation ---------------------------------------------------------------------------
     def op_full(self, op) -> str:
         t = op.outputs[0]

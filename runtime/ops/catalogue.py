@@ -26,6 +26,7 @@ from ..errors import DTypeError, ShapeError
 from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, Plan, register
 from . import (create, shape, elementwise, index, reduce, linalg, nn, activation, conv, pool, sort,  # noqa: F401
                rearrange)  # (registration)
+from . import scan, einsum  # noqa: F401  (registration: scans, diff; einsum)
 from . import advanced  # noqa: F401  (registration: put, index_put)
 from .elementwise import BINARY, binary_dtypes
 

@@ -11,7 +11,7 @@ import builtins as _b
 
 from ..dispatch import dispatch as run
 from .. import dtypes as D
-from ..errors import ShapeError
+from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import axis_keepdims, int_arg, tensor_arg, torch_alias
 from .elementwise import cast, div, eq, exp, mul, sub, where
@@ -34,7 +34,7 @@ def _check_nonempty(name, x, axes):
                          f"(axes {axes}); the operation has no identity")
 
 
-def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True):
+def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True, dtype_arg=False):
     """A native reduction over a tuple of axes: its record and front-end function.  ``rule``:
     "acc" (floats kept, ints/bools accumulate in int64), "float" (ints/bools give float32),
     "same"."""
@@ -60,9 +60,32 @@ def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True):
 
     def fn(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:
         return _reduce(name, x, axis, keepdims, None, dim, keepdim)
+
+    def fn_dtype(x, axis=None, keepdims=False, *, dim=None, keepdim=None, dtype=None) -> Tensor:
+        if dtype is None:
+            return _reduce(name, x, axis, keepdims, None, dim, keepdim)
+        x, want = _with_dtype(name, tensor_arg(name, x), dtype, rule)
+        y = _reduce(name, x, axis, keepdims, None, dim, keepdim)
+        return y if y.dtype is want else cast(y, want)
+    if dtype_arg:
+        fn = fn_dtype
     fn.__name__ = name
-    fn.__doc__ = doc + _TORCH_NAMES
+    fn.__doc__ = doc + _TORCH_NAMES + (_DTYPE_DOC if dtype_arg else "")
     return front_end(fn, method=True)
+
+
+_DTYPE_DOC = (" ``dtype=`` casts the input to that dtype first and gives that dtype (PyTorch);"
+              " an int ``dtype`` accumulates in int64 and the result is cast back (saturating).")
+
+
+def _with_dtype(name, x, dtype, rule):
+    """``(x cast to dtype, the result dtype)`` for a reduction's ``dtype=`` (PyTorch's rule:
+    the input is cast before the op)."""
+    dt = D.as_dtype(dtype)
+    if rule == "float" and not dt.is_float:
+        raise DTypeError(f"{name}: dtype= must be a float dtype, got {dt.name} "
+                         f"(input {x.dtype.name})")
+    return cast(x, dt), dt
 
 
 _TORCH_NAMES = " PyTorch's ``dim=``/``keepdim=`` are accepted for ``axis=``/``keepdims=``."
@@ -145,10 +168,11 @@ def _grad_logsumexp(c, g):
 
 
 sum = _reduction("sum", "acc", True, "ReduceSum", _grad_sum,
-                 "Sum over ``axis`` (None: all); ints/bools accumulate in int64.")
+                 "Sum over ``axis`` (None: all); ints/bools accumulate in int64.", dtype_arg=True)
 mean = _reduction("mean", "float", True, "ReduceMean", _grad_mean,
-                  "Arithmetic mean (ints give float32).")
-prod_ = _reduction("prod", "acc", True, "ReduceProd", _grad_prod, "Product over ``axis``.")
+                  "Arithmetic mean (ints give float32).", dtype_arg=True)
+prod_ = _reduction("prod", "acc", True, "ReduceProd", _grad_prod, "Product over ``axis``.",
+                   dtype_arg=True)
 max = _reduction("max", "same", False, "ReduceMax", _grad_extreme,
                  "Maximum values (NaN propagates).")
 min = _reduction("min", "same", False, "ReduceMin", _grad_extreme,
@@ -207,8 +231,103 @@ def _grad_norm(c, g):
     return (where(eq(y, 0), 0, mul(x, div(_kept(c, g), y))),)
 
 
-norm = _reduction("norm", "float", True, "ReduceL2", _grad_norm,
-                  "The L2 norm ``sqrt(sum(x**2))`` over ``axis`` (None: all); ints give float32.")
+_reduction("norm", "float", True, "ReduceL2", _grad_norm, None, api=False)
+
+
+@front_end(method=True)
+def norm(x, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None,
+         keepdims=None) -> Tensor:
+    """``torch.norm``/``torch.linalg.vector_norm`` over ``dim`` (None: all elements): ``p`` = 2
+    or ``"fro"`` (the native L2 reduction), 1 (``sum(|x|)``), ``inf``/``-inf``
+    (``amax``/``amin`` of ``|x|``: the gradient is shared among ties), 0 (the count of nonzero
+    elements) or any other number (``sum(|x|**p)**(1/p)``).  ``"fro"`` over any number of axes
+    is the 2-norm of those elements.  Ints give float32; ``dtype=`` casts the input first.
+    NumPy's ``axis=``/``keepdims=`` are accepted for ``dim=``/``keepdim=``."""
+    from .elementwise import abs as abs_, ne, pow
+    x = tensor_arg("norm", x)
+    dim = torch_alias("norm", dim, None, axis, "dim= and axis=")
+    keepdim = torch_alias("norm", keepdim, False, keepdims, "keepdim= and keepdims=")
+    if dtype is not None:
+        x, _ = _with_dtype("norm", x, dtype, "float")
+    if isinstance(p, str):
+        if p != "fro":
+            raise ArgumentValueError(f"norm: p={p!r} is not supported (numbers, inf, -inf or "
+                                     f"'fro'; 'nuc' needs a matrix decomposition)")
+        p = 2
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise ArgumentValueError(f"norm: p must be a number or 'fro', got {p!r}")
+    if not x.dtype.is_float:
+        x = cast(x, D.float32)
+    if p == 2:
+        return _reduce("norm", x, dim, keepdim)
+    a = abs_(x)
+    if p == 1:
+        return sum(a, dim, keepdim)
+    if p == float("inf"):
+        return amax(a, dim, keepdim)
+    if p == float("-inf"):
+        return amin(a, dim, keepdim)
+    if p == 0:
+        return sum(cast(ne(x, 0), x.dtype), dim, keepdim)
+    return pow(sum(pow(a, float(p)), dim, keepdim), 1.0 / float(p))
+
+
+# --------------------------------------------------------------------------- composed reductions
+def _all_if_empty(dim):
+    return None if isinstance(dim, (tuple, list)) and len(dim) == 0 else dim
+
+
+@front_end(method=True)
+def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=None) -> Tensor:
+    """``torch.amax``: the maximum over ``dim`` (an int, a tuple, or ``()``/None: all); NaN
+    propagates and the gradient is shared evenly among tied maxima (as ``max`` here)."""
+    x = tensor_arg("amax", x)
+    dim = torch_alias("amax", dim, None, axis, "dim= and axis=")
+    keepdim = torch_alias("amax", keepdim, False, keepdims, "keepdim= and keepdims=")
+    return max(x, _all_if_empty(dim), keepdim)
+
+
+@front_end(method=True)
+def amin(x, dim=None, keepdim=False, *, axis=None, keepdims=None) -> Tensor:
+    """``torch.amin``: the minimum over ``dim`` (see ``amax``)."""
+    x = tensor_arg("amin", x)
+    dim = torch_alias("amin", dim, None, axis, "dim= and axis=")
+    keepdim = torch_alias("amin", keepdim, False, keepdims, "keepdim= and keepdims=")
+    return min(x, _all_if_empty(dim), keepdim)
+
+
+@front_end(method=True)
+def count_nonzero(x, dim=None, *, axis=None) -> Tensor:
+    """``torch.count_nonzero``: how many elements are nonzero over ``dim`` (int or tuple;
+    None: all), as int64 (NaN counts as nonzero)."""
+    from .elementwise import ne
+    x = tensor_arg("count_nonzero", x)
+    dim = torch_alias("count_nonzero", dim, None, axis, "dim= and axis=")
+    return sum(x if x.dtype.is_bool else ne(x, 0), dim)
+
+
+def _moments(name, x, dim, keepdim, correction, ddof, axis, keepdims, root):
+    x = tensor_arg(name, x)
+    dim = torch_alias(name, dim, None, axis, "dim= and axis=")
+    keepdim = torch_alias(name, keepdim, False, keepdims, "keepdim= and keepdims=")
+    ddof = torch_alias(name, ddof, 0, correction, "ddof= and correction=")
+    v = (std if root else var)(x, dim, keepdim, ddof)
+    return v, mean(x, dim, keepdim)
+
+
+@front_end(method=False)
+def std_mean(x, dim=None, keepdim=False, ddof=0, *, correction=None, axis=None,
+             keepdims=None) -> tuple:
+    """``(std, mean)`` over ``dim``, as ``torch.std_mean`` (a tuple); ``correction=`` (or
+    NumPy's ``ddof=``) defaults to 0 like ``rt.std`` (PyTorch's default is 1)."""
+    return _moments("std_mean", x, dim, keepdim, correction, ddof, axis, keepdims, True)
+
+
+@front_end(method=False)
+def var_mean(x, dim=None, keepdim=False, ddof=0, *, correction=None, axis=None,
+             keepdims=None) -> tuple:
+    """``(var, mean)`` over ``dim``, as ``torch.var_mean`` (see ``std_mean``)."""
+    return _moments("var_mean", x, dim, keepdim, correction, ddof, axis, keepdims, False)
 
 
 # --------------------------------------------------------------------------- arg reductions

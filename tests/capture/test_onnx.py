@@ -401,7 +401,7 @@ def _every_op(x, i, m):
              rt.expand(x[:, :1], 3, 4), x[1:, ::2], rt.take(x, rt.tensor(np.array([0, 2]), device=d), 1),
              rt.gather(x, 1, rt.minimum(idx.expand(3, 4), 3)), rt.scatter_add(x, 0, idx, x[:1]),
              rt.cat([x, x], 0), rt.slice_assign(x, (0,), 1.0), rt.sort(x, dim=1)[0],
-             rt.topk(x, 2, dim=0).indices, rt.full((2,), 3.0, device=d),
+             rt.topk(x, 2, dim=0).indices, rt.cumsum(x, 1), rt.full((2,), 3.0, device=d),
              rt.arange(3, device=d), rt.eye(2, device=d), x + rt.rand(3, 4, device=d),
              x + rt.randn(3, 4, device=d)]
     return tuple(outs)
