@@ -16,6 +16,7 @@ Profiles: CI runs hypothesis' ``ci`` profile (15 programs per test); ``--hypothe
 (tests/conftest.py) runs 10,000 per test (see the README's Development section).
 """
 import math
+import os
 
 import numpy as np
 import pytest
@@ -225,14 +226,14 @@ def _inputs(shapes, dtype, seed):
 _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
-@settings(**_SETTINGS)
-@given(case=programs(), dtype=st.sampled_from([F32, F64]))
-def test_random_programs_agree_everywhere(case, dtype, tmp_path_factory):
+def check_program(case, dtype, tmp_dir, compile=True):
+    """One differential program: eager against NumPy float64, then replayed, saved+loaded and
+    (``compile``) compiled against eager.  Returns False for a program NumPy refuses whole."""
     shapes, program, n_out, seed = case
     arrays = _inputs(shapes, dtype, seed)
     program = _valid(program, arrays)
     if not program:
-        return
+        return False
     with np.errstate(all="ignore"):
         want = _run(_Np(), program, [a.astype(np.float64) for a in arrays], n_out)
     eager = _run(_Rt(), program, [rt.tensor(a) for a in arrays], n_out)
@@ -242,15 +243,22 @@ def test_random_programs_agree_everywhere(case, dtype, tmp_path_factory):
         np.testing.assert_allclose(got.numpy(), ref.astype(NP[dtype]), rtol=tol[0], atol=tol[1])
     graph = rt.capture(lambda *xs: _run(_Rt(), program, xs, n_out), *arrays)
     replayed = graph.run(*arrays)
-    path = tmp_path_factory.mktemp("fuzz") / "g.rtg"
+    path = os.path.join(os.fspath(tmp_dir), "g.rtg")
     graph.save(path)
     loaded = rt.load_graph(path).bind(rt.cpu())(*arrays)
-    compiled = graph.compile(rt.cpu())(*arrays)
+    compiled = graph.compile(rt.cpu())(*arrays) if compile else replayed
     close = {F32: 1e-5, F64: 1e-12}[dtype]
     for e, r, s, c in zip(eager, replayed, loaded, compiled):
         np.testing.assert_allclose(r.numpy(), e.numpy(), rtol=close, atol=close)
         np.testing.assert_array_equal(s.numpy(), r.numpy())
         np.testing.assert_allclose(c.numpy(), r.numpy(), rtol=close, atol=close)
+    return True
+
+
+@settings(**_SETTINGS)
+@given(case=programs(), dtype=st.sampled_from([F32, F64]))
+def test_random_programs_agree_everywhere(case, dtype, tmp_path_factory):
+    check_program(case, dtype, tmp_path_factory.mktemp("fuzz"))
 
 
 def _fd_grads(program, arrays, n_out, weights, eps=1e-6):
@@ -272,14 +280,14 @@ def _fd_grads(program, arrays, n_out, weights, eps=1e-6):
     return grads
 
 
-@settings(**_SETTINGS)
-@given(case=programs(smooth=True))
-def test_random_programs_differentiate_like_finite_differences(case):
+def check_gradients(case):
+    """One smooth program on ``rt.autodiff(rt.cpu())`` (float64): eager values, and gradients
+    against central finite differences.  Returns False for a program NumPy refuses whole."""
     shapes, program, n_out, seed = case
     arrays = _inputs(shapes, F64, seed)
     program = _valid(program, arrays)
     if not program:
-        return
+        return False
     ad = rt.autodiff(rt.cpu())
     xs = [rt.tensor(a).to(ad).require_grad() for a in arrays]
     outs = _run(_Rt(), program, xs, n_out)
@@ -299,6 +307,13 @@ def test_random_programs_differentiate_like_finite_differences(case):
         got = np.zeros_like(g) if got is None else got.numpy()
         scale = max(1.0, float(np.abs(g).max()))
         np.testing.assert_allclose(got, g, rtol=1e-5, atol=1e-6 * scale)
+    return True
+
+
+@settings(**_SETTINGS)
+@given(case=programs(smooth=True))
+def test_random_programs_differentiate_like_finite_differences(case):
+    check_gradients(case)
 
 
 def test_the_pools_cover_the_table():
