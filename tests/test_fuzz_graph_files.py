@@ -63,3 +63,35 @@ def test_the_nightly_driver_isolates_each_shard(tmp_path):
     total = json.loads(p.stdout.strip().split("TOTAL: ")[1].split(" (")[0])
     assert total["mutations"] == 6 and total["crashes"] == 0 and total["failures"] == 0
     assert log.read_text().count("progress:") == 2
+
+
+# ---- what the mutation fuzz found (each was a raw exception) ---------------------------------
+def _resigned(tmp_path, data, edit):
+    header, body = F.split(data)
+    edit(header)
+    p = tmp_path / "m.rtg"
+    p.write_bytes(F.sign(F._dump(header), body))
+    return p
+
+
+def _first_op(name):
+    return lambda h: next(o for o in h["operations"] if o["op"] == name)
+
+
+@pytest.mark.parametrize("graph, edit, error, match", [
+    # a dtype name NumPy parses as Python: was SyntaxError from np.dtype("float32,")
+    ("_gather", lambda h: h["tensors"][0].__setitem__(2, "float32,"), rt.GraphFileError,
+     r"malformed header \(DTypeError: unsupported dtype 'float32,'"),
+    # flag and axis attrs of the wrong type: were TypeErrors in the kernels at run
+    ("_reduce", lambda h: _first_op("sum")(h)["attrs"].__setitem__("keepdims", {"tuple": [[1]]}),
+     rt.CaptureError, r"operation \d+ \('sum'\) has a malformed attr 'keepdims' \(\(\[1\],\)\)"),
+    ("_scatter", lambda h: _first_op("scatter_add")(h)["attrs"].__setitem__(
+        "axis", {"slice": [None, 2, None]}), rt.CaptureError,
+     r"operation \d+ \('scatter_add'\) has a malformed attr 'axis' \(slice\(None, 2, None\)\)"),
+])
+def test_mutations_that_were_raw_errors(originals, tmp_path, graph, edit, error, match):
+    p = _resigned(tmp_path, dict(originals)[graph], edit)
+    with pytest.raises(error, match=match) as e:
+        rt.load_graph(p)
+    assert e.value.kind in ("BadGraphFile", "InvalidGraph")
+    assert F.check_mutant(p) == "load-error"

@@ -32,6 +32,28 @@ class _Operand:
         self.shape, self.dtype, self.ndim = tuple(t.shape), t.dtype, len(t.shape)
 
 
+#: attrs whose type is the same for every op that has them (the rules read them as flags or
+#: axes without checking their type; a crafted file could give them any JSON value)
+_FLAGS = frozenset(("keepdims", "ceil_mode", "count_include_pad"))
+
+
+def _is_int(v) -> bool:
+    return type(v) is int
+
+
+def _bad_attr(attrs: dict):
+    """(name, value) of the first flag or axis attr of the wrong type, or None."""
+    for k, v in attrs.items():
+        if k in _FLAGS and type(v) is not bool:
+            return k, v
+        if k == "axes" and not (isinstance(v, tuple) and all(map(_is_int, v))):
+            return k, v
+        if k == "axis" and not (v is None or _is_int(v)
+                                or (isinstance(v, tuple) and all(map(_is_int, v)))):
+            return k, v
+    return None
+
+
 def _fail(message: str, tensor: int | None = None) -> CaptureError:
     return CaptureError(INVALID, f"invalid graph: {message}", tensor=tensor)
 
@@ -103,6 +125,9 @@ def check_graph(graph) -> None:
         except Exception as exc:  # a malformed attr or scalar the rule cannot even read
             raise _fail(f"{where} has malformed operands or attrs "
                         f"({type(exc).__name__}: {exc})", out.id) from None
+        bad = _bad_attr(attrs)   # what the rule let through, the kernels could not read
+        if bad is not None:
+            raise _fail(f"{where} has a malformed attr {bad[0]!r} ({bad[1]!r:.60})", out.id)
         if tuple(shape) != tuple(out.shape) or dtype != out.dtype:
             raise _fail(f"{where} gives {dtype.name}{list(shape)}, the graph declares "
                         f"{out.dtype.name}{list(out.shape)}", out.id)
