@@ -337,9 +337,14 @@ def dlpack_plain(device: PlainDevice, t: Tensor, kwargs):
 def to_host_plain(device: PlainDevice, t: Tensor):
     """A NumPy array the caller owns with ``t``'s values."""
     import numpy as np
-    a = kernels_for_kind(device.kind).to_host(t._payload)
-    if a is t._payload or not a.flags.owndata:
-        a = np.array(a, copy=True)
+    try:
+        a = kernels_for_kind(device.kind).to_host(t._payload)
+        if a is t._payload or not a.flags.owndata:
+            a = np.array(a, copy=True)
+    except MemoryError:   # a broadcast view of a huge shape (expand, repeat_interleave)
+        from .errors import OutOfMemoryError
+        raise OutOfMemoryError(f"numpy: cannot allocate the {t.dtype.name} array of shape "
+                               f"{t.shape} on the host") from None
     return a
 
 
