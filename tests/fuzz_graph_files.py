@@ -345,7 +345,7 @@ def run_mutations(n, seed, every=500, progress=None, failure=None, state=None,
             with open(state, "w") as f:
                 f.write(f"{k} ({name}: {desc})")
         try:
-            c[check_mutant(path, compile=k % compile_every == 0)] += 1
+            c[check_mutant(path, compile=compile_every > 0 and k % compile_every == 0)] += 1
         except Failure:
             c["failures"] += 1
             if failure is None:

@@ -72,7 +72,7 @@ def _programs_shard(args) -> dict:
             if grads:
                 ran = T.check_gradients(smooth)
             else:
-                do_compile = c["values"] % args.compile_every == 0
+                do_compile = args.compile_every > 0 and c["values"] % args.compile_every == 0
                 ran = T.check_program(case, dtype, tmp, compile=do_compile)
                 c["compiled"] += bool(ran and do_compile)
         except (AssertionError, rt.TensorRuntimeError):
@@ -123,7 +123,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--log", default="fuzz.log")
     ap.add_argument("--every", type=int, default=500, help="a progress line every N items")
-    ap.add_argument("--compile-every", type=int, default=1)
+    ap.add_argument("--compile-every", type=int, default=1,
+                    help="compile one program (files: one loaded graph) in K; 0: none")
     ap.add_argument("--shard", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--state", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

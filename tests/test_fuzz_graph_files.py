@@ -25,7 +25,9 @@ def test_the_originals_load_and_run(originals, tmp_path):
     p = tmp_path / "g.rtg"
     for name, data in originals:
         p.write_bytes(data)
-        assert F.check_mutant(p) == "ran", name
+        # compile builds fused kernels of its own (seconds each, cold): only the graphs without
+        # fused elementwise groups here; the nightly run compiles every graph that loads
+        assert F.check_mutant(p, compile=name in ("_scatter", "_gather")) == "ran", name
         header, body = F.split(data)
         p.write_bytes(F.sign(F._dump(header), body))        # re-signing alone changes nothing
         assert F.check_mutant(p, compile=False) == "ran", name
@@ -34,7 +36,7 @@ def test_the_originals_load_and_run(originals, tmp_path):
 def test_a_broken_promise_is_a_failure(originals, tmp_path, monkeypatch):
     """The check can fail: a graph whose replay returns a wrong-shaped result is reported."""
     p = tmp_path / "g.rtg"
-    p.write_bytes(originals[0][1])
+    p.write_bytes(dict(originals)["_gather"])
     real = rt.load_graph
 
     def lying(path):
@@ -43,12 +45,13 @@ def test_a_broken_promise_is_a_failure(originals, tmp_path, monkeypatch):
         return g
     monkeypatch.setattr(rt, "load_graph", lying)
     with pytest.raises(F.Failure, match=r"run: \.shape \(1, 1\)"):
-        F.check_mutant(p)
+        F.check_mutant(p, compile=False)
 
 
 def test_mutated_files_never_crash():
     n = 10 * settings().max_examples
-    c = F.run_mutations(n, seed=20261201)                   # raises Failure on a broken promise
+    # replay only (compile_every=0: no fused kernels to build in CI); raises Failure
+    c = F.run_mutations(n, seed=20261201, compile_every=0)
     assert c["mutations"] == n and c["failures"] == 0
     assert c["load-error"] and c["ran"]                     # both sides of the check were reached
 
@@ -56,7 +59,8 @@ def test_mutated_files_never_crash():
 def test_the_nightly_driver_isolates_each_shard(tmp_path):
     log = tmp_path / "files.log"
     p = subprocess.run([sys.executable, "-m", "tests.fuzz_nightly", "files", "--n", "6",
-                        "--shards", "2", "--log", str(log), "--every", "3"],
+                        "--shards", "2", "--log", str(log), "--every", "3",
+                        "--compile-every", "0"],
                        capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)),
                        timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
