@@ -325,6 +325,10 @@ def test_the_pools_cover_the_table():
     assert {"exp", "tanh", "sqrt", "silu", "add", "mul", "div", "logaddexp"} <= names
     assert {r.name for r in REDUCE} >= {"sum", "mean", "logsumexp"} and SOFTMAX
     assert all(math.isfinite(a) and math.isfinite(b) and a < b for a, b in map(_domain, UNARY))
+    # no derivative at the origin: the gradient programs leave them out (the nightly run's one
+    # divergence, seed 1000: hypot(v - v.T, v - v.T) gave NaN gradients, as PyTorch's do)
+    smooth = {r.name for r in BINARY if r.name not in KINKED}
+    assert "hypot" not in smooth and "atan2" not in smooth and "logaddexp" in smooth
 
 
 @pytest.mark.parametrize("program", [
