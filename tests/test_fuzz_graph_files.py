@@ -92,6 +92,10 @@ def _first_op(name):
     ("_scatter", lambda h: _first_op("scatter_add")(h)["attrs"].__setitem__(
         "axis", {"slice": [None, 2, None]}), rt.CaptureError,
      r"operation \d+ \('scatter_add'\) has a malformed attr 'axis' \(slice\(None, 2, None\)\)"),
+    # a declared tensor of more elements than any tensor can have: refused at load (was loaded,
+    # then an OutOfMemoryError at run at best)
+    ("_gather", lambda h: h["tensors"][0].__setitem__(1, [2 ** 40, 2 ** 40]), rt.CaptureError,
+     r"invalid graph: tensor 1 is declared as TensorIr\(id=1, shape=\(1099511627776, 1099511627776\)"),
 ])
 def test_mutations_that_were_raw_errors(originals, tmp_path, graph, edit, error, match):
     p = _resigned(tmp_path, dict(originals)[graph], edit)

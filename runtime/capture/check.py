@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..errors import CaptureError, TensorRuntimeError
+from ..ops.shapes import MAX_ELEMENTS
 from .ir import LITERAL_TYPES, TensorIr
 
 __all__ = ["check_graph", "INVALID"]
@@ -64,7 +65,12 @@ def _value_matches(value, t: TensorIr) -> bool:
 
 
 def _shape_ok(shape) -> bool:
-    return isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)
+    if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
+        return False
+    n = 1
+    for d in shape:
+        n *= d
+    return n <= MAX_ELEMENTS       # more than a tensor can have: no device could hold it
 
 
 def check_graph(graph) -> None:
