@@ -88,6 +88,11 @@ class Device:
         _random.seed_device(self, seed)
 
 
+#: how NumPy's ``ValueError`` begins when it refuses an allocation's size before trying it
+_NUMPY_TOO_BIG = ("Maximum allowed dimension exceeded", "array is too big",
+                  "Maximum allowed size exceeded")
+
+
 class PlainDevice(Device):
     """A device whose ops run on a kernel set (``cpu``, ``cuda:N``)."""
 
@@ -110,6 +115,12 @@ class PlainDevice(Device):
         except MemoryError:
             raise OutOfMemoryError(f"{spec.name}: cannot allocate the {plan.dtype.name} result of "
                                    f"shape {tuple(plan.shape)} on {self}") from None
+        except ValueError as exc:   # NumPy refusing a size outright (a scratch array of an op)
+            if not str(exc).startswith(_NUMPY_TOO_BIG):
+                raise
+            raise OutOfMemoryError(f"{spec.name}: cannot allocate the scratch space of the "
+                                   f"{plan.dtype.name} result of shape {tuple(plan.shape)} on "
+                                   f"{self} ({exc})"[:400]) from None
         return _wrap(out, plan.shape, plan.dtype, self)
 
     def to_host(self, t):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from . import dtypes as D
 from .device import Device, PlainDevice
-from .errors import DeviceError, DeviceMismatchError
+from .errors import DeviceError, DeviceMismatchError, ShapeError
 from .ops.registry import CATALOGUE, Meta as _Meta, OpSpec
+from .ops.shapes import MAX_ELEMENTS as _MAX_ELEMENTS
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "kernels_for", "kernels_for_kind", "common_device", "run_fused",
@@ -146,12 +147,25 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
     spec = CATALOGUE[name]
     device = common_device(name, args) if key is None else dev
     plan = spec.infer(args, attrs)
+    _check_size(name, plan.shape)
     out = device.execute(spec, args, attrs, plan)
     if key is not None and spec.family in _INFER_FAMILIES:
         if len(_INFER) >= _FAST_MAX:
             _evict_oldest(_INFER)
         _INFER[key] = (spec, plan)
     return out
+
+
+def _check_size(name, shape) -> None:
+    """A ``ShapeError`` naming op ``name`` when a rule's result shape has more elements than a
+    tensor can have (a huge padding, scale factor, offset...: never a raw NumPy error, and on a
+    capture device never a recorded tensor no device could allocate)."""
+    n = 1
+    for d in shape:
+        n *= d
+    if n > _MAX_ELEMENTS:
+        raise ShapeError(f"{name}: the result of shape {tuple(shape)} has {n} elements, more than "
+                         f"the {_MAX_ELEMENTS} a tensor can have")
 
 
 # Plans of attr-less unary/binary ops by operand signature (the fast-path key): key -> (spec,
@@ -347,9 +361,14 @@ def from_cuda_array(obj, device: PlainDevice, copy: bool) -> Tensor:
 def to_host_plain(device: PlainDevice, t: Tensor):
     """A NumPy array the caller owns with ``t``'s values."""
     import numpy as np
-    a = kernels_for_kind(device.kind).to_host(t._payload)
-    if a is t._payload or not a.flags.owndata:
-        a = np.array(a, copy=True)
+    try:
+        a = kernels_for_kind(device.kind).to_host(t._payload)
+        if a is t._payload or not a.flags.owndata:
+            a = np.array(a, copy=True)
+    except MemoryError:   # a broadcast view of a huge shape (expand, repeat_interleave)
+        from .errors import OutOfMemoryError
+        raise OutOfMemoryError(f"numpy: cannot allocate the {t.dtype.name} array of shape "
+                               f"{t.shape} on the host") from None
     return a
 
 

@@ -74,9 +74,9 @@ def as_dtype(d) -> DType:
         return bool_
     try:
         return _BY_NP[np.dtype(d)]
-    except (TypeError, KeyError):
+    except (TypeError, KeyError, ValueError, SyntaxError):  # (NumPy parses "f4," as Python)
         from .errors import DTypeError
-        raise DTypeError(f"unsupported dtype {d!r}; expected one of "
+        raise DTypeError(f"unsupported dtype {d!r:.60}; expected one of "
                          f"{', '.join(x.name for x in DTYPES)}") from None
 
 

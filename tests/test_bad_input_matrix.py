@@ -77,3 +77,196 @@ def test_an_axis_out_of_range(info, scope):
     (x,) = _inputs(info, cap)[:1]
     with pytest.raises(rt.ShapeError, match=rf"{info.op}: axis 5 is out of range for a tensor of shape \(2, 3\)"):
         info.fn(x, axis=5)
+
+
+# ---- the ops without a row of the op table (conv, pools, resampling, rearrangements, scatter,
+# sorting, data-dependent selection, activations, losses): a hand-made matrix of non-tensors,
+# wrong dtypes, wrong ranks, axes out of range, two devices and huge sizes
+import functools  # noqa: E402
+
+import runtime.nn.functional as F  # noqa: E402
+
+
+def _t(cap, shape, dtype=np.float32):
+    return rt.tensor(np.zeros(shape, dtype), device=cap)
+
+
+def _i(cap, shape):
+    return rt.tensor(np.zeros(shape, np.int64), device=cap)
+
+
+def _cpu(shape, dtype=np.float32):
+    return rt.tensor(np.zeros(shape, dtype))
+
+
+X4, W4, X3, W3 = (1, 2, 5, 5), (3, 2, 3, 3), (1, 2, 5), (3, 2, 3)
+NT = rt.ArgumentTypeError
+DT, SH, DV, AV = rt.DTypeError, rt.ShapeError, rt.DeviceMismatchError, rt.ArgumentValueError
+BIG = 2 ** 40
+NEWER = [
+    # convolutions: int weights, wrong ranks, two devices, results too big for any tensor
+    ("conv2d-list", lambda c: F.conv2d([[[[0.0]]]], _t(c, W4)), NT, "conv2d: expected a Tensor, got list"),
+    ("conv2d-int-weight", lambda c: F.conv2d(_t(c, X4), _t(c, W4, np.int64)), DT,
+     "conv2d: only float32 and float64 are supported, got float32, int64"),
+    ("conv2d-bool", lambda c: F.conv2d(_t(c, X4, np.bool_), _t(c, W4, np.bool_)), DT, "conv2d: only float32"),
+    ("conv2d-rank", lambda c: F.conv2d(_t(c, (5,)), _t(c, W4)), SH, r"conv2d: .*\(5,\)"),
+    ("conv2d-weight-rank", lambda c: F.conv2d(_t(c, X4), _t(c, W3)), SH, "conv2d: weight must be 4-D"),
+    ("conv2d-devices", lambda c: F.conv2d(_t(c, X4), _cpu(W4)), DV, r"\(in conv2d\)"),
+    ("conv2d-bias-devices", lambda c: F.conv2d(_t(c, X4), _t(c, W4), _cpu((3,))), DV, r"\(in conv2d\)"),
+    ("conv2d-huge", lambda c: F.conv2d(_t(c, X4), _t(c, W4), padding=BIG), SH,
+     r"conv2d: the result of shape \(1, 3, 2199023255555, 2199023255555\) has \d+ elements"),
+    ("conv1d-int-weight", lambda c: F.conv1d(_t(c, X3), _t(c, W3, np.int64)), DT, "only float32 and float64"),
+    ("conv1d-rank", lambda c: F.conv1d(_t(c, X4), _t(c, W3)), SH, "conv1d: input must be 3-D"),
+    ("conv1d-devices", lambda c: F.conv1d(_t(c, X3), _cpu(W3)), DV, r"\(in conv"),
+    ("conv_transpose2d-int", lambda c: F.conv_transpose2d(_t(c, X4), _t(c, (2, 3, 3, 3), np.int64)), DT,
+     "conv_transpose2d: only float32 and float64"),
+    ("conv_transpose2d-list", lambda c: F.conv_transpose2d([[[[0.0]]]], _t(c, (1, 3, 3, 3))), NT,
+     "conv_transpose2d: expected a Tensor"),
+    ("conv_transpose2d-huge", lambda c: F.conv_transpose2d(_t(c, X4), _t(c, (2, 3, 3, 3)), stride=BIG),
+     SH, r"conv_transpose2d: the result of shape .* elements"),
+    ("unfold-list", lambda c: F.unfold([[[[1.0]]]], 1), NT, "unfold: expected a Tensor"),
+    ("unfold-rank", lambda c: F.unfold(_t(c, (4,)), 2), SH, r"unfold: input must be 4-D"),
+    ("unfold-huge", lambda c: F.unfold(_t(c, X4), 2, padding=BIG), SH, r"unfold: the result of shape"),
+    ("fold-rank", lambda c: F.fold(_t(c, (4,)), output_size=(3, 3), kernel_size=2), SH, "fold: input must be 3-D"),
+    ("fold-huge", lambda c: F.fold(_t(c, (1, 8, 4)), output_size=(BIG, BIG), kernel_size=2), SH,
+     r"fold: input of shape \(1, 8, 4\) has 4 blocks"),
+    # pooling and resampling
+    ("max_pool2d-list", lambda c: F.max_pool2d([[[[0.0]]]], 2), NT, "max_pool2d: expected a Tensor"),
+    ("max_pool2d-rank", lambda c: F.max_pool2d(_t(c, (5,)), 2), SH, r"max_pool2d: expected a 3-D"),
+    ("max_pool2d-bool", lambda c: F.max_pool2d(_t(c, (1, 1, 4, 4), np.bool_), 2), DT,
+     "max_pool2d: input must be float32, float64, int32 or int64, got bool"),
+    ("max_pool2d-huge", lambda c: F.max_pool2d(_t(c, X4), BIG), SH, "max_pool2d: kernel of size"),
+    ("max_pool1d-list", lambda c: F.max_pool1d([[[0.0]]], 2), NT, "max_pool1d: expected a Tensor"),
+    ("avg_pool2d-int", lambda c: F.avg_pool2d(_t(c, (1, 1, 4, 4), np.int64), 2), DT,
+     "avg_pool2d: input must be float32 or float64, got int64"),
+    ("avg_pool1d-rank", lambda c: F.avg_pool1d(_t(c, (4,)), 2), SH, "avg_pool1d: expected a 2-D"),
+    ("adaptive_avg_pool2d-int", lambda c: F.adaptive_avg_pool2d(_t(c, (1, 1, 4, 4), np.int64), 2), DT,
+     "adaptive_avg_pool2d: input must be float32 or float64"),
+    ("adaptive_avg_pool2d-huge", lambda c: F.adaptive_avg_pool2d(_t(c, X4), (BIG, BIG)), SH,
+     "adaptive_avg_pool2d: the result of shape"),
+    ("adaptive_max_pool2d-rank", lambda c: F.adaptive_max_pool2d(_t(c, (4,)), 2), SH,
+     "adaptive_max_pool2d: expected a 3-D"),
+    ("interpolate-list", lambda c: F.interpolate([[[[1.0]]]], size=2), NT, "interpolate: expected a Tensor"),
+    ("interpolate-int", lambda c: F.interpolate(_t(c, (1, 1, 4, 4), np.int64), size=(2, 2), mode="bilinear"),
+     DT, "interpolate: input must be float32 or float64, got int64"),
+    ("interpolate-rank", lambda c: F.interpolate(_t(c, (4,)), size=2), SH, "interpolate: expected a 4-D"),
+    ("interpolate-huge", lambda c: F.interpolate(_t(c, X4), scale_factor=1e30), SH,
+     "interpolate: the result of shape"),
+    # rearrangements
+    ("pad-list", lambda c: rt.pad([[1.0]], (1, 1)), NT, "pad: expected a Tensor"),
+    ("pad-negative", lambda c: rt.pad(_t(c, X4), (-10, 0)), SH, "pad: padding .* leaves a negative size"),
+    ("roll-list", lambda c: rt.roll([1.0], 1), NT, "roll: expected a Tensor"),
+    ("roll-axis", lambda c: rt.roll(_t(c, X4), 1, 9), SH, r"roll: axis 9 is out of range"),
+    ("roll-float-shift", lambda c: rt.roll(_t(c, X4), 1.5, 0), NT, "roll: a shift must be an int"),
+    ("flip-list", lambda c: rt.flip([1.0], (0,)), NT, "flip: expected a Tensor"),
+    ("flip-axis", lambda c: rt.flip(_t(c, X4), (9,)), SH, r"flip: axis 9 is out of range"),
+    ("one_hot-list", lambda c: rt.one_hot([1, 2], 3), NT, "one_hot: expected a Tensor"),
+    ("one_hot-float", lambda c: rt.one_hot(_t(c, (3,)), 4), DT, "one_hot: input must be int32 or int64"),
+    ("one_hot-huge", lambda c: rt.one_hot(_i(c, (3,)), 2 ** 70), SH, r"one_hot: shape \(3, \d+\) has"),
+    ("diag_embed-huge", lambda c: rt.diag_embed(_t(c, (2,)), offset=BIG), SH, r"diag_embed: shape .* has"),
+    # scatter family: float indices, axes, ranks, devices
+    ("scatter-list", lambda c: rt.scatter([[1.0]], 0, _i(c, (1, 1)), _t(c, (1, 1))), NT, "scatter: expected a Tensor"),
+    ("scatter-float-index", lambda c: rt.scatter(_t(c, X4), 0, _t(c, X4), _t(c, X4)), DT,
+     "scatter: index must be int32 or int64, got float32"),
+    ("scatter-axis", lambda c: rt.scatter(_t(c, X4), 9, _i(c, X4), _t(c, X4)), SH, "scatter: axis 9 is out of range"),
+    ("scatter-rank", lambda c: rt.scatter(_t(c, X4), 0, _i(c, (1,)), _t(c, X4)), SH,
+     r"indices of shape \(1,\) must have the same number of dimensions"),
+    ("scatter-src-dtype", lambda c: rt.scatter(_t(c, X4), 0, _i(c, X4), _t(c, X4, np.int64)), DT,
+     "scatter: src must have the input's dtype"),
+    ("scatter-devices", lambda c: rt.scatter(_t(c, X4), 0, _cpu(X4, np.int64), _t(c, X4)), DV, r"\(in scatter"),
+    ("scatter_reduce-float-index", lambda c: rt.scatter_reduce(_t(c, X4), 0, _t(c, X4), _t(c, X4), "sum"),
+     DT, "scatter_reduce: index must be int32 or int64"),
+    ("scatter_reduce-reduce", lambda c: rt.scatter_reduce(_t(c, X4), 0, _i(c, X4), _t(c, X4), "nope"),
+     AV, "scatter_reduce: reduce must be one of"),
+    ("scatter_reduce-axis", lambda c: rt.scatter_reduce(_t(c, X4), -9, _i(c, X4), _t(c, X4), "sum"),
+     SH, "scatter_reduce: axis -9 is out of range"),
+    ("scatter_reduce-devices", lambda c: rt.scatter_reduce(_t(c, X4), 0, _i(c, X4), _cpu(X4), "sum"),
+     DV, r"\(in scatter"),
+    ("index_add-list", lambda c: rt.index_add([[1.0]], 0, _i(c, (1,)), _t(c, X4)), NT, "index_add: expected a Tensor"),
+    ("index_add-float-index", lambda c: rt.index_add(_t(c, X4), 0, _t(c, (1,)), _t(c, X4)), DT,
+     "index_add: index must be int32 or int64"),
+    ("index_add-axis", lambda c: rt.index_add(_t(c, X4), 7, _i(c, (1,)), _t(c, X4)), SH,
+     "index_add: axis 7 is out of range"),
+    ("index_add-rank", lambda c: rt.index_add(_t(c, X4), 0, _i(c, (1, 1)), _t(c, X4)), SH,
+     "index_add: index must be 0-d or 1-d"),
+    ("index_add-devices", lambda c: rt.index_add(_t(c, X4), 0, _cpu((1,), np.int64), _t(c, X4)), DV,
+     r"\(in scatter_add\)"),
+    # sorting and selection
+    ("sort-list", lambda c: rt.sort([3.0, 1.0]), NT, "sort: expected a Tensor"),
+    ("sort-axis", lambda c: rt.sort(_t(c, X4), 9), SH, "sort: axis 9 is out of range"),
+    ("argsort-list", lambda c: rt.argsort([3.0]), NT, "argsort: expected a Tensor"),
+    ("argsort-axis", lambda c: rt.argsort(_t(c, X4), -9), SH, "argsort: axis -9 is out of range"),
+    ("topk-list", lambda c: rt.topk([1.0], 1), NT, "topk: expected a Tensor"),
+    ("topk-k", lambda c: rt.topk(_t(c, X4), 99), SH, "topk: k=99 is out of range"),
+    ("topk-float-k", lambda c: rt.topk(_t(c, X4), 1.5), NT, "topk: k must be an int"),
+    ("topk-axis", lambda c: rt.topk(_t(c, X4), 1, 9), SH, "topk: axis 9 is out of range"),
+    ("kthvalue-list", lambda c: rt.kthvalue([1.0], 1), NT, "kthvalue: expected a Tensor"),
+    ("kthvalue-k", lambda c: rt.kthvalue(_t(c, X4), 99), SH, "kthvalue: k=99 is out of range"),
+    ("kthvalue-axis", lambda c: rt.kthvalue(_t(c, X4), 1, 9), SH, "kthvalue: axis 9 is out of range"),
+    ("median-list", lambda c: rt.median([1.0]), NT, "median: expected a Tensor"),
+    ("median-axis", lambda c: rt.median(_t(c, X4), 9), SH, "median: axis 9 is out of range"),
+    ("unique-list", lambda c: rt.unique([1.0]), NT, "unique: expected a Tensor"),
+    ("nonzero-list", lambda c: rt.nonzero([1.0]), NT, "nonzero: expected a Tensor"),
+    ("masked_select-list", lambda c: rt.masked_select([1.0], _t(c, (1,), np.bool_)), NT,
+     "masked_select: expected a Tensor"),
+    ("masked_select-float-mask", lambda c: rt.masked_select(_t(c, X4), _t(c, X4)), DT,
+     "masked_select: mask must be bool, got float32"),
+    # activations
+    *[(f"{n}-list", functools.partial(lambda n, c: getattr(F, n)([1.0]), n), NT,
+       f"{n}: expected a Tensor")
+      for n in ("elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6", "hardsigmoid",
+                "hardswish", "logsigmoid", "softsign", "glu")],
+    ("elu-alpha", lambda c: F.elu(_t(c, X4), "a"), NT, "elu: alpha must be a number, got str"),
+    ("celu-alpha", lambda c: F.celu(_t(c, X4), None), NT, "celu: alpha must be a number, got NoneType"),
+    ("leaky_relu-slope", lambda c: F.leaky_relu(_t(c, X4), [0.1]), NT, "leaky_relu: negative_slope must be a number"),
+    ("hardtanh-bound", lambda c: F.hardtanh(_t(c, X4), "x"), NT, "hardtanh: min_val must be a number"),
+    ("hardtanh-bool", lambda c: F.hardtanh(_t(c, (3,), np.bool_)), DT, "hardtanh: not defined for dtype bool"),
+    ("glu-odd", lambda c: F.glu(_t(c, (3,))), SH, "glu: halving axis -1 needs an even size"),
+    ("glu-axis", lambda c: F.glu(_t(c, X4), 9), SH, "glu: axis 9 is out of range"),
+    ("softmin-axis", lambda c: F.softmin(_t(c, X4), 9), SH, "softmin: axis 9 is out of range"),
+    # losses
+    ("mse_loss-list", lambda c: F.mse_loss([1.0], _t(c, (1,))), NT, "mse_loss: input must be a Tensor, got list"),
+    ("mse_loss-shape", lambda c: F.mse_loss(_t(c, (2, 3)), _t(c, (4,))), SH, r"mse_loss: input of shape \(2, 3\)"),
+    ("mse_loss-devices", lambda c: F.mse_loss(_t(c, (2,)), _cpu((2,))), DV, r"\(in sub\)"),
+    ("l1_loss-list", lambda c: F.l1_loss([1.0], _t(c, (1,))), NT, "l1_loss: input must be a Tensor"),
+    ("smooth_l1_loss-shape", lambda c: F.smooth_l1_loss(_t(c, (2, 3)), _t(c, (4,))), SH,
+     "smooth_l1_loss: target of shape"),
+    ("huber_loss-list", lambda c: F.huber_loss([1.0], _t(c, (1,))), NT, "huber_loss: input must be a Tensor"),
+    ("nll_loss-float-target", lambda c: F.nll_loss(_t(c, (2, 3)), _t(c, (2,))), DT,
+     "nll_loss: target must hold integer class indices"),
+    ("nll_loss-shape", lambda c: F.nll_loss(_t(c, (2, 3)), _i(c, (5,))), SH, r"nll_loss: target of shape \(5,\)"),
+    ("cross_entropy-float-target", lambda c: F.cross_entropy(_t(c, (2, 3)), _t(c, (2, 4))), DT,
+     "cross_entropy: targets must be integer class indices"),
+    ("cross_entropy-devices", lambda c: F.cross_entropy(_t(c, (2, 3)), _cpu((2,), np.int64)), DV,
+     r"\(in cross_entropy\)"),
+    ("binary_cross_entropy-int", lambda c: F.binary_cross_entropy(_t(c, (2,), np.int64), _t(c, (2,), np.int64)),
+     DT, "binary_cross_entropy: input must be a float tensor"),
+    ("binary_cross_entropy-shape", lambda c: F.binary_cross_entropy(_t(c, (2, 3)), _t(c, (4,))), SH,
+     "binary_cross_entropy: target of shape"),
+    ("binary_cross_entropy_with_logits-devices",
+     lambda c: F.binary_cross_entropy_with_logits(_t(c, (2,)), _cpu((2,))), DV, r"\(in mul\)"),
+    ("kl_div-shape", lambda c: F.kl_div(_t(c, (2, 3)), _t(c, (4,))), SH, "kl_div: target of shape"),
+]
+
+
+@pytest.mark.parametrize("call, error, match", [c[1:] for c in NEWER], ids=[c[0] for c in NEWER])
+def test_the_newer_ops_refuse_bad_inputs(call, error, match, scope):
+    cap, _ = scope
+    with pytest.raises(error, match=match) as e:
+        call(cap)
+    assert isinstance(e.value, rt.TensorRuntimeError)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: F.conv2d(_cpu(X4), _cpu(W4), padding=2 ** 20),
+     r"conv2d: cannot allocate the float32 result of shape \(1, 3, 2097155, 2097155\) on cpu"),
+    (lambda: rt.one_hot(_cpu((3,), np.int64), BIG),
+     r"one_hot: cannot allocate the int64 result of shape \(3, 1099511627776\) on cpu"),
+    (lambda: _cpu((2,)).expand(BIG, 2).numpy(),
+     r"numpy: cannot allocate the float32 array of shape \(1099511627776, 2\) on the host"),
+], ids=["conv2d", "one_hot", "numpy-of-a-huge-view"])
+def test_huge_results_on_cpu_are_memory_errors(call, match):
+    """Sizes a tensor may have but no machine holds: the allocation fails first (before any
+    kernel is built) with a typed error naming the op."""
+    with pytest.raises(rt.OutOfMemoryError, match=match):
+        call()

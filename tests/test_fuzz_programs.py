@@ -16,6 +16,7 @@ Profiles: CI runs hypothesis' ``ci`` profile (15 programs per test); ``--hypothe
 (tests/conftest.py) runs 10,000 per test (see the README's Development section).
 """
 import math
+import os
 
 import numpy as np
 import pytest
@@ -31,7 +32,10 @@ NP = {F32: np.float32, F64: np.float64}
 KINKED = {"abs", "relu", "sign", "floor", "ceil", "round", "trunc", "frac", "clamp", "clamp_min",
           "clamp_max", "maximum", "minimum", "max", "min", "amax", "amin", "hardtanh", "relu6",
           "hardsigmoid", "hardswish", "leaky_relu", "elu", "celu", "selu", "fmod", "remainder",
-          "floor_divide", "copysign", "norm", "nan_to_num"}
+          "floor_divide", "copysign", "norm", "nan_to_num",
+          # no derivative at the origin (0/0, NaN as PyTorch's), which a program reaches exactly
+          # by subtracting a value from itself: hypot(v1 - v1.T, ...) (nightly run, seed 1000)
+          "hypot", "atan2"}
 # binary ops whose second operand must stay away from zero, and pow (a positive base)
 DIVISORS = {"div", "fmod", "remainder", "floor_divide"}
 LIMIT = 1.5                                   # unary inputs are squashed into [-1.5, 1.5] ∩ domain
@@ -225,14 +229,14 @@ def _inputs(shapes, dtype, seed):
 _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
-@settings(**_SETTINGS)
-@given(case=programs(), dtype=st.sampled_from([F32, F64]))
-def test_random_programs_agree_everywhere(case, dtype, tmp_path_factory):
+def check_program(case, dtype, tmp_dir, compile=True):
+    """One differential program: eager against NumPy float64, then replayed, saved+loaded and
+    (``compile``) compiled against eager.  Returns False for a program NumPy refuses whole."""
     shapes, program, n_out, seed = case
     arrays = _inputs(shapes, dtype, seed)
     program = _valid(program, arrays)
     if not program:
-        return
+        return False
     with np.errstate(all="ignore"):
         want = _run(_Np(), program, [a.astype(np.float64) for a in arrays], n_out)
     eager = _run(_Rt(), program, [rt.tensor(a) for a in arrays], n_out)
@@ -242,15 +246,22 @@ def test_random_programs_agree_everywhere(case, dtype, tmp_path_factory):
         np.testing.assert_allclose(got.numpy(), ref.astype(NP[dtype]), rtol=tol[0], atol=tol[1])
     graph = rt.capture(lambda *xs: _run(_Rt(), program, xs, n_out), *arrays)
     replayed = graph.run(*arrays)
-    path = tmp_path_factory.mktemp("fuzz") / "g.rtg"
+    path = os.path.join(os.fspath(tmp_dir), "g.rtg")
     graph.save(path)
     loaded = rt.load_graph(path).bind(rt.cpu())(*arrays)
-    compiled = graph.compile(rt.cpu())(*arrays)
+    compiled = graph.compile(rt.cpu())(*arrays) if compile else replayed
     close = {F32: 1e-5, F64: 1e-12}[dtype]
     for e, r, s, c in zip(eager, replayed, loaded, compiled):
         np.testing.assert_allclose(r.numpy(), e.numpy(), rtol=close, atol=close)
         np.testing.assert_array_equal(s.numpy(), r.numpy())
         np.testing.assert_allclose(c.numpy(), r.numpy(), rtol=close, atol=close)
+    return True
+
+
+@settings(**_SETTINGS)
+@given(case=programs(), dtype=st.sampled_from([F32, F64]))
+def test_random_programs_agree_everywhere(case, dtype, tmp_path_factory):
+    check_program(case, dtype, tmp_path_factory.mktemp("fuzz"))
 
 
 def _fd_grads(program, arrays, n_out, weights, eps=1e-6):
@@ -272,14 +283,14 @@ def _fd_grads(program, arrays, n_out, weights, eps=1e-6):
     return grads
 
 
-@settings(**_SETTINGS)
-@given(case=programs(smooth=True))
-def test_random_programs_differentiate_like_finite_differences(case):
+def check_gradients(case):
+    """One smooth program on ``rt.autodiff(rt.cpu())`` (float64): eager values, and gradients
+    against central finite differences.  Returns False for a program NumPy refuses whole."""
     shapes, program, n_out, seed = case
     arrays = _inputs(shapes, F64, seed)
     program = _valid(program, arrays)
     if not program:
-        return
+        return False
     ad = rt.autodiff(rt.cpu())
     xs = [rt.tensor(a).to(ad).require_grad() for a in arrays]
     outs = _run(_Rt(), program, xs, n_out)
@@ -299,6 +310,13 @@ def test_random_programs_differentiate_like_finite_differences(case):
         got = np.zeros_like(g) if got is None else got.numpy()
         scale = max(1.0, float(np.abs(g).max()))
         np.testing.assert_allclose(got, g, rtol=1e-5, atol=1e-6 * scale)
+    return True
+
+
+@settings(**_SETTINGS)
+@given(case=programs(smooth=True))
+def test_random_programs_differentiate_like_finite_differences(case):
+    check_gradients(case)
 
 
 def test_the_pools_cover_the_table():
@@ -307,6 +325,10 @@ def test_the_pools_cover_the_table():
     assert {"exp", "tanh", "sqrt", "silu", "add", "mul", "div", "logaddexp"} <= names
     assert {r.name for r in REDUCE} >= {"sum", "mean", "logsumexp"} and SOFTMAX
     assert all(math.isfinite(a) and math.isfinite(b) and a < b for a, b in map(_domain, UNARY))
+    # no derivative at the origin: the gradient programs leave them out (the nightly run's one
+    # divergence, seed 1000: hypot(v - v.T, v - v.T) gave NaN gradients, as PyTorch's do)
+    smooth = {r.name for r in BINARY if r.name not in KINKED}
+    assert "hypot" not in smooth and "atan2" not in smooth and "logaddexp" in smooth
 
 
 @pytest.mark.parametrize("program", [

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..errors import CaptureError, TensorRuntimeError
+from ..ops.shapes import MAX_ELEMENTS
 from .ir import LITERAL_TYPES, TensorIr
 
 __all__ = ["check_graph", "INVALID"]
@@ -32,6 +33,28 @@ class _Operand:
         self.shape, self.dtype, self.ndim = tuple(t.shape), t.dtype, len(t.shape)
 
 
+#: attrs whose type is the same for every op that has them (the rules read them as flags or
+#: axes without checking their type; a crafted file could give them any JSON value)
+_FLAGS = frozenset(("keepdims", "ceil_mode", "count_include_pad"))
+
+
+def _is_int(v) -> bool:
+    return type(v) is int
+
+
+def _bad_attr(attrs: dict):
+    """(name, value) of the first flag or axis attr of the wrong type, or None."""
+    for k, v in attrs.items():
+        if k in _FLAGS and type(v) is not bool:
+            return k, v
+        if k == "axes" and not (isinstance(v, tuple) and all(map(_is_int, v))):
+            return k, v
+        if k == "axis" and not (v is None or _is_int(v)
+                                or (isinstance(v, tuple) and all(map(_is_int, v)))):
+            return k, v
+    return None
+
+
 def _fail(message: str, tensor: int | None = None) -> CaptureError:
     return CaptureError(INVALID, f"invalid graph: {message}", tensor=tensor)
 
@@ -42,7 +65,12 @@ def _value_matches(value, t: TensorIr) -> bool:
 
 
 def _shape_ok(shape) -> bool:
-    return isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)
+    if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
+        return False
+    n = 1
+    for d in shape:
+        n *= d
+    return n <= MAX_ELEMENTS       # more than a tensor can have: no device could hold it
 
 
 def check_graph(graph) -> None:
@@ -103,6 +131,9 @@ def check_graph(graph) -> None:
         except Exception as exc:  # a malformed attr or scalar the rule cannot even read
             raise _fail(f"{where} has malformed operands or attrs "
                         f"({type(exc).__name__}: {exc})", out.id) from None
+        bad = _bad_attr(attrs)   # what the rule let through, the kernels could not read
+        if bad is not None:
+            raise _fail(f"{where} has a malformed attr {bad[0]!r} ({bad[1]!r:.60})", out.id)
         if tuple(shape) != tuple(out.shape) or dtype != out.dtype:
             raise _fail(f"{where} gives {dtype.name}{list(shape)}, the graph declares "
                         f"{out.dtype.name}{list(out.shape)}", out.id)

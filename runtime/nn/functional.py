@@ -101,6 +101,7 @@ def _channel_view(v: Tensor, ndim: int) -> Tensor:
 # --------------------------------------------------------------------------- regression losses
 def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
     """Mean (or sum, or per-element) squared error."""
+    input = _tensor("mse_loss", "input", input)
     if isinstance(target, Tensor) and target.shape != input.shape:
         raise ShapeError(f"mse_loss: input of shape {input.shape} and target of shape "
                          f"{target.shape} differ")

@@ -13,7 +13,7 @@ rules also avoid the NaN a ``where`` over an overflowing ``exp`` would give (0 *
 from __future__ import annotations
 
 from ..dispatch import dispatch as run
-from ..errors import ArgumentValueError, ShapeError
+from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..tensor import Tensor
 from .args import int_arg, tensor_arg, torch_alias
 from .elementwise import (_as_float, abs, add, clamp, div, eq, exp, gt, le, log, log1p,
@@ -42,10 +42,20 @@ def _register(name, decompose, grad=None, rule="float", family="unary", infer=No
                     backward=None if grad is None else (lambda c, g: (grad(c, g),))))
 
 
-def _attrs(**kw) -> dict | None:
+def _number(op: str, name: str, v) -> float:
+    """``float(v)``, or an ArgumentTypeError naming ``op`` (a string, a list, None...)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"{op}: {name} must be a number, got {type(v).__name__} "
+                                f"{v!r:.40}") from None
+
+
+def _attrs(op: str, **kw) -> dict | None:
     """The attrs a front end passes: only non-default values, so a default call stays
     attr-less (dispatch's fast path, one composite signature)."""
-    out = {k: float(v) for k, (v, default) in kw.items() if float(v) != default}
+    out = {k: _number(op, k, v) for k, (v, default) in kw.items()}
+    out = {k: v for k, v in out.items() if v != kw[k][1]}
     return out or None
 
 
@@ -104,15 +114,15 @@ _register("selu", _decompose_selu, _grad_selu)
 @front_end
 def elu(input, alpha: float = 1.0) -> Tensor:
     """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)`` (PyTorch's ``elu``)."""
-    return run("elu", (tensor_arg("elu", input),), _attrs(alpha=(alpha, 1.0)))
+    return run("elu", (tensor_arg("elu", input),), _attrs("elu", alpha=(alpha, 1.0)))
 
 
 @front_end
 def celu(input, alpha: float = 1.0) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (PyTorch's ``celu``)."""
-    if float(alpha) == 0.0:
+    if _number("celu", "alpha", alpha) == 0.0:
         raise ArgumentValueError("celu: alpha must not be 0 (it divides x)")
-    return run("celu", (tensor_arg("celu", input),), _attrs(alpha=(alpha, 1.0)))
+    return run("celu", (tensor_arg("celu", input),), _attrs("celu", alpha=(alpha, 1.0)))
 
 
 @front_end
@@ -160,14 +170,14 @@ _register("relu6", lambda args, attrs: clamp(args[0], 0, 6),
 def leaky_relu(input, negative_slope: float = 0.01) -> Tensor:
     """``x`` where ``x > 0``, else ``negative_slope * x``."""
     return run("leaky_relu", (tensor_arg("leaky_relu", input),),
-               _attrs(negative_slope=(negative_slope, 0.01)))
+               _attrs("leaky_relu", negative_slope=(negative_slope, 0.01)))
 
 
 @front_end
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     """``clamp(x, min_val, max_val)``; the gradient passes strictly inside (PyTorch's)."""
     x = tensor_arg("hardtanh", input)
-    if float(min_val) > float(max_val):
+    if _number("hardtanh", "min_val", min_val) > _number("hardtanh", "max_val", max_val):
         raise ArgumentValueError(f"hardtanh: min_val ({min_val}) must not exceed max_val "
                                  f"({max_val})")
     # the bounds keep their Python type (ints keep an int tensor's dtype, as clamp's)

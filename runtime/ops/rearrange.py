@@ -21,9 +21,9 @@ import numpy as np
 
 from .. import dtypes as D
 from ..errors import (ArgumentTypeError, ArgumentValueError, CaptureError, DTypeError,
-                      IndexOutOfRangeError, ShapeError)
+                      IndexOutOfRangeError, OutOfMemoryError, ShapeError)
 from ..tensor import Tensor
-from .args import int_arg, operand, tensor_arg, torch_alias
+from .args import check_size, int_arg, operand, tensor_arg, torch_alias
 from .create import arange, from_numpy, full
 from .elementwise import (add, div, eq, gt, maximum, minimum, mul, where)
 from .index import getitem, scatter_add, slice_assign, take
@@ -467,7 +467,12 @@ def diag_embed(x, offset=0, dim1=-2, dim2=-1) -> Tensor:
     length = x.shape[-1]
     n = length + _b.abs(k)
     r0, c0 = _b.max(-k, 0), _b.max(k, 0)
-    mapping = np.full(n * n, length, np.int64)            # `length`: the appended zero
+    check_size("diag_embed", x.shape[:-1] + (n, n))
+    try:
+        mapping = np.full(n * n, length, np.int64)        # `length`: the appended zero
+    except MemoryError:
+        raise OutOfMemoryError(f"diag_embed: cannot allocate the ({n}, {n}) diagonal map of "
+                               f"offset {k}") from None
     i = np.arange(length)
     mapping[(i + r0) * n + (i + c0)] = i
     padded = cat([x, full(x.shape[:-1] + (1,), _zero_of(x.dtype), x.dtype, x.device)], -1)
@@ -621,8 +626,13 @@ def one_hot(x, num_classes=-1) -> Tensor:
         if bad.size:
             raise IndexOutOfRangeError(f"one_hot: class value {int(bad.reshape(-1)[0])} is out "
                                        f"of range for num_classes {k}")
-    classes = arange(k, dtype=x.dtype, device=x.device)
-    return eq(reshape(x, x.shape + (1,)), classes).astype(D.int64)
+    check_size("one_hot", x.shape + (k,))
+    try:
+        classes = arange(k, dtype=x.dtype, device=x.device)
+        return eq(reshape(x, x.shape + (1,)), classes).astype(D.int64)
+    except OutOfMemoryError:
+        raise OutOfMemoryError(f"one_hot: cannot allocate the int64 result of shape "
+                               f"{x.shape + (k,)} on {x.device}") from None
 
 
 def _scatter_args(op, x, dim, index, src):
