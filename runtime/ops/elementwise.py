@@ -576,8 +576,23 @@ def _infer_cast(args, attrs):
     return Plan(args[0].shape, dt, dt, "same")
 
 
-register(OpSpec("cast", "unary", _infer_cast,
-                lambda ks, p, args, attrs, plan, device: ks.cast(p[0], plan.dtype.np),
+def _kernel_cast(ks, p, args, attrs, plan, device):
+    # float16/bfloat16 are stored as their uint16 bits: they convert through float32 with the
+    # kernel set's half conversions (float64 -> float16 rounds once)
+    src, dst, x = args[0].dtype, plan.dtype, p[0]
+    if src.is_half:
+        x = ks.half_to_float(x, src.name)
+        if dst is D.float32:
+            return x
+        src = D.float32
+    if dst.is_half:
+        if not src.is_float:
+            x = ks.cast(x, D.float32.np)
+        return ks.float_to_half(x, dst.name)
+    return ks.cast(x, dst.np)
+
+
+register(OpSpec("cast", "unary", _infer_cast, _kernel_cast,
                 backward=lambda c, g: (g,),     # the tape casts back to the input's dtype
                 onnx="Cast"))
 
