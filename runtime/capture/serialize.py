@@ -193,7 +193,9 @@ def save_graph(graph: CapturedGraph, path) -> None:
     offset = 0
     for tid in sorted(g.values):
         a = np.require(g.values[tid], requirements="C")
-        dt = D.from_numpy_dtype(a.dtype, "graph.save")
+        dt = g.tensor(tid).dtype        # (the half types' values are their uint16 bits)
+        if a.dtype != dt.np:
+            dt = D.from_numpy_dtype(a.dtype, "graph.save")
         raw = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
         values.append({"id": tid, "shape": list(a.shape), "dtype": dt.name,
                        "offset": offset, "nbytes": len(raw)})
