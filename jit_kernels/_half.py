@@ -40,3 +40,62 @@ def from_bits(b, fmt: str) -> np.ndarray:
     if fmt != "bfloat16":
         raise ValueError(fmt)
     return (b.astype(np.uint32, order="C") << np.uint32(16)).view(np.float32)
+
+
+# ---- scalar bit conversions (device-neutral: the cuda set compiles them as device functions;
+# NumPy's npy_floatbits_to_halfbits / npy_halfbits_to_floatbits, round to nearest even)
+def f32bits_to_f16bits(f):
+    """float16 bits of the float32 with bits ``f`` (a uint32)."""
+    f = np.uint32(f)
+    sgn = np.uint32((f & np.uint32(0x80000000)) >> np.uint32(16))
+    fexp = f & np.uint32(0x7F800000)
+    if fexp >= np.uint32(0x47800000):          # overflow, inf or NaN
+        if fexp == np.uint32(0x7F800000):
+            fsig = f & np.uint32(0x007FFFFF)
+            if fsig != 0:
+                r = np.uint32(0x7C00) + (fsig >> np.uint32(13))
+                if r == np.uint32(0x7C00):
+                    r = r + np.uint32(1)       # stays a NaN
+                return np.uint16(sgn + r)
+        return np.uint16(sgn + np.uint32(0x7C00))
+    if fexp <= np.uint32(0x38000000):          # a subnormal half or a signed zero
+        if fexp < np.uint32(0x33000000):
+            return np.uint16(sgn)
+        e = fexp >> np.uint32(23)
+        fsig = np.uint32(0x00800000) + (f & np.uint32(0x007FFFFF))
+        fsig = fsig >> (np.uint32(113) - e)
+        if ((fsig & np.uint32(0x3FFF)) != np.uint32(0x1000)) or (f & np.uint32(0x7FF)) != 0:
+            fsig = fsig + np.uint32(0x1000)
+        return np.uint16(sgn + (fsig >> np.uint32(13)))
+    hexp = (fexp - np.uint32(0x38000000)) >> np.uint32(13)
+    fsig = f & np.uint32(0x007FFFFF)
+    if (fsig & np.uint32(0x3FFF)) != np.uint32(0x1000):
+        fsig = fsig + np.uint32(0x1000)
+    return np.uint16(sgn + hexp + (fsig >> np.uint32(13)))
+
+
+def f16bits_to_f32bits(h):
+    """float32 bits of the float16 with bits ``h`` (exact)."""
+    h = np.uint32(h)
+    sgn = (h & np.uint32(0x8000)) << np.uint32(16)
+    hexp = h & np.uint32(0x7C00)
+    sig = h & np.uint32(0x03FF)
+    if hexp == 0:
+        if sig == 0:
+            return np.uint32(sgn)
+        e = np.uint32(113)                     # normalise the subnormal
+        while (sig & np.uint32(0x0400)) == 0:
+            sig = sig << np.uint32(1)
+            e = e - np.uint32(1)
+        return np.uint32(sgn + (e << np.uint32(23)) + ((sig & np.uint32(0x03FF)) << np.uint32(13)))
+    if hexp == np.uint32(0x7C00):
+        return np.uint32(sgn + np.uint32(0x7F800000) + (sig << np.uint32(13)))
+    return np.uint32(sgn + ((hexp + np.uint32(0x1C000)) << np.uint32(13)) + (sig << np.uint32(13)))
+
+
+def f32bits_to_bf16bits(u):
+    """bfloat16 bits of the float32 with bits ``u``."""
+    u = np.uint32(u)
+    if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+        return np.uint16((u >> np.uint32(16)) | np.uint32(0x40))
+    return np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
