@@ -327,9 +327,17 @@ def dlpack_plain(device: PlainDevice, t: Tensor, kwargs):
     if fn is None:
         raise DeviceError(f"{device}: DLPack export is not supported on this device yet (the "
                           f"{device.kind} kernel set has no dlpack); move the tensor to cpu first")
+    payload = t._payload
+    if t.dtype.is_half:     # stored as uint16 bits: float16 exports as float16 on cpu
+        if t.dtype is not D.float16 or device.kind != "cpu":
+            from .errors import DTypeError
+            raise DTypeError(f"__dlpack__: a {t.dtype.name} tensor on {device} cannot be exported "
+                             f"yet; call .float() first")
+        import numpy as np
+        payload = payload.view(np.float16)
     if kwargs is None:
-        return ks.dlpack_device(t._payload)
-    return fn(t._payload, **kwargs)
+        return ks.dlpack_device(payload)
+    return fn(payload, **kwargs)
 
 
 def to_host_plain(device: PlainDevice, t: Tensor):

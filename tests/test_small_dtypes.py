@@ -373,3 +373,13 @@ def test_large_values_and_nan_in_half_math():
     h = rt.tensor([float("nan"), 1.0, -math.inf], dtype=rt.float16)
     assert np.isnan(rt.maximum(h, 0.0).float().numpy()[0])
     assert rt.relu(h).float().numpy().tolist()[1:] == [1.0, 0.0]
+
+
+def test_dlpack_of_float16_and_the_bfloat16_refusal():
+    h = rt.tensor([0.5, -1.5], dtype=rt.float16)
+    a = np.from_dlpack(h)
+    assert a.dtype == np.float16 and a.tolist() == [0.5, -1.5]
+    assert rt.from_dlpack(a).dtype is rt.float16
+    with pytest.raises(rt.DTypeError, match=r"__dlpack__: a bfloat16 tensor on cpu cannot be "
+                                            r"exported yet; call \.float\(\) first"):
+        rt.tensor([1.0], dtype=rt.bfloat16).__dlpack__()
