@@ -251,3 +251,20 @@ def float_values(storage: np.ndarray, dt: DType) -> np.ndarray:
     if dt is bfloat16:
         return (storage.astype(np.uint32) << np.uint32(16)).view(np.float32)
     return storage
+
+
+class _BF16Info:
+    """``np.finfo``'s fields for bfloat16 (NumPy has no bfloat16 dtype)."""
+    bits = 16
+    eps = 2.0 ** -7
+    max = 3.3895313892515355e38
+    min = -max
+    tiny = smallest_normal = 2.0 ** -126
+    resolution = 0.01
+
+
+def finfo(dt: DType):
+    """``np.finfo`` of a float dtype's values (float16 and bfloat16 included)."""
+    if dt is bfloat16:
+        return _BF16Info
+    return np.finfo(dt.host)

@@ -320,7 +320,7 @@ def linspace(start, end, steps, dtype=None, device=None) -> Tensor:
     start, end = _real("linspace", "start", start), _real("linspace", "end", end)
     a = _linspace64(float(start), float(end), _steps("linspace", steps))
     dt = D.as_dtype(dtype or D.float32)
-    return tensor(a.astype(dt.np), device=device)
+    return tensor(a, dtype=dt, device=device)
 
 
 @front_end
@@ -331,7 +331,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None) -> Tensor:
     with np.errstate(over="ignore"):
         a = np.power(float(base), _linspace64(float(start), float(end), _steps("logspace", steps)))
     dt = D.as_dtype(dtype or D.float32)
-    return tensor(a.astype(dt.np), device=device)
+    return tensor(a, dtype=dt, device=device)
 
 
 def _like(op, t):

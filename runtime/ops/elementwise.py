@@ -749,7 +749,7 @@ def _decompose_nan_to_num(args, attrs):
     (x,) = args
     if not x.dtype.is_float:
         return floor(x)                     # ints have no NaN or inf: the values themselves
-    info = np.finfo(x.dtype.np)
+    info = D.finfo(x.dtype)
     nan, pos, neg_ = attrs.get("nan", 0.0), attrs.get("posinf"), attrs.get("neginf")
     pos = float(info.max) if pos is None else pos
     neg_ = float(info.min) if neg_ is None else neg_
@@ -766,6 +766,10 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None) -> Tensor:
     """NaN as ``nan``, +inf as ``posinf`` and -inf as ``neginf`` (default: the dtype's largest
     and lowest finite values), as NumPy and PyTorch."""
     x = tensor_arg("nan_to_num", x)
+    if x.dtype.is_half:     # it runs in float32 (runtime.lowprec): the half type's own limits
+        info = D.finfo(x.dtype)
+        posinf = float(info.max) if posinf is None else posinf
+        neginf = float(info.min) if neginf is None else neginf
     attrs = {k: float(v) for k, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf))
              if v is not None}
     return run("nan_to_num", (x,), attrs if attrs != {"nan": 0.0} else None)
