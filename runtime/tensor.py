@@ -201,10 +201,14 @@ class Tensor:
         return self.device.dlpack(self, None)
 
     # ---- movement -------------------------------------------------------------------
-    def to(self, device) -> "Tensor":
-        """This value on ``device`` (SPEC §3 movement table)."""
+    def to(self, device=None, dtype=None) -> "Tensor":
+        """This value on ``device`` (SPEC §3 movement table); given a dtype (``t.to(rt.half)``,
+        PyTorch's habit, or ``dtype=``) it is also cast to it."""
+        if isinstance(device, D.DType):
+            device, dtype = None, device
         from .movement import move
-        return move(self, device)
+        t = self if device is None else move(self, device)
+        return t if dtype is None else _api.cast(t, dtype)
 
     to_device = to
 

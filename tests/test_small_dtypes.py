@@ -131,6 +131,8 @@ def test_small_int_casts_wrap_from_ints_and_saturate_from_floats():
     assert u.astype(rt.int8).tolist() == [0, -128, -1] and u.float().tolist() == [0.0, 128.0, 255.0]
     assert rt.tensor([1, 0, 2]).bool().byte().tolist() == [1, 0, 1]
     assert rt.tensor([2.5, -3.5]).char().dtype is rt.int8 and rt.ones(2).short().dtype is rt.int16
+    assert rt.ones(2).to(rt.bfloat16).dtype is rt.bfloat16
+    assert rt.ones(2).to("cpu", dtype=rt.float16).tolist() == [1.0, 1.0]
 
 
 def test_python_ints_that_do_not_fit_raise():
