@@ -385,3 +385,28 @@ def test_dlpack_of_float16_and_the_bfloat16_refusal():
     with pytest.raises(rt.DTypeError, match=r"__dlpack__: a bfloat16 tensor on cpu cannot be "
                                             r"exported yet; call \.float\(\) first"):
         rt.tensor([1.0], dtype=rt.bfloat16).__dlpack__()
+
+
+def test_load_graph_checks_the_half_types_names(tmp_path):
+    import hashlib
+    import json
+
+    from runtime.capture.serialize import MAGIC
+    cap = rt.CaptureDevice()
+    with cap.capture_scope() as s:
+        x = rt.tensor(np.ones(2, np.float16), device=s.device)
+        s.complete(inputs=[], outputs=[x * 2])
+    p = tmp_path / "g.rtg"
+    s.graph.save(p)
+    raw = p.read_bytes()
+    n = struct.unpack("<Q", raw[len(MAGIC):len(MAGIC) + 8])[0]
+    header = json.loads(raw[len(MAGIC) + 8:len(MAGIC) + 8 + n])
+    body = raw[len(MAGIC) + 8 + n:-32]
+    for name, why in (("bfloat16", "value 1 is stored as bfloat16 for a float16 tensor"),
+                      ("float8", "unsupported dtype 'float8'")):
+        header["values"][0]["dtype"] = name
+        text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+        data = MAGIC + struct.pack("<Q", len(text)) + text + body
+        p.write_bytes(data + hashlib.sha256(data).digest())
+        with pytest.raises(rt.GraphFileError, match=why):
+            rt.load_graph(p)

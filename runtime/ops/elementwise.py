@@ -13,7 +13,6 @@ from __future__ import annotations
 import builtins as _b
 import math
 
-import numpy as np
 
 from ..dispatch import dispatch as run
 from .. import dtypes as D
