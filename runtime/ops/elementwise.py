@@ -13,7 +13,6 @@ from __future__ import annotations
 import builtins as _b
 import math
 
-
 from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError
