@@ -20,7 +20,8 @@ from .harness import compare
 EXTRA_CASE_MODULES = ("bench.autodiff_cases", "bench.capture_cases", "bench.compile_cases",
                       "bench.conv_cases", "bench.activation_cases",
                       "bench.pool_cases", "bench.sort_cases",
-                      "bench.index_cases", "bench.nn_cases", "bench.scan_cases")
+                      "bench.index_cases", "bench.nn_cases", "bench.scan_cases",
+                      "bench.small_dtype_cases")
 
 
 def _progress(i, n, label):

@@ -128,6 +128,13 @@ class KernelSet(Protocol):
     def cast(self, x: Any, dtype: Any) -> Any:
         """``x`` converted to ``dtype`` (float→int truncates toward zero and saturates; NaN→0)."""
 
+    def half_to_float(self, x: Any, fmt: str) -> Any:
+        """float32 values of ``x``, the uint16 bits of ``fmt`` ("float16" or "bfloat16")."""
+
+    def float_to_half(self, x: Any, fmt: str) -> Any:
+        """uint16 bits of ``fmt`` for float32/float64 ``x``: round to nearest even, NaN kept
+        (see ``jit_kernels._half``)."""
+
     # -- reductions ----------------------------------------------------------------------
     def reduce(self, op: str, x: Any, axes: tuple, keepdims: bool, out_dtype: Any, attrs: dict) -> Any:
         """``op`` (one of ``REDUCE_OPS``) over ``axes`` (sorted, non-negative, non-empty

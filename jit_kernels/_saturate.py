@@ -29,3 +29,34 @@ def f2i64(x):
     if x < -9223372036854775808.0:
         return _I64_MIN
     return np.int64(x)
+
+
+# the small ints of issue 16 (the cuda set's casts; the cpu set casts them with NumPy)
+def f2i8(x):
+    if x != x:
+        return np.int8(0)
+    if x >= 127.0:
+        return np.int8(127)
+    if x <= -128.0:
+        return np.int8(-128)
+    return np.int8(np.int32(x))
+
+
+def f2u8(x):
+    if x != x:
+        return np.uint8(0)
+    if x >= 255.0:
+        return np.uint8(255)
+    if x <= 0.0:
+        return np.uint8(0)
+    return np.uint8(np.int32(x))
+
+
+def f2i16(x):
+    if x != x:
+        return np.int16(0)
+    if x >= 32767.0:
+        return np.int16(32767)
+    if x <= -32768.0:
+        return np.int16(-32768)
+    return np.int16(np.int32(x))

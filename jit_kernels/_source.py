@@ -12,7 +12,8 @@ import numpy as np
 
 #: dtype name -> NumPy constructor in generated source
 NP_NAME = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32",
-           "int64": "np.int64", "bool": "np.bool_"}
+           "int64": "np.int64", "bool": "np.bool_", "int8": "np.int8", "uint8": "np.uint8",
+           "int16": "np.int16", "uint16": "np.uint16"}
 #: dtype name -> Numba type in generated source
 NB_NAME = {"float32": "numba.float32", "float64": "numba.float64", "int32": "numba.int32",
            "int64": "numba.int64"}
@@ -23,7 +24,7 @@ def conv_expr(expr: str, src: np.dtype, dst: np.dtype) -> str:
     if dst.kind == "b":
         return expr if src.kind == "b" else f"({expr} != 0)"
     if src.kind == "f" and dst.kind in "iu":
-        return f"sm.f2i{dst.itemsize * 8}({expr})"
+        return f"sm.f2{dst.kind}{dst.itemsize * 8}({expr})"
     if src == dst and dst.kind == "f":
         return expr
     return f"{NP_NAME[dst.name]}({expr})"

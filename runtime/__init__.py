@@ -8,6 +8,7 @@ from . import errors
 from .tensor import Tensor  # first: the front-end functions bind to it
 from .device import Device, cpu, cuda, cuda_unavailable_reason, default_device, device, devices
 from .dtypes import DType, bool_, float32, float64, int32, int64
+from .dtypes import bfloat16, float16, int8, int16, uint8
 from .errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError,
                      AutodiffNotMarkedError, CaptureAutodiffError, CaptureError, CaptureMoveError,
                      CaptureScopeError, CaptureValueError,
@@ -26,6 +27,7 @@ from . import distributed
 from .checkpoint import load, save
 
 bool = bool_
+half = float16
 
 __version__ = "0.1.0"
 

@@ -6,7 +6,10 @@ tensor is stored as a safetensors entry (its values on the host, bit for bit); t
 the plain values go in the file's metadata as JSON.  Loading never unpickles anything: a file
 that is not a checkpoint, is truncated, or names a dtype the runtime has no tensor for raises
 ``CheckpointError`` naming the file and the cause.  Needs the ``safetensors`` package (the
-``checkpoint`` extra)."""
+``checkpoint`` extra).
+
+Entry dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL (issue 16's small dtypes included; BF16
+is read and written as its raw bits, NumPy having no bfloat16)."""
 from __future__ import annotations
 
 import json
@@ -33,9 +36,20 @@ def _safetensors():
     return stn
 
 
-def _plain_host(t: Tensor) -> np.ndarray:
+#: safetensors dtype code -> runtime dtype
+_CODES = {"F64": D.float64, "F32": D.float32, "F16": D.float16, "BF16": D.bfloat16,
+          "I64": D.int64, "I32": D.int32, "I16": D.int16, "I8": D.int8, "U8": D.uint8,
+          "BOOL": D.bool_}
+#: the codes the runtime has no dtype for, as NumPy names them
+_OTHER = {"U16": "uint16", "U32": "uint32", "U64": "uint64", "C64": "complex64",
+          "F8_E4M3": "float8_e4m3", "F8_E5M2": "float8_e5m2"}
+
+
+def _plain_host(t: Tensor):
+    """(the storage array, dtype) of ``t``'s values on the host."""
     from .nn.module import _plain          # an autodiff value's inner tensor
-    return np.ascontiguousarray(_plain(t).numpy())
+    p = _plain(t)
+    return np.ascontiguousarray(p.device.to_host(p)), p.dtype
 
 
 def _encode(obj, arrays: dict, path: str):
@@ -63,14 +77,22 @@ def _encode(obj, arrays: dict, path: str):
 
 def save(obj, path) -> None:
     """Write ``obj`` (a tensor or a nested dict/list of tensors and plain values) to ``path``."""
-    stn = _safetensors()
+    _safetensors()
+    from safetensors import TensorSpec, serialize_file
     arrays: dict = {}
     tree = _encode(obj, arrays, "")
     if "" in arrays:                                # a lone tensor
         arrays = {"tensor": arrays.pop("")}
         tree = {"tensor": "tensor"}
     meta = {_META: json.dumps({"format": _FORMAT, "tree": tree})}
-    stn.save_file(arrays, os.fspath(path), metadata=meta)
+    specs = {}
+    for k, (a, dt) in arrays.items():
+        a = np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"), copy=False))
+        arrays[k] = (a, dt)                         # (kept alive until written)
+        name = "bool" if dt.is_bool else dt.name    # safetensors' names (NumPy's, "bfloat16")
+        specs[k] = TensorSpec(dtype=name, shape=a.shape, data_ptr=a.ctypes.data,
+                              data_len=a.nbytes)
+    serialize_file(specs, os.fspath(path), metadata=meta)
 
 
 def _fail(path, why: str) -> CheckpointError:
@@ -84,14 +106,19 @@ def _decode(node, tensors: dict, path, device):
     if kind == "tensor":
         if not isinstance(v, str) or v not in tensors:
             raise _fail(path, f"the structure names a tensor {v!r:.80} the file does not hold")
-        arr = tensors[v]
-        try:
-            D.from_numpy_dtype(arr.dtype)
-        except Exception:
-            raise _fail(path, f"tensor {v!r} has dtype {arr.dtype}, which the runtime does not "
-                              f"support") from None
-        from .ops.create import tensor
-        return tensor(arr, device=device)
+        entry = tensors[v]
+        code = entry["dtype"]
+        dt = _CODES.get(code)
+        if dt is None:
+            raise _fail(path, f"tensor {v!r} has dtype {_OTHER.get(code, code)}, which the "
+                              f"runtime does not support")
+        shape = tuple(entry["shape"])
+        data = entry["data"]
+        if len(data) != int(np.prod(shape, dtype=np.int64)) * dt.itemsize:
+            raise _fail(path, f"tensor {v!r} holds {len(data)} bytes for {dt.name}{list(shape)}")
+        arr = np.frombuffer(data, dtype=dt.np.newbyteorder("<")).astype(dt.np).reshape(shape)
+        from .ops.create import from_storage
+        return from_storage(arr, dt, device)
     if kind == "dict":
         if not isinstance(v, list):
             raise _fail(path, "a dict entry is not a list of pairs")
@@ -117,15 +144,16 @@ def _decode(node, tensors: dict, path, device):
 def load(path, device=None):
     """Read a checkpoint written by ``rt.save``; tensors are created on ``device`` (default:
     the default device)."""
-    stn = _safetensors()
-    from safetensors import safe_open
+    _safetensors()
+    from safetensors import deserialize, safe_open
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise CheckpointError(f"rt.load: no such file {p!r}")
     try:
         with safe_open(p, framework="numpy") as f:
             meta = f.metadata() or {}
-        tensors = stn.load_file(p)
+        with open(p, "rb") as fh:
+            tensors = dict(deserialize(fh.read()))
     except Exception as exc:  # safetensors' own errors: a header or data it cannot parse
         raise _fail(path, f"{type(exc).__name__}: {exc}") from None
     raw = meta.get(_META)

@@ -103,10 +103,17 @@ class PlainDevice(Device):
         one module that maps a device to its kernels): the record's lowering, given the
         payloads and the rule's ``plan``; the kernels' IndexError and MemoryError become
         typed errors naming the op."""
-        ks = _dispatch._KERNELS.get(self.kind) or _dispatch.kernels_for_kind(self.kind)
+        small = plan.dtype.emulated
         payloads = []
         for a in args:
-            payloads.append(a._payload if isinstance(a, Tensor) else a)
+            if isinstance(a, Tensor):
+                payloads.append(a._payload)
+                small = small or a.dtype.emulated
+            else:
+                payloads.append(a)
+        if small and _lowprec.needs_upcast(spec, args, attrs, plan):   # issue 16's dtypes
+            return _lowprec.run_upcast(self, spec, args, attrs, plan)
+        ks = _dispatch._KERNELS.get(self.kind) or _dispatch.kernels_for_kind(self.kind)
         try:
             out = spec.kernel(ks, payloads, args, attrs, plan, self)
         except IndexError as exc:  # kernels check index values, the only thing they see first
@@ -268,6 +275,7 @@ def current_default() -> Device:
 
 # PlainDevice's methods reach kernel sets through the dispatch layer (which imports this module)
 from . import dispatch as _dispatch  # noqa: E402
+from . import lowprec as _lowprec  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 
 _wrap = Tensor._wrap

@@ -10,6 +10,7 @@ call their inner device's, or ``dispatch`` again for a composite's parts.
 from __future__ import annotations
 
 from . import dtypes as D
+from . import lowprec as _lowprec
 from .device import Device, PlainDevice
 from .errors import DeviceError, DeviceMismatchError, ShapeError
 from .ops.registry import CATALOGUE, Meta as _Meta, OpSpec
@@ -213,6 +214,8 @@ def _remember(key, spec, device, args, plan) -> None:
     unary/binary call when the kernel set offers a prepared kernel (``unary_fn``/``binary_fn``,
     or the composite's fused decomposition): ``fn(payloads...)`` on the plain device that runs
     it (``device`` itself, ``plain`` true, or a decorator device's inner device)."""
+    if _lowprec.needs_upcast(spec, args, None, plan):   # runs in its compute dtypes, not cached
+        return
     plain = device if device.execute_fast is None else device.inner
     fn = _prepared_fn(spec, _KERNELS.get(plain.kind) or kernels_for_kind(plain.kind), plain, args, plan)
     if fn is not None:
@@ -235,6 +238,15 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, plan):
     metas = tuple(operands)
     name = spec.name
     kq = spec.lowering
+    if _lowprec.needs_upcast(spec, metas, attrs, plan):
+        # a small dtype (issue 16): the tensors' way, upcast, compute, round back
+        wrap = Tensor._wrap
+
+        def ustep(*p):
+            ts = [wrap(q, m.shape, m.dtype, device) if isinstance(m, _OPERAND_TYPES) else q
+                  for q, m in zip(p, metas)]
+            return _lowprec.run_upcast(device, spec, ts, attrs, plan)._payload
+        return ustep
     if not attrs:
         if kq == "binary" and plan.layout == "broadcast":
             # broadcasting operands: the prepared kernel would only fall back to this
@@ -329,9 +341,17 @@ def dlpack_plain(device: PlainDevice, t: Tensor, kwargs):
     if fn is None:
         raise DeviceError(f"{device}: DLPack export is not supported on this device yet (the "
                           f"{device.kind} kernel set has no dlpack); move the tensor to cpu first")
+    payload = t._payload
+    if t.dtype.is_half:     # stored as uint16 bits: float16 exports as float16 on cpu
+        if t.dtype is not D.float16 or device.kind != "cpu":
+            from .errors import DTypeError
+            raise DTypeError(f"__dlpack__: a {t.dtype.name} tensor on {device} cannot be exported "
+                             f"yet; call .float() first")
+        import numpy as np
+        payload = payload.view(np.float16)
     if kwargs is None:
-        return ks.dlpack_device(t._payload)
-    return fn(t._payload, **kwargs)
+        return ks.dlpack_device(payload)
+    return fn(payload, **kwargs)
 
 
 def cuda_array_interface_plain(device: PlainDevice, t: Tensor) -> dict:

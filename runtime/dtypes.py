@@ -1,9 +1,19 @@
-"""The five dtypes and the promotion rules of SPEC §2."""
+"""The dtypes and the promotion rules of SPEC §2 (PyTorch's ``torch.result_type``).
+
+Ten dtypes: float32, float64, int32, int64, bool (SPEC §2) and the small ones of issue 16,
+float16, bfloat16, int8, uint8, int16.  Every DType has a *storage* NumPy dtype ``.np`` (what
+the kernel sets see: float16 and bfloat16 are stored as their ``uint16`` bits, because Numba's
+CPU target has no float16 type and NumPy no bfloat16) and a *compute* DType ``.compute`` (the
+dtype the kernels run in: float32 for the half types, int32 for the small ints; itself for the
+five native ones).  ``.emulated`` is ``compute is not self``: the dispatch layer (``runtime.
+lowprec``) upcasts such operands, runs the op in the compute dtype and casts the result back.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES",
+__all__ = ["DType", "float32", "float64", "int32", "int64", "bool_", "float16", "bfloat16",
+           "int8", "uint8", "int16", "DTYPES",
            "as_dtype", "from_numpy_dtype", "promote", "result_type", "scalar_dtype", "fits",
            "check_scalar"]
 
@@ -11,17 +21,23 @@ __all__ = ["DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES",
 class DType:
     """A tensor element type: a name, a NumPy dtype and a promotion category."""
 
-    __slots__ = ("name", "np", "category", "itemsize", "is_float", "is_int", "is_bool")
+    __slots__ = ("name", "np", "category", "itemsize", "is_float", "is_int", "is_bool",
+                 "compute", "emulated", "host", "signed", "is_half")
 
-    def __init__(self, name: str, np_dtype, category: int):
+    def __init__(self, name: str, np_dtype, category: int, host=None):
         self.name = name
-        self.np = np.dtype(np_dtype)
+        self.np = np.dtype(np_dtype)   # the storage dtype (the kernel sets' view)
+        self.host = self.np if host is None else host  # NumPy's dtype of the values, or None
         self.category = category  # 0 bool < 1 int < 2 float
         self.itemsize = self.np.itemsize
         # plain attributes, not properties: read on every op's hot path
         self.is_float = category == 2
         self.is_int = category == 1
         self.is_bool = category == 0
+        self.signed = self.np.kind != "u"
+        self.is_half = name in ("float16", "bfloat16")
+        self.compute = self
+        self.emulated = False
 
     def __eq__(self, other) -> bool:
         """Equal to itself, its name and its NumPy dtype (``t.dtype == np.float32`` and
@@ -48,15 +64,38 @@ class DType:
         return (as_dtype, (self.name,))
 
 
+def _bfloat16_host():
+    """ml_dtypes' bfloat16 NumPy dtype when that package is importable (not a dependency)."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
 float32 = DType("float32", np.float32, 2)
 float64 = DType("float64", np.float64, 2)
 int32 = DType("int32", np.int32, 1)
 int64 = DType("int64", np.int64, 1)
 bool_ = DType("bool", np.bool_, 0)
+float16 = DType("float16", np.uint16, 2, host=np.dtype(np.float16))
+bfloat16 = DType("bfloat16", np.uint16, 2, host=_bfloat16_host())
+int8 = DType("int8", np.int8, 1)
+uint8 = DType("uint8", np.uint8, 1)
+int16 = DType("int16", np.int16, 1)
+for _d, _c in ((float16, float32), (bfloat16, float32), (int8, int32), (uint8, int32),
+               (int16, int32)):
+    _d.compute = _c
+    _d.emulated = True
+del _d, _c
 
-DTYPES = (float32, float64, int32, int64, bool_)
+DTYPES = (float32, float64, int32, int64, bool_, float16, bfloat16, int8, uint8, int16)
+#: the dtypes computed in a wider one (issue 16), in the order above
+SMALL_DTYPES = (float16, bfloat16, int8, uint8, int16)
 _BY_NAME = {d.name: d for d in DTYPES}
-_BY_NP = {d.np: d for d in DTYPES}
+# NumPy dtype -> DType, by the dtype of the *values* (np.uint16, the half types' storage, is
+# not a runtime dtype)
+_BY_NP = {d.host: d for d in DTYPES if d.host is not None}
 _DEFAULT = {0: bool_, 1: int64, 2: float32}
 
 
@@ -91,12 +130,23 @@ def from_numpy_dtype(npd, op: str = "tensor") -> DType:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """Promotion of two tensor dtypes: higher category wins, then the wider type."""
+    """Promotion of two tensor dtypes (``torch.result_type``): higher category wins, then the
+    wider type; float16 with bfloat16 gives float32, uint8 with int8 int16 (the smallest signed
+    type holding both ranges)."""
     if a is b:
         return a
     if a.category != b.category:
         return a if a.category > b.category else b
-    return a if a.itemsize >= b.itemsize else b
+    if a.itemsize == b.itemsize:
+        if a.is_half:       # float16 and bfloat16: neither holds the other
+            return float32
+        if a.signed != b.signed:  # uint8 and int8
+            return int16
+        return a
+    if a.category == 1 and a.signed != b.signed:
+        # an unsigned with a wider signed type: the signed one; uint8 is the only unsigned
+        return a if a.signed else b
+    return a if a.itemsize > b.itemsize else b
 
 
 def scalar_dtype(x) -> DType:
@@ -111,7 +161,8 @@ def scalar_dtype(x) -> DType:
     raise DTypeError(f"unsupported scalar {x!r} of type {type(x).__name__}")
 
 
-_INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
+_INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
+              "int8": (-128, 127), "uint8": (0, 255), "int16": (-(1 << 15), (1 << 15) - 1)}
 
 
 def fits(value, dt: DType) -> bool:
@@ -154,3 +205,66 @@ def result_type(a, b, op: str | None = None) -> DType:
     if type(s) is int and not fits(s, out):
         check_scalar(op or "promotion", s, out)
     return out
+
+
+# ------------------------------------------------------------------ host values <-> storage
+def bf16_bits(f32) -> np.ndarray:
+    """bfloat16 bits (uint16) of float32 values: round to nearest even, NaN kept (quiet)."""
+    u = np.ascontiguousarray(f32, dtype=np.float32).view(np.uint32)
+    r = ((u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) >> np.uint32(16))
+    nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    r = np.where(nan, (u >> np.uint32(16)) | np.uint32(0x40), r)
+    return r.astype(np.uint16)
+
+
+def storage_of(values: np.ndarray, dt: DType) -> np.ndarray:
+    """The storage array of ``dt`` for host ``values`` (any NumPy array): cast semantics of
+    NumPy's ``astype``, except that float16 rounds once from the values (NumPy's) and bfloat16
+    rounds through float32 (PyTorch's)."""
+    if dt is float16:
+        with np.errstate(over="ignore"):      # out of range: inf, as a cast does
+            return np.asarray(values).astype(np.float16).view(np.uint16)
+    if dt is bfloat16:
+        if values.dtype == bfloat16.host:
+            return values.view(np.uint16)
+        return bf16_bits(np.asarray(values).astype(np.float32)).reshape(np.shape(values))
+    return np.asarray(values).astype(dt.np)
+
+
+def host_of(storage: np.ndarray, dt: DType, op: str = "numpy") -> np.ndarray:
+    """The NumPy array of the values of a storage array of ``dt`` (a view for the half types):
+    DTypeError for bfloat16 without ``ml_dtypes`` (NumPy has no bfloat16)."""
+    if not dt.is_half:
+        return storage
+    if dt.host is None:
+        from .errors import DTypeError
+        raise DTypeError(f"{op}: NumPy has no bfloat16 dtype; call .float() first (or install "
+                         f"ml_dtypes, whose bfloat16 arrays the runtime then returns)")
+    return storage.view(dt.host)
+
+
+def float_values(storage: np.ndarray, dt: DType) -> np.ndarray:
+    """The values of a storage array as a NumPy array of a dtype NumPy computes with (float32
+    for the half types; the storage itself otherwise): for ``tolist``/``item``/``repr``."""
+    if dt is float16:
+        return storage.view(np.float16).astype(np.float32)
+    if dt is bfloat16:
+        return (storage.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return storage
+
+
+class _BF16Info:
+    """``np.finfo``'s fields for bfloat16 (NumPy has no bfloat16 dtype)."""
+    bits = 16
+    eps = 2.0 ** -7
+    max = 3.3895313892515355e38
+    min = -max
+    tiny = smallest_normal = 2.0 ** -126
+    resolution = 0.01
+
+
+def finfo(dt: DType):
+    """``np.finfo`` of a float dtype's values (float16 and bfloat16 included)."""
+    if dt is bfloat16:
+        return _BF16Info
+    return np.finfo(dt.host)

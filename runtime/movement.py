@@ -58,7 +58,8 @@ def _plain_to_plain(t, target):
     if t.device == target:
         return t
     from . import dispatch
-    return dispatch.create("init", target, {"value": t.device.to_host(t)})
+    from .ops.create import init_attrs
+    return dispatch.create("init", target, init_attrs(t.device.to_host(t), t.dtype))
 
 
 register_move("plain", "plain", MoveRule(lambda t, d: True, _plain_to_plain))

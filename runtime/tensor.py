@@ -112,15 +112,23 @@ class Tensor:
         return self
 
     def numpy(self) -> np.ndarray:
-        """A NumPy copy of the values (copied to the host for device tensors)."""
+        """A NumPy copy of the values (copied to the host for device tensors); float16 as
+        ``np.float16``, bfloat16 as ``ml_dtypes.bfloat16`` when that package is importable
+        (else DTypeError: NumPy has no bfloat16; call ``.float()`` first)."""
+        if self.dtype.is_half:
+            return D.host_of(self.device.to_host(self), self.dtype)
         return self.device.to_host(self)
+
+    def _values(self) -> np.ndarray:
+        """The values as a NumPy array NumPy computes with (half types as float32)."""
+        return D.float_values(self.device.to_host(self), self.dtype)
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def tolist(self):
-        return self.numpy().tolist()
+        return self._values().tolist()
 
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
@@ -128,7 +136,7 @@ class Tensor:
             from .errors import ShapeError
             raise ShapeError(f"item: only one-element tensors can be converted to a Python "
                              f"scalar, got shape {self.shape}")
-        return self.numpy().reshape(()).item()
+        return self._values().reshape(()).item()
 
     def __float__(self):
         return float(self.item())
@@ -150,7 +158,8 @@ class Tensor:
 
     def __repr__(self) -> str:
         try:
-            body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
+            vals = self.numpy() if self.dtype.host is not None else self._values()
+            body = np.array2string(vals, separator=", ", prefix="tensor(",
                                    threshold=200, edgeitems=3)
         except Exception:  # capture tensors without a value (never raise from repr)
             body = f"<no value, shape={self.shape}>"
@@ -172,6 +181,8 @@ class Tensor:
             raise ArgumentTypeError(f"a tensor on {self.device} cannot be pickled or copied: only "
                                     f"plain (cpu, cuda) tensors can; detach it or use "
                                     f"CapturedGraph.save()")
+        if self.dtype.emulated:
+            return (_rebuild, (self.device.to_host(self), str(self.device), self.dtype.name))
         return (_rebuild, (self.numpy(), str(self.device)))
 
     def __copy__(self):
@@ -196,10 +207,14 @@ class Tensor:
         return self.device.cuda_array_interface(self)
 
     # ---- movement -------------------------------------------------------------------
-    def to(self, device) -> "Tensor":
-        """This value on ``device`` (SPEC §3 movement table)."""
+    def to(self, device=None, dtype=None) -> "Tensor":
+        """This value on ``device`` (SPEC §3 movement table); given a dtype (``t.to(rt.half)``,
+        PyTorch's habit, or ``dtype=``) it is also cast to it."""
+        if isinstance(device, D.DType):
+            device, dtype = None, device
         from .movement import move
-        return move(self, device)
+        t = self if device is None else move(self, device)
+        return t if dtype is None else _api.cast(t, dtype)
 
     to_device = to
 
@@ -222,6 +237,21 @@ class Tensor:
 
     def bool(self):
         return _api.cast(self, D.bool_)
+
+    def half(self):
+        return _api.cast(self, D.float16)
+
+    def bfloat16(self):
+        return _api.cast(self, D.bfloat16)
+
+    def byte(self):
+        return _api.cast(self, D.uint8)
+
+    def char(self):
+        return _api.cast(self, D.int8)
+
+    def short(self):
+        return _api.cast(self, D.int16)
 
     # ---- operators ------------------------------------------------------------------
     def __add__(self, o): return _api.add(self, o)
@@ -288,6 +318,10 @@ from .ops import api as _api  # noqa: E402  (the front-end functions need Tensor
 _install_methods()
 
 
-def _rebuild(values, device):
-    """Unpickle a plain tensor: its values on the device it was pickled from."""
+def _rebuild(values, device, dtype=None):
+    """Unpickle a plain tensor: its values on the device it was pickled from (a small dtype's
+    storage array with its dtype name)."""
+    if dtype is not None:
+        from .ops.create import from_storage
+        return from_storage(values, dtype, device)
     return _api.tensor(values, device=device)

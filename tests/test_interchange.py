@@ -27,8 +27,8 @@ def test_dlpack_round_trip_shares_memory():
 def test_dlpack_refusals():
     with pytest.raises(rt.ArgumentTypeError, match="from_dlpack: expected an object with __dlpack__"):
         rt.from_dlpack([1, 2])
-    with pytest.raises(rt.DTypeError, match="unsupported NumPy dtype uint8"):
-        rt.from_dlpack(np.zeros(2, np.uint8))
+    with pytest.raises(rt.DTypeError, match="unsupported NumPy dtype uint16"):
+        rt.from_dlpack(np.zeros(2, np.uint16))
     ad = rt.tensor([1.0], device=rt.autodiff(rt.cpu()))
     with pytest.raises(rt.DeviceError, match=r"autodiff\(cpu\): DLPack export needs a tensor on a plain device"):
         ad.__dlpack__()

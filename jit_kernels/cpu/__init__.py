@@ -101,6 +101,14 @@ class CpuKernels:
     def cast(self, x, dtype):
         return elementwise.cast(x, dtype)
 
+    def half_to_float(self, x, fmt):
+        from jit_kernels import _half
+        return _half.from_bits(x, fmt)
+
+    def float_to_half(self, x, fmt):
+        from jit_kernels import _half
+        return _half.to_bits(x, fmt)
+
     # -- reductions
     def reduce(self, op, x, axes, keepdims, out_dtype, attrs=None):
         return _reduce.reduce(op, x, tuple(axes), keepdims, out_dtype, attrs or {})

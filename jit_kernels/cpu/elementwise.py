@@ -523,7 +523,24 @@ def where(cond, a, b, out_dtype):
     return run("where", [cond, a, b], (BOOL, od, od), od)
 
 
+_SMALL = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
+
+
 def cast(x, dtype):
     dt = np.dtype(dtype)
     xa = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if dt in _SMALL or xa.dtype in _SMALL:
+        return _cast_small(xa, dt)
     return run("ident", [xa], (dt,), dt)
+
+
+def _cast_small(xa, dt):
+    """Casts from or to the 8/16-bit ints with NumPy (nothing to compile), ``cast`` semantics:
+    float -> int truncates toward zero and saturates to the target's range (NaN -> 0);
+    int -> int wraps; anything -> bool is ``x != 0``."""
+    if xa.dtype.kind == "f" and dt.kind in "iu":
+        info = np.iinfo(dt)
+        y = np.clip(xa, info.min, info.max)
+        y = np.where(y != y, 0, y)
+        return y.astype(dt, order="C")
+    return xa.astype(dt, order="C")

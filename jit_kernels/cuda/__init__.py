@@ -160,6 +160,14 @@ class CudaKernels:
     def cast(self, x, dtype):
         return self._ew.cast(x, dtype)
 
+    def half_to_float(self, x, fmt):
+        from jit_kernels.cuda import half
+        return half.half_to_float(x, fmt)
+
+    def float_to_half(self, x, fmt):
+        from jit_kernels.cuda import half
+        return half.float_to_half(x, fmt)
+
     # -- reductions
     def reduce(self, op, x, axes, keepdims, out_dtype, attrs=None):
         return self._red.reduce(op, x, tuple(axes), keepdims, out_dtype, attrs or {})

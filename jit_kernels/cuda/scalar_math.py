@@ -155,3 +155,6 @@ else:
 # the cpu set's saturating casts (``jit_kernels._saturate``), as device functions
 f2i32 = cuda.jit(device=True)(_saturate.f2i32)
 f2i64 = cuda.jit(device=True)(_saturate.f2i64)
+f2i8 = cuda.jit(device=True)(_saturate.f2i8)
+f2u8 = cuda.jit(device=True)(_saturate.f2u8)
+f2i16 = cuda.jit(device=True)(_saturate.f2i16)

@@ -22,6 +22,7 @@ from .. import dispatch
 from ..device import cpu, device as _parse_device
 from ..errors import CaptureError, DeviceError
 from ..ops.catalogue import CATALOGUE
+from ..ops.create import init_attrs
 from .fuse import plan_fusion
 from .ir import CapturedGraph, OperationIr
 from .plan import build_plan, spec_of as _spec
@@ -77,7 +78,8 @@ class CompiledGraph:
             if op.op == "init":
                 tid = op.outputs[0].id
                 if tid not in graph.inputs and tid not in self.params:
-                    self.params[tid] = dispatch.create("init", dev, {"value": work.values[tid]})
+                    self.params[tid] = dispatch.create(
+                        "init", dev, init_attrs(work.values[tid], work.tensor(tid).dtype))
         work = _drop_dead(work)
         self._work = work
         self.steps = plan_fusion(work)
@@ -112,10 +114,11 @@ class CompiledGraph:
         plan = build_plan(self.device, [("op", op) for op in folded], (), read,
                           [op.outputs[0] for op in folded])
         dev = self.device
-        results = plan([dispatch.create("init", dev, {"value": values[t]}) for t in read])
+        results = plan([dispatch.create("init", dev, init_attrs(values[t], graph.tensor(t).dtype))
+                        for t in read])
         values = dict(values)
         for op, t in zip(folded, results):
-            values[op.outputs[0].id] = np.require(t.numpy(), requirements="C")
+            values[op.outputs[0].id] = np.require(t.device.to_host(t), requirements="C")
             self.folded.append(str(op))
         # drop constants nothing reads any more (folded away), keep declared inputs/outputs
         read = {t.id for op in ops_out for t in op.inputs} | set(graph.outputs) | inputs

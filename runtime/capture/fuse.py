@@ -119,14 +119,20 @@ def _np(dt) -> str:
     return dt.np.name if hasattr(dt.np, "name") else str(dt.np)
 
 
+def _small(op) -> bool:
+    """An op on or to a small dtype (issue 16): it runs unfused, upcast (``runtime.lowprec``)."""
+    return any(t.dtype.emulated for t in op.inputs) or any(t.dtype.emulated for t in op.outputs)
+
+
 def _is_elementwise(op) -> bool:
     s = CATALOGUE.get(op.op)
-    return s is not None and s.family in ELEMENTWISE_FAMILIES and len(op.outputs) == 1
+    return (s is not None and s.family in ELEMENTWISE_FAMILIES and len(op.outputs) == 1
+            and not _small(op))
 
 
 def _row_reduction(op) -> bool:
     s = CATALOGUE.get(op.op)
-    if s is None or len(op.inputs) != 1:
+    if s is None or len(op.inputs) != 1 or _small(op):
         return False
     x = op.inputs[0]
     if len(x.shape) == 0 or x.shape[-1] <= 1 or not x.dtype.is_float:
@@ -140,7 +146,7 @@ def _row_reduction(op) -> bool:
 
 
 def _fusable_matmul(op) -> bool:
-    if op.op != "matmul":
+    if op.op != "matmul" or _small(op):
         return False
     a, b = op.inputs
     return (len(a.shape) == 2 and len(b.shape) == 2 and a.dtype is b.dtype and a.dtype.is_float

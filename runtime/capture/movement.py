@@ -8,9 +8,10 @@ from .device import active_session
 __all__: list = []
 
 
-def _init_into(target, value):
+def _init_into(target, value, dt):
     from .. import dispatch
-    return dispatch.create("init", target, {"value": value})
+    from ..ops.create import init_attrs
+    return dispatch.create("init", target, init_attrs(value, dt))
 
 
 # plain -> capture: the value becomes an initialized value of the target's active scope.
@@ -19,7 +20,7 @@ def _plain_to_capture_ok(t, target) -> bool:
 
 
 def _plain_to_capture(t, target):
-    return _init_into(target, t.device.to_host(t))
+    return _init_into(target, t.device.to_host(t), t.dtype)
 
 
 # capture -> plain: never.
@@ -40,7 +41,7 @@ def _capture_to_capture(t, target):
     value = t._payload.value
     if value is None:
         raise CaptureValueError(f"capture tensor {t.id} has no initialized value")
-    return _init_into(target, value)
+    return _init_into(target, value, t.dtype)
 
 
 # capture -> autodiff(the same capture device): an untracked lift; anything else: never.

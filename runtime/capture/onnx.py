@@ -36,7 +36,8 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import ArgumentValueError, TensorRuntimeError
 from ..ops.catalogue import CATALOGUE
-from .ir import CapturedGraph, TensorIr
+from ..lowprec import MOVES
+from .ir import CapturedGraph, OperationIr, TensorIr
 
 __all__ = ["export_onnx", "OnnxExportError", "OnnxNotInstalledError", "MIN_OPSET"]
 
@@ -106,7 +107,42 @@ class _Builder:
         return f"{stem}{self.n}"
 
     def elem(self, dt: D.DType) -> int:
+        if dt.is_half:
+            from onnx import TensorProto
+            return TensorProto.FLOAT16 if dt is D.float16 else TensorProto.BFLOAT16
         return self.h.np_dtype_to_tensor_dtype(np.dtype(dt.np))
+
+    def value_const(self, storage, dt: D.DType, name) -> str:
+        """An initializer holding a graph value (a half type's uint16 bits as that type)."""
+        if dt is D.float16:
+            return self.const(np.asarray(storage).view(np.float16), name=name)
+        if dt is D.bfloat16:
+            a = np.ascontiguousarray(storage, dtype=np.uint16)
+            self.inits.append(self.h.make_tensor(name, self.elem(dt), list(a.shape),
+                                                 a.astype("<u2").tobytes(), raw=True))
+            return name
+        return self.const(np.asarray(storage), name=name)
+
+    def _upcast(self, op, fn) -> str:
+        """An op on a small dtype (issue 16), as the runtime runs it (``runtime.lowprec``):
+        Casts to the compute dtypes, the op there, a Cast back to the recorded dtype."""
+        saved = {}
+        args = []
+        for a in op.args:
+            if isinstance(a, TensorIr) and a.dtype.emulated:
+                saved.setdefault(a.id, self.names[a.id])
+                self.names[a.id] = self.cast(saved[a.id], a.dtype, a.dtype.compute)
+                a = TensorIr(a.id, a.shape, a.dtype.compute)
+            args.append(a)
+        outs = tuple(TensorIr(t.id, t.shape, t.dtype.compute) for t in op.outputs)
+        attrs = op.attrs
+        if "dtype" in attrs and D.as_dtype(attrs["dtype"]).emulated:
+            attrs = dict(attrs, dtype=D.as_dtype(attrs["dtype"]).compute.name)
+        try:
+            y = fn(OperationIr(op.op, tuple(args), outs, attrs))
+        finally:
+            self.names.update(saved)
+        return self.cast(y, outs[0].dtype, op.outputs[0].dtype)
 
     def node(self, op_type, inputs, n_out=1, **attrs):
         outs = [self.fresh() for _ in range(n_out)]
@@ -167,8 +203,8 @@ class _Builder:
             if op.op == "init":
                 tid = op.outputs[0].id
                 if tid not in ins:
-                    self.names[tid] = self.const(np.asarray(g.values[tid]),
-                                                 name=f"const_{tid}")
+                    self.names[tid] = self.value_const(g.values[tid], g.tensor(tid).dtype,
+                                                       f"const_{tid}")
                 continue
             self.names[op.outputs[0].id] = self.emit(op)
         outputs = []
@@ -198,6 +234,11 @@ class _Builder:
             fn = getattr(self, f"fam_{s.family}", None)
         if fn is None:
             raise _no_mapping(name)
+        if name != "cast" and (any(t.dtype.emulated for t in op.inputs)
+                               or any(t.dtype.emulated for t in op.outputs)):
+            out = op.outputs[0].dtype
+            if not (name in MOVES and all(t.dtype is out for t in op.inputs if t.dtype.emulated)):
+                return self._upcast(op, fn)
         return fn(op)
 
     @staticmethod
@@ -265,6 +306,12 @@ class _Builder:
         (xt,) = op.inputs
         src, dst = xt.dtype, op.outputs[0].dtype
         x = self.names[xt.id]
+        if src.is_half or dst.is_half:      # the half types convert through float32
+            if src.is_half:
+                x, src = self.cast(x, src, D.float32), D.float32
+            if dst.is_half:
+                return self.cast(self.cast(x, src, D.float32) if not src.is_float else x,
+                                 src, dst)
         if not (src.is_float and dst.is_int):
             return self.cast(x, src, dst)
         # Saturating float -> int: NaN -> 0, truncation toward zero, out of range -> INT_MIN/MAX.

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as D
 from ..device import cpu, device as _parse_device
+from ..ops.create import init_attrs
 from ..errors import ArgumentTypeError, CaptureError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .plan import build_plan
@@ -45,7 +47,7 @@ class Executable:
             tid = op.outputs[0].id
             if tid in input_set:
                 continue
-            t = dispatch.create("init", dev, {"value": graph.values[tid]})
+            t = dispatch.create("init", dev, init_attrs(graph.values[tid], graph.tensor(tid).dtype))
             if trainable and t.dtype.is_float:
                 t = t.require_grad()
             self.params[tid] = t
@@ -71,10 +73,13 @@ class Executable:
                 raise ArgumentTypeError(f"graph input {k} (tensor {ir.id}) expects a tensor, an "
                                         f"array or numbers of shape {ir.shape} {ir.dtype.name}, "
                                         f"got {x!r:.60}") from None
+            if ir.dtype.is_half and arr.dtype == ir.dtype.host:
+                arr = D.storage_of(arr, ir.dtype)     # a float16 array for a float16 input
             shape, dtype = tuple(arr.shape), arr.dtype
             if dtype == ir.dtype.np and shape == ir.shape:
                 from .. import dispatch
-                return dispatch.create("init", dev, {"value": np.require(arr, requirements="C")})
+                return dispatch.create("init", dev, init_attrs(np.require(arr, requirements="C"),
+                                                               ir.dtype))
             dtype = getattr(dtype, "name", dtype)
         if shape != ir.shape:
             raise ShapeError(f"graph input {k} (tensor {ir.id}) expects shape {ir.shape} "

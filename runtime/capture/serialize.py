@@ -193,7 +193,9 @@ def save_graph(graph: CapturedGraph, path) -> None:
     offset = 0
     for tid in sorted(g.values):
         a = np.require(g.values[tid], requirements="C")
-        dt = D.from_numpy_dtype(a.dtype, "graph.save")
+        dt = g.tensor(tid).dtype        # (the half types' values are their uint16 bits)
+        if a.dtype != dt.np:
+            dt = D.from_numpy_dtype(a.dtype, "graph.save")
         raw = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
         values.append({"id": tid, "shape": list(a.shape), "dtype": dt.name,
                        "offset": offset, "nbytes": len(raw)})
@@ -266,9 +268,10 @@ def load_graph(path) -> CapturedGraph:
 
 def _decode(header: dict, body, version: int = FORMAT_VERSION) -> CapturedGraph:
     values = {}
+    stored = {}                 # id -> the dtype its value is stored as
     for v in header["values"]:
         tid, offset, nbytes = _int(v["id"]), _int(v["offset"]), _int(v["nbytes"])
-        dt = D.as_dtype(v["dtype"])
+        dt = stored[tid] = D.as_dtype(v["dtype"])
         shape = tuple(_int(d) for d in v["shape"])
         if tid in values:
             raise ValueError(f"value {tid} is stored twice")
@@ -304,6 +307,11 @@ def _decode(header: dict, body, version: int = FORMAT_VERSION) -> CapturedGraph:
             raise ValueError(f"bad outputs list {outputs!r:.80}")
         ops.append(OperationIr(o["op"], operands, tuple(_untir(t) for t in outputs), attrs))
     tensors = {t.id: t for t in (_untir(x) for x in header["tensors"])}
+    for tid, dt in stored.items():
+        # float16 and bfloat16 values share their storage (uint16 bits): the names must agree
+        t = tensors.get(tid)
+        if t is not None and t.dtype is not dt and (dt.is_half or t.dtype.is_half):
+            raise ValueError(f"value {tid} is stored as {dt.name} for a {t.dtype.name} tensor")
     inputs = [_int(i) for i in header["inputs"]]
     outputs = [_int(i) for i in header["outputs"]]
     return CapturedGraph(ops, inputs, outputs, values, tensors)

@@ -80,7 +80,7 @@ def _float_input(name: str, x) -> Tensor:
 def _same_shape(name: str, input: Tensor, target, what="target") -> Tensor:
     """``target`` as a tensor on ``input``'s device with ``input``'s shape (ShapeError else)."""
     if not isinstance(target, Tensor):
-        target = api.tensor(np.asarray(target, dtype=input.dtype.np), device=input.device)
+        target = api.tensor(np.asarray(target), dtype=input.dtype, device=input.device)
     if tuple(target.shape) != tuple(input.shape):
         raise ShapeError(f"{name}: {what} of shape {tuple(target.shape)} does not match input "
                          f"of shape {tuple(input.shape)}")
@@ -431,7 +431,7 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps=None) -> Tensor:
     input = _float_input("rms_norm", input)
     ns, axes = _trailing_axes("rms_norm", input, normalized_shape)
     weight = _affine_param("rms_norm", "weight", weight, ns)
-    eps = float(np.finfo(input.dtype.np).eps) if eps is None else eps
+    eps = float(D.finfo(input.dtype).eps) if eps is None else eps
     ms = api.mean(api.mul(input, input), axis=axes, keepdims=True)
     return _affine(api.mul(input, api.rsqrt(api.add(ms, eps))), weight, None)
 

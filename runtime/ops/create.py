@@ -22,8 +22,22 @@ from .shapes import prod
 # --------------------------------------------------------------------------- records
 def _infer_init(args, attrs):
     v = attrs["value"]
-    dt = D.from_numpy_dtype(v.dtype)
+    d = attrs.get("dtype")      # given for the half types, whose storage is uint16 bits
+    dt = D.from_numpy_dtype(v.dtype) if d is None else D.as_dtype(d)
+    if d is not None and v.dtype != dt.np:
+        raise DTypeError(f"init: a {dt.name} value must be stored as {dt.np}, got {v.dtype}")
     return Plan(tuple(v.shape), dt, dt)
+
+
+def init_attrs(storage, dt) -> dict:
+    """The attrs of an ``init`` op holding ``storage`` (a storage array of ``dt``)."""
+    return {"value": storage, "dtype": dt.name} if dt.is_half else {"value": storage}
+
+
+def from_storage(storage, dtype, device=None) -> Tensor:
+    """A tensor of ``dtype`` whose storage array is ``storage`` (uint16 bits for float16 and
+    bfloat16; the values otherwise), on ``device``."""
+    return make("init", device_arg(device), init_attrs(storage, D.as_dtype(dtype)))
 
 
 def _infer_create(args, attrs):
@@ -98,8 +112,8 @@ def tensor(data, dtype=None, device=None) -> Tensor:
             arr = np.empty(0, dtype=object)
         if arr.dtype == object or arr.dtype.kind in "USV":
             _reject_data(data)
-        if arr.dtype.kind == "f":
-            arr = arr.astype(np.float32)
+        if arr.dtype.kind == "f" and not (dtype is not None and D.as_dtype(dtype).is_half):
+            arr = arr.astype(np.float32)     # (to a half type: round once from the values)
         elif arr.dtype.kind in "iu":
             _check_int_range(arr, D.int64)
             arr = arr.astype(np.int64)
@@ -107,12 +121,14 @@ def tensor(data, dtype=None, device=None) -> Tensor:
         dt = D.as_dtype(dtype)
         if arr.dtype.kind in "iu" and dt.is_int:
             _check_int_range(arr, dt)
-        arr = arr.astype(dt.np)
+        arr = D.storage_of(arr, dt)
     else:
-        D.from_numpy_dtype(arr.dtype, "tensor")
+        dt = D.from_numpy_dtype(arr.dtype, "tensor")
+        if dt.is_half:
+            arr = D.storage_of(arr, dt)
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
         arr = arr.copy(order="C")
-    return make("init", dev, {"value": arr})
+    return make("init", dev, init_attrs(arr, dt))
 
 
 def _check_int_range(arr, dt) -> None:
@@ -142,8 +158,10 @@ def from_numpy(a, device=None) -> Tensor:
     """A tensor with ``a``'s values and dtype (shares memory on cpu; do not mutate ``a``)."""
     if not isinstance(a, np.ndarray):
         raise ArgumentTypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
-    D.from_numpy_dtype(a.dtype, "from_numpy")
-    return make("init", device_arg(device), {"value": a})
+    dt = D.from_numpy_dtype(a.dtype, "from_numpy")
+    if dt.is_half:
+        a = a.view(np.uint16)         # its bits: shares the memory
+    return make("init", device_arg(device), init_attrs(a, dt))
 
 
 def _from_cuda_array(op, obj, device, copy):
@@ -328,7 +346,7 @@ def linspace(start, end, steps, dtype=None, device=None) -> Tensor:
     start, end = _real("linspace", "start", start), _real("linspace", "end", end)
     a = _linspace64(float(start), float(end), _steps("linspace", steps))
     dt = D.as_dtype(dtype or D.float32)
-    return tensor(a.astype(dt.np), device=device)
+    return tensor(a, dtype=dt, device=device)
 
 
 @front_end
@@ -339,7 +357,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None) -> Tensor:
     with np.errstate(over="ignore"):
         a = np.power(float(base), _linspace64(float(start), float(end), _steps("logspace", steps)))
     dt = D.as_dtype(dtype or D.float32)
-    return tensor(a.astype(dt.np), device=device)
+    return tensor(a, dtype=dt, device=device)
 
 
 def _like(op, t):

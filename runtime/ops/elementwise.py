@@ -13,8 +13,6 @@ from __future__ import annotations
 import builtins as _b
 import math
 
-import numpy as np
-
 from ..dispatch import dispatch as run
 from .. import dtypes as D
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError
@@ -576,8 +574,23 @@ def _infer_cast(args, attrs):
     return Plan(args[0].shape, dt, dt, "same")
 
 
-register(OpSpec("cast", "unary", _infer_cast,
-                lambda ks, p, args, attrs, plan, device: ks.cast(p[0], plan.dtype.np),
+def _kernel_cast(ks, p, args, attrs, plan, device):
+    # float16/bfloat16 are stored as their uint16 bits: they convert through float32 with the
+    # kernel set's half conversions (float64 -> float16 rounds once)
+    src, dst, x = args[0].dtype, plan.dtype, p[0]
+    if src.is_half:
+        x = ks.half_to_float(x, src.name)
+        if dst is D.float32:
+            return x
+        src = D.float32
+    if dst.is_half:
+        if not src.is_float:
+            x = ks.cast(x, D.float32.np)
+        return ks.float_to_half(x, dst.name)
+    return ks.cast(x, dst.np)
+
+
+register(OpSpec("cast", "unary", _infer_cast, _kernel_cast,
                 backward=lambda c, g: (g,),     # the tape casts back to the input's dtype
                 onnx="Cast"))
 
@@ -734,7 +747,7 @@ def _decompose_nan_to_num(args, attrs):
     (x,) = args
     if not x.dtype.is_float:
         return floor(x)                     # ints have no NaN or inf: the values themselves
-    info = np.finfo(x.dtype.np)
+    info = D.finfo(x.dtype)
     nan, pos, neg_ = attrs.get("nan", 0.0), attrs.get("posinf"), attrs.get("neginf")
     pos = float(info.max) if pos is None else pos
     neg_ = float(info.min) if neg_ is None else neg_
@@ -751,6 +764,10 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None) -> Tensor:
     """NaN as ``nan``, +inf as ``posinf`` and -inf as ``neginf`` (default: the dtype's largest
     and lowest finite values), as NumPy and PyTorch."""
     x = tensor_arg("nan_to_num", x)
+    if x.dtype.is_half:     # it runs in float32 (runtime.lowprec): the half type's own limits
+        info = D.finfo(x.dtype)
+        posinf = float(info.max) if posinf is None else posinf
+        neginf = float(info.min) if neginf is None else neginf
     attrs = {k: float(v) for k, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf))
              if v is not None}
     return run("nan_to_num", (x,), attrs if attrs != {"nan": 0.0} else None)

@@ -25,8 +25,9 @@ from .args import tensor_arg
 from .registry import Meta, OpSpec, Plan, dtype_names, front_end, register
 from .shape import reshape
 
-_MAX_DTYPES = (D.float32, D.float64, D.int32, D.int64)
-_FLOAT_DTYPES = (D.float32, D.float64)
+_MAX_DTYPES = (D.float32, D.float64, D.int32, D.int64, D.float16, D.bfloat16, D.int8, D.uint8,
+               D.int16)   # (the small dtypes run upcast: runtime.lowprec)
+_FLOAT_DTYPES = (D.float32, D.float64, D.float16, D.bfloat16)
 INTERPOLATE_MODES = ("nearest", "bilinear")
 
 

@@ -78,9 +78,9 @@ def test_untrusted_files_raise_checkpoint_error(tmp_path):
     save_file({"w": np.ones(2, np.float32)}, str(p))
     with pytest.raises(CheckpointError, match="without the runtime's structure metadata"):
         rt.load(p)
-    save_file({"w": np.ones(2, np.float16)}, str(p), metadata={"numba-tensor-runtime": json.dumps(
+    save_file({"w": np.ones(2, np.uint16)}, str(p), metadata={"numba-tensor-runtime": json.dumps(
         {"format": 1, "tree": {"dict": [["w", {"tensor": "w"}]]}})})
-    with pytest.raises(CheckpointError, match="tensor 'w' has dtype float16, which the runtime does not support"):
+    with pytest.raises(CheckpointError, match="tensor 'w' has dtype uint16, which the runtime does not support"):
         rt.load(p)
     for tree, why in [({"tensor": "nope"}, "names a tensor 'nope' the file does not hold"),
                       ({"dict": [["a"]]}, "bad dict item"),

@@ -1,0 +1,68 @@
+"""How the small dtypes run (issue 16): upcast, compute, round back — in one place.
+
+float16 and bfloat16 compute in float32, int8/uint8/int16 in int32 (``DType.compute``): a
+plain device that meets an op with an *emulated* operand or result (``DType.emulated``) casts
+those operands to their compute dtype, re-runs the op's rule on them, runs the op there, and
+casts the result back to the dtype the original rule chose.  So every op of every family
+accepts the small dtypes with no kernel specialisation of its own, and the result is the
+PyTorch one: half types upcast at load and round once at store (sums and matmuls accumulate in
+float32 or wider), small ints wrap modulo 2**bits (computing in int32 and truncating is the
+same as native wrapping for ``+ - * << & | ^ ~``, and ``//``, ``%``, ``>>``, comparisons,
+min/max never leave the range).  The cost is the casts: one extra pass per emulated operand
+and one for the result.
+
+Ops that only move values (``MOVES``: reshape, permute, expand, cat, basic indexing, take,
+gather) run on the storage directly when every emulated operand already has the result's
+dtype.  ``cast`` itself and ``init`` never upcast.  The dispatch layer calls ``needs_upcast``
+(``PlainDevice.execute``, ``dispatch.plain_step``, the small-op fast path, which never caches a
+decision for such a call) and the fusion pass leaves such ops unfused.
+"""
+from __future__ import annotations
+
+from . import dtypes as D
+
+__all__ = ["needs_upcast", "run_upcast", "MOVES"]
+
+#: ops that only move values: they run on the storage of the small dtypes
+MOVES = frozenset(("reshape", "permute", "expand", "cat", "index", "take", "gather"))
+_NEVER = frozenset(("cast", "init"))
+
+
+def _emulated_attr(attrs) -> bool:
+    d = attrs.get("dtype") if attrs else None
+    return d is not None and D.as_dtype(d).emulated
+
+
+def needs_upcast(spec, args, attrs, plan) -> bool:
+    """Whether op ``spec`` on ``args`` (tensors, (shape, dtype) stand-ins, scalars) with result
+    ``plan`` runs through ``run_upcast``."""
+    name = spec.name
+    if name in _NEVER:
+        return False
+    out = plan.dtype
+    moved_only = name in MOVES
+    found = out.emulated and not moved_only
+    for a in args:
+        dt = getattr(a, "dtype", None)
+        if dt is not None and dt.emulated:
+            if not moved_only or dt is not out:
+                return True
+    return found or _emulated_attr(attrs)
+
+
+def run_upcast(device, spec, args, attrs, plan):
+    """Run ``spec`` on plain ``device`` in the compute dtypes and cast the result back to
+    ``plan.dtype`` (``args``: plain tensors and scalars)."""
+    from .ops.elementwise import cast
+    from .tensor import Tensor
+    new_args = tuple(cast(a, a.dtype.compute) if isinstance(a, Tensor) and a.dtype.emulated
+                     else a for a in args)
+    new_attrs = attrs
+    if _emulated_attr(attrs):
+        new_attrs = dict(attrs)
+        new_attrs["dtype"] = D.as_dtype(attrs["dtype"]).compute.name
+    new_plan = spec.infer(new_args, new_attrs)
+    if new_plan.dtype.emulated:      # a rule that keeps a small dtype: round it first
+        new_plan = new_plan._replace(dtype=new_plan.dtype.compute)
+    out = device.execute(spec, new_args, new_attrs, new_plan)
+    return out if out.dtype is plan.dtype else cast(out, plan.dtype)
