@@ -71,6 +71,24 @@ def load_data(seed: int = 0):
     return x[tr], y[tr], x[te], y[te]
 
 
+def _epoch(model, loader, opt, sched, ad, bar, epoch):
+    """One pass over ``loader``: a cross-entropy step and a schedule step per batch; returns
+    (summed loss, correct predictions, samples) of this process's batches."""
+    total, correct, loss_sum = 0, 0, 0.0
+    for xb, yb in loader:
+        logits = model(xb.to(ad))
+        loss = F.cross_entropy(logits, yb.to(ad))
+        opt.step(loss.backward())
+        sched.step()
+        n = yb.shape[0]
+        loss_sum += loss.item() * n
+        correct += int((rt.argmax(logits.inner(), axis=1) == yb).sum().item())
+        total += n
+        bar.set_postfix(epoch=epoch + 1, loss=f"{loss_sum / total:.4f}", acc=f"{correct / total:.3f}")
+        bar.update(1)
+    return loss_sum, correct, total
+
+
 def train(model, x_train, y_train, epochs=EPOCHS, progress=True):
     """Train ``model`` (on an autodiff device) with Adam and a one-cycle schedule; returns the
     per-epoch (loss, accuracy) history and the seconds spent."""
@@ -85,18 +103,7 @@ def train(model, x_train, y_train, epochs=EPOCHS, progress=True):
     bar = tqdm(total=epochs * len(loader), desc="training", unit="step", disable=not progress,
                dynamic_ncols=True)
     for epoch in range(epochs):
-        total, correct, loss_sum = 0, 0, 0.0
-        for xb, yb in loader:
-            logits = model(xb.to(ad))
-            loss = F.cross_entropy(logits, yb.to(ad))
-            opt.step(loss.backward())
-            sched.step()
-            n = yb.shape[0]
-            loss_sum += loss.item() * n
-            correct += int((rt.argmax(logits.inner(), axis=1) == yb).sum().item())
-            total += n
-            bar.set_postfix(epoch=epoch + 1, loss=f"{loss_sum / total:.4f}", acc=f"{correct / total:.3f}")
-            bar.update(1)
+        loss_sum, correct, total = _epoch(model, loader, opt, sched, ad, bar, epoch)
         history.append((loss_sum / total, correct / total))
     bar.close()
     return history, time.perf_counter() - t0
@@ -125,18 +132,7 @@ def train_distributed(model, x_train, y_train, epochs=EPOCHS, progress=True):
                disable=not progress or rank != 0, dynamic_ncols=True)
     for epoch in range(epochs):
         sampler.set_epoch(epoch)
-        total, correct, loss_sum = 0, 0, 0.0
-        for xb, yb in loader:
-            logits = ddp(xb.to(ad))
-            loss = F.cross_entropy(logits, yb.to(ad))
-            opt.step(loss.backward())
-            sched.step()
-            k = yb.shape[0]
-            loss_sum += loss.item() * k
-            correct += int((rt.argmax(logits.inner(), axis=1) == yb).sum().item())
-            total += k
-            bar.set_postfix(epoch=epoch + 1, loss=f"{loss_sum / total:.4f}", acc=f"{correct / total:.3f}")
-            bar.update(1)
+        loss_sum, correct, total = _epoch(ddp, loader, opt, sched, ad, bar, epoch)
         s = D.all_reduce(rt.tensor(np.array([loss_sum, correct, total], np.float64))).numpy()
         history.append((s[0] / s[2], s[1] / s[2]))
     bar.close()
