@@ -64,7 +64,8 @@ def _reduce(x):
 
 
 GRAPHS = (_mlp, _scatter, _gather, _reduce)
-DTYPES = ["float32", "float64", "int32", "int64", "bool", "float16", "uint8", "complex64",
+DTYPES = ["float32", "float64", "int32", "int64", "bool", "float16", "bfloat16", "int8", "uint8",
+          "int16", "uint16", "complex64",
           "bogus", "", 3, None]
 OPS = ["add", "mul", "sub", "exp", "neg", "relu", "sum", "softmax", "matmul", "reshape",
        "transpose", "gather", "scatter_add", "where", "no_such_op", "", 7]

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import runtime as rt
+from runtime.dtypes import DTYPES
 from runtime.capture.serialize import MAGIC
 
 X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
@@ -325,7 +326,7 @@ def test_fuzz_header_edits_never_crash(tmp_path_factory, data):
                 t[1][data.draw(st.integers(0, len(t[1]) - 1))] = data.draw(st.integers(0, 9))
         elif what == "dtype" and tensors:
             data.draw(st.sampled_from(tensors))[2] = data.draw(
-                st.sampled_from(["float32", "float64", "int32", "int64", "bool"]))
+                st.sampled_from([d.name for d in DTYPES]))
         elif what == "id" and tensors:
             data.draw(st.sampled_from(tensors))[0] = data.draw(st.integers(0, 30))
         elif what == "value_shape" and header["values"]:
