@@ -24,10 +24,12 @@ class DType:
     __slots__ = ("name", "np", "category", "itemsize", "is_float", "is_int", "is_bool",
                  "compute", "emulated", "host", "signed", "is_half")
 
-    def __init__(self, name: str, np_dtype, category: int, host=None):
+    def __init__(self, name: str, np_dtype, category: int, host="storage"):
         self.name = name
         self.np = np.dtype(np_dtype)   # the storage dtype (the kernel sets' view)
-        self.host = self.np if host is None else host  # NumPy's dtype of the values, or None
+        # NumPy's dtype of the values: the storage dtype unless given; None where NumPy has
+        # none (bfloat16 without ml_dtypes: its uint16 storage must not claim NumPy's uint16)
+        self.host = self.np if isinstance(host, str) else host
         self.category = category  # 0 bool < 1 int < 2 float
         self.itemsize = self.np.itemsize
         # plain attributes, not properties: read on every op's hot path
@@ -225,7 +227,7 @@ def storage_of(values: np.ndarray, dt: DType) -> np.ndarray:
         with np.errstate(over="ignore"):      # out of range: inf, as a cast does
             return np.asarray(values).astype(np.float16).view(np.uint16)
     if dt is bfloat16:
-        if values.dtype == bfloat16.host:
+        if bfloat16.host is not None and values.dtype == bfloat16.host:   # (dtype == None is float64)
             return values.view(np.uint16)
         return bf16_bits(np.asarray(values).astype(np.float32)).reshape(np.shape(values))
     return np.asarray(values).astype(dt.np)

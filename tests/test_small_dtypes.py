@@ -410,3 +410,23 @@ def test_load_graph_checks_the_half_types_names(tmp_path):
         p.write_bytes(data + hashlib.sha256(data).digest())
         with pytest.raises(rt.GraphFileError, match=why):
             rt.load_graph(p)
+
+
+def test_without_ml_dtypes_uint16_is_refused_and_floats_round_into_bfloat16():
+    """Without ml_dtypes bfloat16 has no NumPy dtype: its uint16 storage must not claim NumPy's
+    uint16 (a uint16 array became a bfloat16 tensor of raw bits), and float64 values must not
+    pass for bfloat16 ones (``np.dtype(...) == None`` is a float64 test).  A fresh process with
+    the import blocked, as in an install without the onnx extra."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['ml_dtypes'] = None\n"
+            "import numpy as np, runtime as rt\n"
+            "assert rt.bfloat16.host is None\n"
+            "try:\n"
+            "    rt.tensor(np.zeros(2, np.uint16)); print('accepted')\n"
+            "except rt.DTypeError as e:\n"
+            "    print('refused', 'uint16' in str(e))\n"
+            "print(rt.tensor(np.array([1.0, 3.14159]), dtype=rt.bfloat16).tolist())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["refused True", "[1.0, 3.140625]"]
