@@ -53,7 +53,7 @@ class DType:
         except Exception:
             return False
 
-    # identity hash (the five DTypes are singletons), kept at C speed: dtypes are in the keys
+    # identity hash (the DTypes are singletons), kept at C speed: dtypes are in the keys
     # of the dispatch caches looked up on every op
     __hash__ = object.__hash__
 
