@@ -66,13 +66,20 @@ class DType:
         return (as_dtype, (self.name,))
 
 
-def _bfloat16_host():
-    """ml_dtypes' bfloat16 NumPy dtype when that package is importable (not a dependency)."""
-    try:
-        import ml_dtypes
-    except ImportError:
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
+_BF16_HOST: list = []      # [ml_dtypes' bfloat16 NumPy dtype, or None], once resolved
+
+
+def bfloat16_host():
+    """ml_dtypes' bfloat16 NumPy dtype when that package is importable (not a dependency),
+    else None; imported on the first bfloat16 ``numpy()``, not at ``import runtime`` (the
+    import costs about 0.6 s)."""
+    if not _BF16_HOST:
+        try:
+            import ml_dtypes
+            _BF16_HOST.append(np.dtype(ml_dtypes.bfloat16))
+        except ImportError:
+            _BF16_HOST.append(None)
+    return _BF16_HOST[0]
 
 
 float32 = DType("float32", np.float32, 2)
@@ -81,7 +88,7 @@ int32 = DType("int32", np.int32, 1)
 int64 = DType("int64", np.int64, 1)
 bool_ = DType("bool", np.bool_, 0)
 float16 = DType("float16", np.uint16, 2, host=np.dtype(np.float16))
-bfloat16 = DType("bfloat16", np.uint16, 2, host=_bfloat16_host())
+bfloat16 = DType("bfloat16", np.uint16, 2, host=None)   # NumPy has none: see bfloat16_host
 int8 = DType("int8", np.int8, 1)
 uint8 = DType("uint8", np.uint8, 1)
 int16 = DType("int16", np.int16, 1)
@@ -101,6 +108,14 @@ _BY_NP = {d.host: d for d in DTYPES if d.host is not None}
 _DEFAULT = {0: bool_, 1: int64, 2: float32}
 
 
+def _by_np(npd):
+    """The DType of NumPy dtype ``npd`` (KeyError if none); ml_dtypes' bfloat16 by its name, so
+    that package is never imported here."""
+    if npd.name == "bfloat16" and npd.kind == "V":
+        return bfloat16
+    return _BY_NP[npd]
+
+
 def as_dtype(d) -> DType:
     """Normalise a DType, its name, a NumPy dtype or a Python type to a DType."""
     if isinstance(d, DType):
@@ -114,7 +129,7 @@ def as_dtype(d) -> DType:
     if d is bool:
         return bool_
     try:
-        return _BY_NP[np.dtype(d)]
+        return _by_np(np.dtype(d))
     except (TypeError, KeyError, ValueError, SyntaxError):  # (NumPy parses "f4," as Python)
         from .errors import DTypeError
         raise DTypeError(f"unsupported dtype {d!r:.60}; expected one of "
@@ -124,7 +139,7 @@ def as_dtype(d) -> DType:
 def from_numpy_dtype(npd, op: str = "tensor") -> DType:
     """The DType of a NumPy dtype; raises DTypeError for dtypes the runtime lacks."""
     try:
-        return _BY_NP[np.dtype(npd)]
+        return _by_np(np.dtype(npd))
     except KeyError:
         from .errors import DTypeError
         raise DTypeError(f"{op}: unsupported NumPy dtype {np.dtype(npd)}; expected one of "
@@ -227,7 +242,7 @@ def storage_of(values: np.ndarray, dt: DType) -> np.ndarray:
         with np.errstate(over="ignore"):      # out of range: inf, as a cast does
             return np.asarray(values).astype(np.float16).view(np.uint16)
     if dt is bfloat16:
-        if bfloat16.host is not None and values.dtype == bfloat16.host:   # (dtype == None is float64)
+        if values.dtype.name == "bfloat16" and values.dtype.kind == "V":   # ml_dtypes' bfloat16
             return values.view(np.uint16)
         return bf16_bits(np.asarray(values).astype(np.float32)).reshape(np.shape(values))
     return np.asarray(values).astype(dt.np)
@@ -238,11 +253,12 @@ def host_of(storage: np.ndarray, dt: DType, op: str = "numpy") -> np.ndarray:
     DTypeError for bfloat16 without ``ml_dtypes`` (NumPy has no bfloat16)."""
     if not dt.is_half:
         return storage
-    if dt.host is None:
+    host = dt.host if dt is not bfloat16 else bfloat16_host()
+    if host is None:
         from .errors import DTypeError
         raise DTypeError(f"{op}: NumPy has no bfloat16 dtype; call .float() first (or install "
                          f"ml_dtypes, whose bfloat16 arrays the runtime then returns)")
-    return storage.view(dt.host)
+    return storage.view(host)
 
 
 def float_values(storage: np.ndarray, dt: DType) -> np.ndarray:

@@ -73,7 +73,7 @@ class Executable:
                 raise ArgumentTypeError(f"graph input {k} (tensor {ir.id}) expects a tensor, an "
                                         f"array or numbers of shape {ir.shape} {ir.dtype.name}, "
                                         f"got {x!r:.60}") from None
-            if ir.dtype.is_half and ir.dtype.host is not None and arr.dtype == ir.dtype.host:
+            if ir.dtype.is_half and arr.dtype.name == ir.dtype.name and arr.dtype.kind in "fV":
                 arr = D.storage_of(arr, ir.dtype)     # a float16 array for a float16 input
             shape, dtype = tuple(arr.shape), arr.dtype
             if dtype == ir.dtype.np and shape == ir.shape:
