@@ -33,6 +33,16 @@ def _plain(op: str, t):
     return t, t.device
 
 
+def _reducible(x: Tensor):
+    """(``x`` in a dtype MPI can reduce, the dtype to round the result back to or None): MPI
+    has no float16/bfloat16 arithmetic (their uint16 storage would be summed as integers),
+    and small ints must wrap as their dtype, so both reduce in their compute dtype, as every
+    op on them does (``runtime/lowprec.py``)."""
+    if x.dtype.emulated:
+        return x.astype(x.dtype.compute), x.dtype
+    return x, None
+
+
 def _lift(result: Tensor, device) -> Tensor:
     """``result`` (plain) on ``device``: itself, or an untracked autodiff tensor."""
     return result if result.device == device else result.to(device)
@@ -130,6 +140,7 @@ def all_reduce(t, op: str = "sum", async_op: bool = False):
     the result, a new tensor of ``t``'s shape, dtype and device (``async_op=True``: a ``Work``
     whose ``wait()`` returns it)."""
     x, dev = _plain("all_reduce", t)
+    x, small = _reducible(x)
     mop = _mpi_op(op, x.dtype, "all_reduce")
     c = world.comm()
     n = c.Get_size()
@@ -140,7 +151,8 @@ def all_reduce(t, op: str = "sum", async_op: bool = False):
     def finish(res):
         if op == "mean" and n > 1:
             _divide_inplace(res, n)
-        return _lift(res.tensor(), dev)
+        out = res.tensor()
+        return _lift(out if small is None else out.astype(small), dev)
 
     work = Work(req, res, finish, "all_reduce", send)
     return work if async_op else work.wait()
@@ -177,6 +189,7 @@ def reduce_scatter(t, op: str = "sum") -> Tensor:
     keeping piece ``r`` (PyTorch's ``reduce_scatter_tensor``): ``t.shape[0]`` must be a
     multiple of the world size."""
     x, dev = _plain("reduce_scatter", t)
+    x, small = _reducible(x)
     mop = _mpi_op(op, x.dtype, "reduce_scatter")
     c = world.comm()
     n = c.Get_size()
@@ -187,7 +200,8 @@ def reduce_scatter(t, op: str = "sum") -> Tensor:
     world.wait(c.Ireduce_scatter_block(_send_buffer(x), res.array, mop), "reduce_scatter")
     if op == "mean" and n > 1:
         _divide_inplace(res, n)
-    return _lift(res.tensor(), dev)
+    out = res.tensor()
+    return _lift(out if small is None else out.astype(small), dev)
 
 
 def send(t, dst: int, tag: int = 0) -> None:

@@ -201,3 +201,22 @@ def test_sampler_shards_are_disjoint_and_cover():
     got = D.all_gather(rt.tensor(s.indices())).numpy()
     assert got.shape == (n, -(-11 // n))
     assert set(got.ravel().tolist()) == set(range(11))
+
+
+def test_small_dtypes_reduce_in_their_compute_dtype():
+    """float16/bfloat16 are stored as uint16 bits and MPI has no half arithmetic: a sum of the
+    bits would be garbage; int8 sums wrap as int8 (PyTorch's rule)."""
+    n, r = D.world_size(), D.rank()
+    x = rt.tensor([1.5, -2.25, 1000.0], dtype=rt.float16) * float(r + 1)
+    y = D.all_reduce(x, "sum")
+    assert y.dtype is rt.float16
+    tri = n * (n + 1) / 2
+    np.testing.assert_array_equal(y.numpy(), (np.array([1.5, -2.25, 1000.0]) * tri).astype(np.float16))
+    b = D.all_reduce(rt.tensor([3.0, 0.5], dtype=rt.bfloat16), "mean")
+    assert b.dtype is rt.bfloat16 and b.tolist() == [3.0, 0.5]
+    i = D.all_reduce(rt.tensor([100, -100], dtype=rt.int8), "sum")
+    assert i.dtype is rt.int8
+    want = (np.array([100, -100], np.int64) * n).astype(np.int8)       # wraps modulo 256
+    np.testing.assert_array_equal(i.numpy(), want)
+    s = D.reduce_scatter(rt.tensor(np.full((n, 2), 0.5), dtype=rt.float16), "sum")
+    assert s.dtype is rt.float16 and s.numpy().tolist() == [[0.5 * n, 0.5 * n]]
