@@ -113,6 +113,10 @@ class PlainDevice(Device):
                 payloads.append(a)
         if small and _lowprec.needs_upcast(spec, args, attrs, plan):   # issue 16's dtypes
             return _lowprec.run_upcast(self, spec, args, attrs, plan)
+        return self.run_kernel(spec, payloads, args, attrs, plan)
+
+    def run_kernel(self, spec, payloads, args, attrs, plan):
+        """``execute`` past its small-dtype check: the record's lowering on the payloads."""
         ks = _dispatch._KERNELS.get(self.kind) or _dispatch.kernels_for_kind(self.kind)
         try:
             out = spec.kernel(ks, payloads, args, attrs, plan, self)

@@ -430,3 +430,33 @@ def test_without_ml_dtypes_uint16_is_refused_and_floats_round_into_bfloat16():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == ["refused True", "[1.0, 3.140625]"]
+
+
+# ------------------------------------------------------------------ native small-int kernels
+@pytest.mark.parametrize("dt, op", [(rt.int8, "add"), (rt.int8, "neg"), (rt.int16, "lt"),
+                                    (rt.uint8, "left_shift")])
+def test_large_small_int_elementwise_runs_natively_with_the_cast_bits(dt, op, monkeypatch):
+    """From ``lowprec.NATIVE_MIN`` elements, unary/binary ops on the small ints run their kernel
+    on the storage (no cast passes: ``cast`` is made to fail) and give the upcast path's bits:
+    int32 arithmetic truncated to the dtype, as NumPy's int32 result ``astype`` it."""
+    from runtime import lowprec
+    from runtime.ops import elementwise as E
+    npd = NP_INT[dt]
+    info = np.iinfo(npd)
+    rng = np.random.default_rng(7)
+    n = lowprec.NATIVE_MIN + 3
+    a = rng.integers(info.min, info.max, n, endpoint=True).astype(npd)
+    b = rng.integers(0 if op == "left_shift" else info.min, 9 if op == "left_shift" else info.max, n,
+                     endpoint=True).astype(npd)
+    a32, b32 = a.astype(np.int32), b.astype(np.int32)
+    want = {"add": a32 + b32, "neg": -a32, "sub": a32 - b32, "mul": a32 * b32,
+            "lt": a32 < b32, "left_shift": a32 << b32}[op]
+    want = want if op == "lt" else want.astype(npd)
+    x, y = rt.tensor(a), rt.tensor(b)
+
+    def no_cast(*args, **kwargs):
+        raise AssertionError("a cast pass ran")
+    monkeypatch.setattr(E, "cast", no_cast)
+    got = getattr(rt, op)(x) if op == "neg" else getattr(rt, op)(x, y)
+    assert got.dtype is (rt.bool_ if op == "lt" else dt)
+    np.testing.assert_array_equal(got.numpy(), want)
