@@ -102,12 +102,12 @@ class CpuKernels:
         return elementwise.cast(x, dtype)
 
     def half_to_float(self, x, fmt):
-        from jit_kernels import _half
-        return _half.from_bits(x, fmt)
+        from jit_kernels.cpu import half
+        return half.half_to_float(x, fmt)
 
     def float_to_half(self, x, fmt):
-        from jit_kernels import _half
-        return _half.to_bits(x, fmt)
+        from jit_kernels.cpu import half
+        return half.float_to_half(x, fmt)
 
     # -- reductions
     def reduce(self, op, x, axes, keepdims, out_dtype, attrs=None):
