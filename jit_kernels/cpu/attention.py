@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from jit_kernels.cpu import scalar_math as sm
+from jit_kernels.cpu import _pool, scalar_math as sm
 from jit_kernels.cpu._layout import flat_base
 from jit_kernels.cpu.reduce import _sum64
 
@@ -55,6 +55,12 @@ def _scale_into(xv, sc, ov):
 def _mul_inplace(v, c):
     for i in range(v.shape[0]):
         v[i] = v[i] * c
+
+
+@njit(error_model="numpy")
+def _fill(v, c):
+    for i in range(v.shape[0]):      # (from 0 on a slice: a loop from n would not vectorise)
+        v[i] = c
 
 
 @njit(error_model="numpy")
@@ -98,9 +104,7 @@ def _forward(x, out, L, scale, causal, kind, mb, ma, moff, mcs):
         s = _sum64(ov)
         _mul_inplace(ov, 1.0 / s)
         if n < S:
-            tail = 0.0 if m == m else math.nan
-            for j in range(n, S):
-                out[r, j] = tail
+            _fill(out[r, n:], 0.0 if m == m else math.nan)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -122,8 +126,8 @@ def _backward(p, g, out, L, scale, causal, masked, mb, moff, mcs):
             for j in range(n):
                 if not mb[mo + j * mcs]:
                     dv[j] = 0
-        for j in range(n, S):
-            out[r, j] = 0
+        if n < S:
+            _fill(out[r, n:], 0.0)
 
 
 def _mask_rows(mask, shape):
@@ -146,7 +150,7 @@ def _rows(a):
 def attention_softmax(x, mask, additive, scale, causal):
     """See the module docstring."""
     shape = x.shape
-    out = np.empty(shape, dtype=x.dtype)
+    out = _pool.empty(shape, x.dtype)   # (reused blocks: no page faults)
     if out.size == 0:
         return out
     x, x2 = _rows(x)
@@ -168,7 +172,7 @@ def attention_softmax(x, mask, additive, scale, causal):
 def attention_softmax_backward(p, g, mask, scale, causal):
     """See the module docstring."""
     shape = p.shape
-    out = np.empty(shape, dtype=p.dtype)
+    out = _pool.empty(shape, p.dtype)
     if out.size == 0:
         return out
     p, p2 = _rows(p)
