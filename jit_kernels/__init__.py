@@ -259,13 +259,14 @@ class KernelSet(Protocol):
                           causal: bool) -> Any:
         """Per row of ``x`` (..., L, S), in one pass: ``softmax(t)`` of ``t = x * scale`` with
         ``-inf`` where the bool ``mask`` is False (``additive``: ``t + mask``, of ``x``'s dtype;
-        ``mask`` None or broadcastable to ``x``'s shape) and, with ``causal``, exactly 0 after
-        the diagonal (``j > i``); a fully masked or NaN row is NaN."""
+        ``mask`` None or broadcastable to ``x``'s shape) and, where ``causal`` is an int ``d``
+        (None: no causal mask), exactly 0 after the diagonal (``j > i + d``); a fully masked or
+        NaN row is NaN."""
 
     def attention_softmax_backward(self, p: Any, g: Any, mask: Any, scale: float,
                                    causal: bool) -> Any:
         """``p * (g - sum(g * p, -1)) * scale`` per row (float64 sum), 0 where the bool ``mask``
-        is False and after the causal diagonal."""
+        is False and after the causal diagonal ``causal`` (an int, or None)."""
 
 
 _REGISTRY: dict[str, str] = {

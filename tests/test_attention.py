@@ -54,7 +54,7 @@ def _args(case, dtype, device=None):
 def test_forward_is_the_composite_and_numpy(case, dtype):
     s, m, kw = _args(case, dtype)
     got = attention_softmax(s, m, **kw)
-    attrs = {"scale": kw["scale"], "causal": kw.get("is_causal", False),
+    attrs = {"scale": kw["scale"], "causal": kw.get("is_causal", False), "offset": 0,
              "additive": m is not None and not m.dtype.is_bool}
     old = _decompose((s,) if m is None else (s, m), attrs)
     assert got.dtype == dtype and got.shape == s.shape
@@ -70,7 +70,7 @@ def test_forward_is_the_composite_and_numpy(case, dtype):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_gradient_is_the_composites(case):
     s, m, kw = _args(case, rt.float32, AD)
-    attrs = {"scale": kw["scale"], "causal": kw.get("is_causal", False),
+    attrs = {"scale": kw["scale"], "causal": kw.get("is_causal", False), "offset": 0,
              "additive": m is not None and not m.dtype.is_bool}
     w = rt.tensor(RNG.normal(size=S3.shape), dtype=rt.float32, device=AD)
     grads = []
@@ -107,7 +107,7 @@ def test_fully_masked_and_nan_rows_are_the_composites():
         x = rt.tensor(s, device=ad).require_grad()
         y = attention_softmax(x, rt.tensor(m.numpy(), device=ad), 0.5)
         g = x.grad(rt.sum(rt.where(rt.isnan(y), 0.0, y) * 1.5).backward()).numpy()
-        old = _decompose((rt.tensor(s), m), {"scale": 0.5, "causal": False,
+        old = _decompose((rt.tensor(s), m), {"scale": 0.5, "causal": False, "offset": 0,
                                              "additive": not m.dtype.is_bool})
         np.testing.assert_array_equal(out, old.numpy())
         if m.dtype.is_bool:
@@ -189,3 +189,40 @@ def test_errors(call, exc, message):
     with pytest.raises(exc) as info:
         call()
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("S", [3, 6, 9])                      # fewer, as many, more keys
+def test_causal_halves_are_the_whole(monkeypatch, S):
+    # long causal attention runs as two blocks of query rows (the first sees only the first
+    # keys); forced here on 6 queries, against the unsplit fused path and PyTorch
+    import runtime.nn.functional as FF
+    q = RNG.normal(size=(2, 6, 4))
+    kv = RNG.normal(size=(2, S, 4))
+    res = []
+    for split in (4, 0):
+        monkeypatch.setattr(FF, "_CAUSAL_SPLIT", split)
+        ts = [rt.tensor(a, device=AD).require_grad() for a in (q, kv, kv * 0.5)]
+        out = F.scaled_dot_product_attention(*ts, is_causal=True, scale=0.8)
+        grads = rt.sum(out * out).backward()
+        res.append([out.numpy()] + [t.grad(grads).numpy() for t in ts])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+    torch = pytest.importorskip("torch")
+    tq, tk = torch.tensor(q), torch.tensor(kv)
+    want = torch.nn.functional.scaled_dot_product_attention(tq, tk, tk * 0.5, is_causal=True,
+                                                            scale=0.8)
+    np.testing.assert_allclose(res[0][0], want.numpy(), rtol=1e-12, atol=1e-13)
+
+
+def test_causal_offset_is_the_decomposition():
+    # key j of row i is kept for j <= i + offset; a row that keeps none is NaN (gradient 0)
+    s = S3.astype(np.float32)
+    for off in (-2, 2):
+        attrs = {"scale": 0.5, "causal": True, "offset": off, "additive": False}
+        got = attention_softmax(rt.tensor(s), None, 0.5, is_causal=True, offset=off).numpy()
+        np.testing.assert_array_equal(got, _decompose((rt.tensor(s),), attrs).numpy())
+        ad = rt.autodiff(rt.cpu())
+        x = rt.tensor(s, device=ad).require_grad()
+        y = attention_softmax(x, None, 0.5, is_causal=True, offset=off)
+        g = x.grad(rt.sum(rt.where(rt.isnan(y), 0.0, y) * y).backward()).numpy()
+        assert np.isnan(got[:, :2]).all() == (off == -2) and np.isfinite(g).all()

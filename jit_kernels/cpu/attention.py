@@ -3,7 +3,8 @@
 ``attention_softmax(x, mask, additive, scale, causal)``: for every row of the scores ``x``
 (..., L, S), in ONE pass per row (the row stays in cache): ``t = x * scale``, masked (a boolean
 mask: ``-inf`` where it is False; an additive one: ``+ mask``; ``causal``: the keys after the
-row's query, ``j > i``, are never read and get exactly 0), the max, ``exp(t - max)`` (the cpu
+row's query, ``j > i + causal`` for the int diagonal ``causal``, are never read and get exactly
+0; None: no causal mask), the max, ``exp(t - max)`` (the cpu
 set's vectorised exp), the float64 sum and the normalisation — the values of
 ``softmax(where(mask, x * scale, -inf))`` / ``softmax(x * scale + mask)``: a row with every
 entry masked is NaN (as the composite and PyTorch's math backend), a row holding a NaN is NaN
@@ -78,13 +79,13 @@ def _ds_row(pv, gv, dot, sc, dv):
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _forward(x, out, L, scale, causal, kind, mb, ma, moff, mcs):
+def _forward(x, out, L, scale, causal, diag, kind, mb, ma, moff, mcs):
     R, S = x.shape
     sc = scale
     for r in prange(R):
         n = S
         if causal:
-            n = min(r % L + 1, S)
+            n = max(0, min(r % L + 1 + diag, S))
         xv = x[r, :n]
         ov = out[r, :n]
         if kind == 0:
@@ -97,27 +98,29 @@ def _forward(x, out, L, scale, causal, kind, mb, ma, moff, mcs):
             mo = moff[r]
             for j in range(n):
                 ov[j] = xv[j] * sc + ma[mo + j * mcs]
-        if n == 0:
+        if n == 0:                      # every key masked: softmax of -inf is NaN
+            _fill(out[r], math.nan)
             continue
         m = _max_row(ov)
         _exp_sub(ov, m)
         s = _sum64(ov)
         _mul_inplace(ov, 1.0 / s)
         if n < S:
-            _fill(out[r, n:], 0.0 if m == m else math.nan)
+            _fill(out[r, n:], 0.0 if s == s else math.nan)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _backward(p, g, out, L, scale, causal, masked, mb, moff, mcs):
+def _backward(p, g, out, L, scale, causal, diag, masked, mb, moff, mcs):
     R, S = p.shape
     for r in prange(R):
         n = S
         if causal:
-            n = min(r % L + 1, S)
+            n = max(0, min(r % L + 1 + diag, S))
         pv = p[r, :n]
         gv = g[r, :n]
         dv = out[r, :n]
         if n == 0:
+            _fill(out[r], 0.0)
             continue
         dv[0] = _dot_row(pv, gv)        # (rounded to the row's dtype, as the composite's sum)
         _ds_row(pv, gv, dv[0], scale, dv)
@@ -164,8 +167,8 @@ def attention_softmax(x, mask, additive, scale, causal):
             kind, mb, ma = 2, _NO_BOOL, base
         else:
             kind, mb, ma = 1, base, dummy_f
-    _forward(x2, out.reshape(x2.shape), L, x.dtype.type(scale), bool(causal), kind, mb, ma,
-             moff, mcs)
+    _forward(x2, out.reshape(x2.shape), L, x.dtype.type(scale), causal is not None,
+             int(causal or 0), kind, mb, ma, moff, mcs)
     return out
 
 
@@ -182,6 +185,6 @@ def attention_softmax_backward(p, g, mask, scale, causal):
     else:
         mb, moff, mcs = _mask_rows(mask, shape)
         masked = True
-    _backward(p2, g2, out.reshape(p2.shape), shape[-2], p.dtype.type(scale), bool(causal), masked,
-              mb, moff, mcs)
+    _backward(p2, g2, out.reshape(p2.shape), shape[-2], p.dtype.type(scale), causal is not None,
+              int(causal or 0), masked, mb, moff, mcs)
     return out

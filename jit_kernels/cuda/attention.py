@@ -23,12 +23,12 @@ def _mx(a, b):
 
 def _make(exp):
     @cuda.jit
-    def forward(x, xo, out, R, L, S, scale, causal, kind, mb, ma, mo):
+    def forward(x, xo, out, R, L, S, scale, causal, diag, kind, mb, ma, mo):
         r = cuda.grid(1)
         while r < R:
             n = S
             if causal:
-                n = min(r % L + 1, S)
+                n = max(0, min(r % L + 1 + diag, S))
             base = r * S
             m = -math.inf
             for j in range(n):
@@ -48,18 +48,18 @@ def _make(exp):
             inv = 1.0 / s
             for j in range(n):
                 out[base + j] = out[base + j] * inv
-            tail = 0.0 if m == m else math.nan
+            tail = 0.0 if (n > 0 and s == s) else math.nan
             for j in range(n, S):
                 out[base + j] = tail
             r += cuda.gridsize(1)
 
     @cuda.jit
-    def backward(p, po, g, go, out, R, L, S, scale, causal, masked, mb, mo):
+    def backward(p, po, g, go, out, R, L, S, scale, causal, diag, masked, mb, mo):
         r = cuda.grid(1)
         while r < R:
             n = S
             if causal:
-                n = min(r % L + 1, S)
+                n = max(0, min(r % L + 1 + diag, S))
             base = r * S
             dot = 0.0
             for j in range(n):
@@ -109,7 +109,7 @@ def attention_softmax(x, mask, additive, scale, causal):
     ma, mo2 = _mask(mask if kind == 2 else None, shape, x.index, x.dtype)
     fwd = _kernels(x.dtype)[0]
     launch(fwd, blocks_for(R, x.index), TPB, xc.buf, xc.offset, out.buf, R, L, S,
-           x.dtype.type(scale), bool(causal), kind, mb, ma, mo if kind == 1 else mo2)
+           x.dtype.type(scale), causal is not None, int(causal or 0), kind, mb, ma, mo if kind == 1 else mo2)
     return out
 
 
@@ -125,5 +125,6 @@ def attention_softmax_backward(p, g, mask, scale, causal):
     mb, mo = _mask(mask, shape, p.index, np.bool_)
     bwd = _kernels(p.dtype)[1]
     launch(bwd, blocks_for(R, p.index), TPB, pc.buf, pc.offset, gc.buf, gc.offset, out.buf, R, L,
-           S, p.dtype.type(scale), bool(causal), mask is not None, mb, mo)
+           S, p.dtype.type(scale), causal is not None, int(causal or 0), mask is not None,
+           mb, mo)
     return out

@@ -4,7 +4,7 @@ its gradient op ``attention_softmax_backward``.
 ``attention_softmax(scores[, mask])`` with attrs ``scale`` (a float), ``causal`` and
 ``additive`` is ``softmax(where(mask, scores * scale, -inf))`` (a boolean mask: True takes
 part), ``softmax(scores * scale + mask)`` (``additive``) or, with ``causal``, the keys after
-each query (``j > i``, top-left aligned as PyTorch's ``tril``) masked — one pass per row on
+each query (``j > i + offset``; offset 0 is top-left aligned as PyTorch's ``tril``) masked — one pass per row on
 the kernel sets (``KernelSet.attention_softmax``), so attention is matmul -> this -> matmul.
 Its rule is one more row pass (``attention_softmax_backward``: ``p * (g - sum(g * p)) * scale``,
 0 where the composite's ``where`` stops the gradient), and for an additive mask the same op
@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ..dispatch import dispatch as run
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentValueError, DTypeError, ShapeError
 from .create import arange
 from .elementwise import add, binary_dtypes, ge, mul, sub, where
 from .reduce import softmax, sum
@@ -40,10 +40,19 @@ def _check_scores(name, x):
                          f"{list(shape_of(x))}")
 
 
+def _check_attrs(name, attrs):
+    # (a crafted graph's attrs: the front end always records these types)
+    if (type(attrs.get("scale")) not in (int, float) or type(attrs.get("offset")) is not int
+            or type(attrs.get("causal")) is not bool):
+        raise ArgumentValueError(f"{name}: attrs scale (a number), causal (a bool) and offset "
+                                 f"(an int) expected, got {attrs!r}")
+
+
 def _infer(args, attrs):
     name = "attention_softmax"
     x = args[0]
     _check_scores(name, x)
+    _check_attrs(name, attrs)
     dt = x.dtype
     if len(args) == 2:
         mask = args[1]
@@ -64,12 +73,17 @@ def _kernel(ks, p, args, attrs, plan, device):
         if attrs["additive"] and args[1].dtype is not dt:
             mask = ks.cast(mask, dt.np)
     return ks.attention_softmax(x, mask, bool(attrs["additive"]), float(attrs["scale"]),
-                                bool(attrs["causal"]))
+                                _diag(attrs))
 
 
-def _causal_keep(x):
+def _diag(attrs):
+    """The kernel sets' ``causal`` argument: the int diagonal, or None."""
+    return int(attrs["offset"]) if attrs["causal"] else None
+
+
+def _causal_keep(x, offset):
     L, S = x.shape[-2], x.shape[-1]
-    rows = reshape(arange(L, device=x.device), (L, 1))
+    rows = reshape(arange(offset, offset + L, device=x.device), (L, 1))
     return ge(rows, arange(S, device=x.device))
 
 
@@ -78,7 +92,7 @@ def _decompose(args, attrs):
     x = args[0]
     s = mul(x, attrs["scale"])
     if attrs["causal"]:
-        s = where(_causal_keep(x), s, -math.inf)
+        s = where(_causal_keep(x, attrs["offset"]), s, -math.inf)
     if len(args) == 2:
         s = add(s, args[1]) if attrs["additive"] else where(args[1], s, -math.inf)
     return softmax(s, axis=-1)
@@ -92,9 +106,10 @@ def _grad(c, g):
     if c.needs(0):
         bool_mask = (c.input(1),) if has_mask and not a["additive"] else ()
         gs = run("attention_softmax_backward", (p, g) + bool_mask,
-                 {"scale": a["scale"], "causal": a["causal"]})
+                 {"scale": a["scale"], "causal": a["causal"], "offset": a["offset"]})
     if has_mask and a["additive"] and c.needs(1):
-        gm = run("attention_softmax_backward", (p, g), {"scale": 1.0, "causal": a["causal"]})
+        gm = run("attention_softmax_backward", (p, g),
+                 {"scale": 1.0, "causal": a["causal"], "offset": a["offset"]})
     return gs, gm
 
 
@@ -102,6 +117,7 @@ def _infer_backward(args, attrs):
     name = "attention_softmax_backward"
     p, g = args[0], args[1]
     _check_scores(name, p)
+    _check_attrs(name, attrs)
     if tuple(shape_of(g)) != tuple(p.shape) or not hasattr(g, "dtype"):
         raise ShapeError(f"{name}: gradient of shape {tuple(shape_of(g))} does not match the "
                          f"probabilities of shape {tuple(p.shape)}")
@@ -115,15 +131,14 @@ def _infer_backward(args, attrs):
 def _kernel_backward(ks, p, args, attrs, plan, device):
     g = p[1] if args[1].dtype is plan.dtype else ks.cast(p[1], plan.dtype.np)
     mask = p[2] if len(args) == 3 else None
-    return ks.attention_softmax_backward(p[0], g, mask, float(attrs["scale"]),
-                                         bool(attrs["causal"]))
+    return ks.attention_softmax_backward(p[0], g, mask, float(attrs["scale"]), _diag(attrs))
 
 
 def _decompose_backward(args, attrs):
     p, g = args[0], args[1]
     ds = mul(p, sub(g, sum(mul(g, p), axis=-1, keepdims=True)))
     if attrs["causal"]:
-        ds = where(_causal_keep(p), ds, 0.0)
+        ds = where(_causal_keep(p, attrs["offset"]), ds, 0.0)
     if len(args) == 3:
         ds = where(args[2], ds, 0.0)
     return mul(ds, attrs["scale"])
@@ -136,10 +151,12 @@ register(OpSpec("attention_softmax_backward", "attention", _infer_backward, _ker
 
 
 def attention_softmax(scores, mask=None, scale: float = 1.0, is_causal: bool = False,
-                      additive=None):
+                      additive=None, offset: int = 0):
     """The fused ``softmax(mask(scores * scale))`` along the last axis (see the module
-    docstring); ``additive`` defaults to ``mask`` not being bool."""
-    attrs = {"scale": float(scale), "causal": bool(is_causal), "additive": False}
+    docstring); ``additive`` defaults to ``mask`` not being bool; ``is_causal`` keeps key ``j``
+    of query row ``i`` when ``j <= i + offset``."""
+    attrs = {"scale": float(scale), "causal": bool(is_causal), "offset": int(offset),
+             "additive": False}
     if mask is None:
         return run("attention_softmax", (scores,), attrs)
     attrs["additive"] = (not mask.dtype.is_bool) if additive is None else bool(additive)
