@@ -64,7 +64,7 @@ def _fill(v, c):
         v[i] = c
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", fastmath={"reassoc"})   # (reassoc: the float64 sum vectorises)
 def _dot_row(pv, gv):
     s = 0.0
     for i in range(pv.shape[0]):
