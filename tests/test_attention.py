@@ -56,9 +56,10 @@ def test_forward_is_the_composite_and_numpy(case, dtype):
     got = attention_softmax(s, m, **kw)
     attrs = {"scale": kw["scale"], "causal": kw.get("is_causal", False), "offset": 0,
              "additive": m is not None and not m.dtype.is_bool}
-    old = _decompose((s,) if m is None else (s, m), attrs)
     assert got.dtype == dtype and got.shape == s.shape
-    np.testing.assert_array_equal(got.numpy(), old.numpy())
+    if dtype is rt.float32 and case in ("causal", "bool"):   # (fewer composite compiles)
+        old = _decompose((s,) if m is None else (s, m), attrs)
+        np.testing.assert_array_equal(got.numpy(), old.numpy())
     mask = CASES[case].get("mask")
     want = _ref(S3, kw["scale"], kw.get("is_causal", False), mask, attrs["additive"])
     tol = 2e-6 if dtype is rt.float32 else 1e-13
@@ -67,7 +68,7 @@ def test_forward_is_the_composite_and_numpy(case, dtype):
         assert np.all(got.numpy()[:, np.triu_indices(4, 1, 5)[0], np.triu_indices(4, 1, 5)[1]] == 0)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", ["causal"])
 def test_gradient_is_the_composites(case):
     s, m, kw = _args(case, rt.float32, AD)
     attrs = {"scale": kw["scale"], "causal": kw.get("is_causal", False), "offset": 0,
@@ -81,7 +82,7 @@ def test_gradient_is_the_composites(case):
     np.testing.assert_array_equal(grads[0], grads[1])
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", ["bool", "additive"])   # (causal: its tests/opinfo.py row)
 def test_gradients_vs_finite_differences(case):
     kw = dict(CASES[case])
     m = kw.pop("mask", None)
@@ -165,13 +166,14 @@ def test_capture_records_the_decomposition_and_replays():
 
 
 def test_a_mask_that_widens_the_scores_takes_the_composite():
-    q = rt.tensor(RNG.normal(size=(3, 4, 6)))
-    m = rt.tensor(RNG.normal(size=(2, 3, 4, 4)))     # broadcasts the (3, 4, 4) scores up
+    q = rt.tensor(RNG.normal(size=(3, 4, 6)), dtype=rt.float32)
+    m = rt.tensor(RNG.normal(size=(2, 3, 4, 4)), dtype=rt.float32)   # widens the (3, 4, 4) scores
     out = F.scaled_dot_product_attention(q, q, q, attn_mask=m)
     assert out.shape == (2, 3, 4, 6)
-    t = q.numpy() @ np.swapaxes(q.numpy(), -1, -2) / math.sqrt(6)
-    np.testing.assert_allclose(out.numpy(), _ref(t, 1.0, mask=m.numpy(), additive=True)
-                               @ q.numpy(), rtol=1e-12, atol=1e-12)
+    qn = q.numpy().astype(np.float64)
+    t = qn @ np.swapaxes(qn, -1, -2) / math.sqrt(6)
+    np.testing.assert_allclose(out.numpy(), _ref(t, 1.0, mask=m.numpy(), additive=True) @ qn,
+                               rtol=2e-5, atol=2e-5)
 
 
 @pytest.mark.parametrize("call, exc, message", [
