@@ -33,9 +33,12 @@ def test_attention_softmax_matches_cpu(cuda_dev, case):
         assert np.isnan(outs[1][:, 1]).all()
 
 
-def test_sdpa_on_cuda(cuda_dev):
+@pytest.mark.parametrize("split", [0, 2])          # 2: the two causal halves (offset 1)
+def test_sdpa_on_cuda(cuda_dev, monkeypatch, split):
+    import runtime.nn.functional as F
+    monkeypatch.setattr(F, "_CAUSAL_SPLIT", split)
     q = RNG.normal(size=(1, 2, 3, 4)).astype(np.float32)
-    F = rt.nn.functional
     got = F.scaled_dot_product_attention(*(rt.tensor(q, device=cuda_dev),) * 3, is_causal=True)
+    monkeypatch.setattr(F, "_CAUSAL_SPLIT", 0)
     want = F.scaled_dot_product_attention(*(rt.tensor(q),) * 3, is_causal=True)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
