@@ -256,7 +256,7 @@ class KernelSet(Protocol):
 
     # -- the fused softmax of scaled_dot_product_attention (issue 15) --------------------------
     def attention_softmax(self, x: Any, mask: Any, additive: bool, scale: float,
-                          causal: bool) -> Any:
+                          causal: Any) -> Any:
         """Per row of ``x`` (..., L, S), in one pass: ``softmax(t)`` of ``t = x * scale`` with
         ``-inf`` where the bool ``mask`` is False (``additive``: ``t + mask``, of ``x``'s dtype;
         ``mask`` None or broadcastable to ``x``'s shape) and, where ``causal`` is an int ``d``
@@ -264,7 +264,7 @@ class KernelSet(Protocol):
         NaN row is NaN."""
 
     def attention_softmax_backward(self, p: Any, g: Any, mask: Any, scale: float,
-                                   causal: bool) -> Any:
+                                   causal: Any) -> Any:
         """``p * (g - sum(g * p, -1)) * scale`` per row (float64 sum), 0 where the bool ``mask``
         is False and after the causal diagonal ``causal`` (an int, or None)."""
 
