@@ -43,6 +43,7 @@ PROTOCOL_METHODS = (
     "resample2d", "resample2d_backward",
     "scan",
     "put", "pad", "pad_backward",
+    "attention_softmax", "attention_softmax_backward",
 )
 
 
@@ -252,6 +253,20 @@ class KernelSet(Protocol):
 
     def pad_backward(self, g: Any, maps: Sequence[Any], lead: int, in_shape: tuple) -> Any:
         """The adjoint of ``pad``: ``g`` summed into an array of ``in_shape``."""
+
+    # -- the fused softmax of scaled_dot_product_attention (issue 15) --------------------------
+    def attention_softmax(self, x: Any, mask: Any, additive: bool, scale: float,
+                          causal: Any) -> Any:
+        """Per row of ``x`` (..., L, S), in one pass: ``softmax(t)`` of ``t = x * scale`` with
+        ``-inf`` where the bool ``mask`` is False (``additive``: ``t + mask``, of ``x``'s dtype;
+        ``mask`` None or broadcastable to ``x``'s shape) and, where ``causal`` is an int ``d``
+        (None: no causal mask), exactly 0 after the diagonal (``j > i + d``); a fully masked or
+        NaN row is NaN."""
+
+    def attention_softmax_backward(self, p: Any, g: Any, mask: Any, scale: float,
+                                   causal: Any) -> Any:
+        """``p * (g - sum(g * p, -1)) * scale`` per row (float64 sum), 0 where the bool ``mask``
+        is False and after the causal diagonal ``causal`` (an int, or None)."""
 
 
 _REGISTRY: dict[str, str] = {

@@ -54,6 +54,7 @@ import numpy as np
 
 import runtime as rt
 from oracle import ALL_DTYPES, FLOAT_DTYPES, NUMERIC_DTYPES, sample as _oracle_sample
+from runtime.ops.attention import attention_softmax as _attention_softmax
 
 F32, F64, I32, I64, B = rt.float32, rt.float64, rt.int32, rt.int64, rt.bool_
 CPU_CUDA = ("cpu", "cuda")
@@ -579,6 +580,13 @@ _ROWS = [
          fn=lambda x, dim=-1: rt.cummax(x, dim).indices),
     scan("cumargmin", _cumarg(lambda v, b: v <= b), "int64", (F64, I64),
          fn=lambda x, dim=-1: rt.cummin(x, dim).indices),
+    # the fused softmax of scaled_dot_product_attention (issue 15): causal, scale 0.5; its
+    # masks, the composite equality and the cuda kernel in tests/test_attention.py
+    OpInfo("attention_softmax", "attention_softmax", "activation",
+           lambda x: _attention_softmax(x, None, 0.5, is_causal=True),
+           lambda x: _softmax(np.where(np.tri(4, 5, dtype=bool), x * 0.5, -np.inf), -1),
+           _out_rule("same"), (F32,), sample=shaped((2, 4, 5)), grad=each(gaussian),
+           devices=("cpu",)),
 ]
 OPS: dict[str, OpInfo] = {r.name: r for r in _ROWS}
 
@@ -641,6 +649,8 @@ NOT_IN_TABLE = {
     "pad_backward": "internal op of pad's gradient; tests/test_index_assign.py",
     "put": "flat-position write of advanced-index assignment (slice_assign, index_put, put); "
            "tests/test_index_assign.py, tests/cuda/test_index_assign_cuda.py",
+    "attention_softmax_backward": "internal op of attention_softmax's gradient; "
+                                  "tests/test_attention.py",
 }
 
 

@@ -64,6 +64,9 @@ INTERNAL = {"cross_entropy_backward": "cross_entropy", "max_pool2d_backward": "m
 REACHED_BY["pad"] = lambda x: rt.pad(x, (1, 1), mode="reflect")
 REACHED_BY["put"] = lambda x: x.slice_assign(([0, 1], [2, 0]), 1.0)
 INTERNAL["pad_backward"] = "pad"
+# issue 15: the fused softmax of scaled_dot_product_attention
+REACHED_BY["attention_softmax"] = lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True)
+INTERNAL["attention_softmax_backward"] = "attention_softmax"
 
 
 def _spy(monkeypatch):
@@ -114,6 +117,7 @@ def test_internal_ops_are_reached_by_their_owners_rule(monkeypatch):
     rt.pad(x4, (1, 1), mode="reflect").sum().backward()
     w4 = rt.tensor(np.ones((1, 1, 1, 2)), device=ad).require_grad()
     F.conv2d(x4, w4).sum().backward()
+    F.scaled_dot_product_attention(x4, x4, x4, is_causal=True).sum().backward()
     assert set(INTERNAL) <= seen
 
 

@@ -192,6 +192,15 @@ class CpuKernels:
         from jit_kernels.cpu import pad as _pad
         return _pad.pad_backward(g, maps, lead, in_shape)
 
+    # -- the fused row kernels of scaled_dot_product_attention (issue 15)
+    def attention_softmax(self, x, mask, additive, scale, causal):
+        from jit_kernels.cpu import attention as _attention
+        return _attention.attention_softmax(x, mask, additive, scale, causal)
+
+    def attention_softmax_backward(self, p, g, mask, scale, causal):
+        from jit_kernels.cpu import attention as _attention
+        return _attention.attention_softmax_backward(p, g, mask, scale, causal)
+
     def synchronize(self, index: int = 0) -> None:
         """Wait for the background kernel builds this process started (``_background``): after
         it every kernel runs its final variant (the packed gemm, the prange kernels)."""

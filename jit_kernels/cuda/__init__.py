@@ -264,6 +264,15 @@ class CudaKernels:
         from jit_kernels.cuda import pad as _pad
         return _pad.pad_backward(g, maps, lead, in_shape)
 
+    # -- the fused row kernels of scaled_dot_product_attention (issue 15)
+    def attention_softmax(self, x, mask, additive, scale, causal):
+        from jit_kernels.cuda import attention as _attention
+        return _attention.attention_softmax(x, mask, additive, scale, causal)
+
+    def attention_softmax_backward(self, p, g, mask, scale, causal):
+        from jit_kernels.cuda import attention as _attention
+        return _attention.attention_softmax_backward(p, g, mask, scale, causal)
+
     def synchronize(self, index: int = 0) -> None:
         """Wait for every kernel queued on GPU ``index``."""
         synchronize(index)

@@ -19,6 +19,7 @@ from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, 
                               logsigmoid, relu6, selu, softmin, softsign)
 from ..ops.elementwise import gelu, mish, relu, sigmoid, silu, softplus, tanh
 from ..ops.args import tensor_arg
+from ..ops.attention import attention_softmax as _attention_softmax
 from ..ops.conv import conv1d, conv2d, conv_transpose2d, fold, unfold
 from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
                         max_pool1d, max_pool2d)
@@ -545,6 +546,39 @@ def embedding(input, weight: Tensor, padding_idx=None) -> Tensor:
 
 
 # --------------------------------------------------------------------------- attention
+def _fits_scores(scores: Tensor, mask) -> bool:
+    """The fused attention softmax applies: no mask, or one that broadcasts to the scores."""
+    if mask is None:
+        return True
+    try:
+        return broadcast_shapes("", tuple(scores.shape), tuple(mask.shape)) == tuple(scores.shape)
+    except ShapeError:
+        return False
+
+
+#: causal attention over at least this many queries runs as two halves of the query rows:
+#: the first half's products need only the first half of the keys (3/4 of the gemm work;
+#: more, smaller blocks measured slower: each slice's gradient is a zero fill and an add)
+_CAUSAL_SPLIT = 256
+
+
+def _causal_halves(q, k, v, scale, dropout_p):
+    """Causal attention as two blocks of query rows, each matmul -> fused softmax -> matmul
+    over the keys it can see (an unsliced operand where a block sees all of it)."""
+    L, S = q.shape[-2], k.shape[-2]
+    outs = []
+    for a, e in ((0, L // 2), (L // 2, L)):
+        ke = min(e, S)
+        qb = q[..., a:e, :]
+        kb, vb = (k, v) if ke == S else (k[..., :ke, :], v[..., :ke, :])
+        pb = _attention_softmax(api.matmul(qb, api.transpose(kb, -2, -1)), None, scale, True,
+                                offset=a)
+        if dropout_p:
+            pb = dropout(pb, dropout_p)
+        outs.append(api.matmul(pb, vb))
+    return api.cat(outs, axis=-2)
+
+
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale=None) -> Tensor:
@@ -562,12 +596,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         raise ArgumentValueError(f"{name}: dropout_p must be in [0, 1], got {dropout_p}")
     L, S = q.shape[-2], k.shape[-2]
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = api.mul(api.matmul(q, api.transpose(k, -2, -1)), scale)
+    if is_causal and _CAUSAL_SPLIT and L >= _CAUSAL_SPLIT and S and type(scale) in (int, float):
+        return _causal_halves(q, k, v, scale, dropout_p)
+    scores = api.matmul(q, api.transpose(k, -2, -1))   # (k^T read in place by the gemm)
+    if attn_mask is not None:
+        attn_mask = _tensor(name, "attn_mask", attn_mask)
+    if type(scale) in (int, float) and _fits_scores(scores, attn_mask):
+        # one fused row pass (scale, mask, max, exp, sum, normalise), its gradient another
+        attn = _attention_softmax(scores, attn_mask, scale, is_causal)
+        if dropout_p:
+            attn = dropout(attn, dropout_p)
+        return api.matmul(attn, v)
+    scores = api.mul(scores, scale)         # (a tensor scale, a mask widening the scores)
     if is_causal:
         rows = api.reshape(api.arange(L, device=q.device), (L, 1))
         attn_mask = api.ge(rows, api.arange(S, device=q.device))
     if attn_mask is not None:
-        attn_mask = _tensor(name, "attn_mask", attn_mask)
         if attn_mask.dtype.is_bool:
             scores = api.where(attn_mask, scores, -math.inf)
         else:
