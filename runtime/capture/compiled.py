@@ -6,7 +6,8 @@ constants are folded into new contiguous constants, e.g. a weight's transpose), 
 plan runner as ``graph.run`` (``plan.build_plan``): fused programs to the kernel set's ``fused``
 (one generated kernel each), every other op to the step ``graph.run`` uses for it.  Constant
 folding runs its ops through that runner too.  Results equal ``graph.run``'s
-(elementwise bit for bit; reductions and softmax within rounding).
+(elementwise bit for bit; reductions and softmax within rounding; a max pool of a relu runs
+as the relu of the max pool, ``_pool_before_relu``, which may flip the sign of a zero).
 
 Compiled graphs are for inference: ``compile`` on an autodiff device raises ``CaptureError``
 kind ``CompileOnAutodiff`` (use ``graph.bind(rt.autodiff(...))`` to train).  A plain device whose
