@@ -107,10 +107,31 @@ class Adam(Optimizer):
             if len(members) == 1:
                 results = [run_update(_adam, variant, members[0][1], scalars)]
             else:
-                results = run_update_many(_adam, variant, [m[1] for m in members], scalars)
+                results = self._update_many(variant, scalars, members)
             for (i, _, state), res in zip(members, results):
                 out[i] = self._store(res, state)
         return out
+
+    def _update_many(self, variant, scalars, members):
+        # the last call's flat outputs stand in for the operands that are still their pieces
+        # (the parameter and the moments, unless something replaced them): no concatenation
+        key = tuple(id(state) for _, _, state in members)
+        cache = self.__dict__.setdefault("_flat", {})
+        prev = cache.get(key)
+        lists = [tensors for _, tensors, _ in members]
+        flat = None
+        if prev is not None:
+            pieces, flats = prev
+            flat = [None] * len(lists[0])
+            for k, j in ((0, 0), (2, 1), (3, 2), (4, 3)):
+                if k < len(flat) and j < len(flats) and all(
+                        ts[k] is ps[j] for ts, ps in zip(lists, pieces)):
+                    flat[k] = flats[j]
+        results, flats = run_update_many(_adam, variant, lists, scalars, flat)
+        if len(cache) >= 64:
+            cache.clear()
+        cache[key] = (results, flats)
+        return results
 
 
 class AdamW(Adam):

@@ -272,8 +272,9 @@ def test_schedule_values_by_formula():
 
 @pytest.mark.parametrize("amsgrad", [False, True])
 def test_adam_batches_small_parameters_bit_for_bit(monkeypatch, amsgrad):
-    # one call for the small parameters of a group (concatenated, one kernel), the large ones
-    # (here: over a lowered BATCH_MAX) and lone step counts one by one; the same bits as
+    # one call for the small parameters of a group (concatenated, one kernel; from the second
+    # step the last call's flat outputs stand in for the parameters and moments), the large
+    # ones (here: over a lowered BATCH_MAX) and lone step counts one by one; the same bits as
     # updating each parameter alone
     from runtime.optim import adam
     monkeypatch.setattr(adam, "BATCH_MAX", 12)
@@ -286,10 +287,14 @@ def test_adam_batches_small_parameters_bit_for_bit(monkeypatch, amsgrad):
     batched, alone = params(), params()
     ob = rt.optim.Adam(batched[:-1], lr=0.01, amsgrad=amsgrad)
     oa = rt.optim.Adam(alone[:-1], lr=0.01, amsgrad=amsgrad)
-    for step in range(3):
+    for step in range(4):
         if step == 1:        # joins later: its step count differs from the others'
             ob.add_param_group({"params": [batched[-1]]})
             oa.add_param_group({"params": [alone[-1]]})
+        if step == 2:        # a value replaced between steps: no longer the last call's piece
+            v = RNG.normal(size=shapes[1]).astype(np.float32)
+            batched[1].value = rt.tensor(v).to(AD)
+            alone[1].value = rt.tensor(v).to(AD)
         gs = [RNG.normal(size=s).astype(np.float32) for s in shapes]
         loss_b = sum(((p.value * rt.tensor(g).to(AD)).sum() for p, g in zip(batched, gs)), 0.0)
         ob.step(loss_b.backward())
