@@ -133,6 +133,10 @@ class Adam(Optimizer):
         cache[key] = (results, flats)
         return results
 
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.__dict__.pop("_flat", None)        # (the loaded tensors are no pieces of it)
+        super().load_state_dict(state_dict)
+
 
 class AdamW(Adam):
     """``torch.optim.AdamW``: weight decay applied to the parameter, decoupled from the
