@@ -278,7 +278,7 @@ def test_adam_batches_small_parameters_bit_for_bit(monkeypatch, amsgrad):
     # updating each parameter alone
     from runtime.optim import adam
     monkeypatch.setattr(adam, "BATCH_MAX", 12)
-    shapes = [(4, 5), (4,), (3, 4), (3,), (2, 1, 2), ()]
+    shapes = [(4, 5), (4,), (3, 4), (3,), (), (2, 1, 2)]
     vals = [RNG.normal(size=s).astype(np.float32) for s in shapes]
 
     def params():
