@@ -318,6 +318,28 @@ def test_max_pool_gradient_of_nan_goes_to_the_last_nan():
     np.testing.assert_array_equal(g, [[[[0, 0], [1, 0]]]])
 
 
+
+@pytest.mark.parametrize("shape", [(2, 3, 6, 8), (1, 2, 5, 7)])
+def test_2x2_pool_gradient_picks_as_the_reference(shape):
+    # the 2x2/stride-2 fast path (even planes) and the general kernels (odd ones): ties (zeros,
+    # as after a relu), several NaNs per window; float64 (the file's gradient dtype: no new
+    # compiles; the kernels are dtype-generic)
+    x = np.maximum(np.round(RNG.standard_normal(shape) * 2), 0)
+    x.reshape(-1)[RNG.choice(x.size, x.size // 6, replace=False)] = np.nan
+    x[0, 0, :2, :2] = [[np.nan, 1], [np.nan, 1]]
+    x[0, 1, :2, :2] = [[-0.0, 0.0], [0.0, -0.0]]
+    t = rt.tensor(x, device=AD).require_grad()
+    y = F.max_pool2d(t, 2)
+    g = RNG.standard_normal(y.shape)
+    got = t.grad((y * rt.tensor(g, device=AD)).sum().backward()).numpy()
+    want, idx = ref_max_pool(x, 2, 2, 0)
+    np.testing.assert_array_equal(y.numpy(), want)
+    ref = np.zeros(x.shape)
+    for n, c, i, j in np.ndindex(*y.shape):
+        ref[n, c].reshape(-1)[idx[n, c, i, j]] += g[n, c, i, j]
+    np.testing.assert_array_equal(got, ref)
+
+
 # --------------------------------------------------------------------------- capture
 def _net(x):
     y = F.max_pool2d(x, 3, 2, 1)

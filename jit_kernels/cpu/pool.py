@@ -12,7 +12,9 @@ scatters need no atomics and are deterministic.  Max follows PyTorch: the first 
 wins, a NaN replaces the running maximum (so NaN propagates, the last NaN's index is kept).
 Max windows are reduced columns first (a vectorised pass over contiguous rows), then per
 window over its columns; the backward finds the argmax again that way, so the tape keeps no
-index tensor.  Average sums in float64.
+index tensor.  Average sums in float64.  The common 2x2/stride-2 max pool over even planes has
+kernels of its own (``_max2_fwd``/``_max2_bwd``, prange over blocks of row pairs, two
+vectorised passes; the backward writes every gradient position once, no zeroing and scatter).
 """
 from __future__ import annotations
 
@@ -146,47 +148,105 @@ def _max_bwd(x, g, W, hs, he, dh, ws, we, dw, lowest, gx, nt):
                 gp[idx[o]] += g[p, o]
 
 
+# 2x2 windows at stride 2 tiling the plane (H, W even; no padding, no dilation: the common
+# pool).  Then the planes are one run of row pairs (N*C*H/2 of them, each 2*W contiguous
+# values), and each kernel is two passes over a block of row pairs: a flat pass over the
+# horizontal tap pairs (a stride-2 deinterleave, vectorised), then the vertical pairs.  The
+# first pass of the per-window scan that picks PyTorch's argmax (row-major first maximum, a NaN
+# replaces the running maximum) is the pair (left, right); its result against the next row's
+# pair is the same rule again (the pick is associative), so the two passes give the scan's
+# answer.  Branch-free selects throughout: which tap wins is data-dependent.
+_BLOCK = 4096          # horizontal pairs per block (the scratch of a prange task)
+
+
+@njit(inline="always")
+def _take(m, v):
+    """Whether the scan's running maximum ``m`` gives way to the next tap ``v``."""
+    return (v > m) | (v != v)
+
+
 @njit(parallel=True, cache=True)
-def _max2(x, W, OH, OW, out, gx, g, backward, nt):
-    """2x2 windows at stride 2 (no padding, no dilation: the common pool): values, or with
-    ``backward`` the gradient ``g`` scattered to each window's argmax — the generic kernels'
-    pick (row-major first maximum, or the last NaN) as a sequential scan of the 4 taps."""
-    P = x.shape[0]
-    nch = _chunks(P, nt)
+def _max2_fwd(x, OW, out, nt):
+    R = out.shape[0] // OW                   # row pairs
+    blk = max(1, _BLOCK // (2 * OW))         # row pairs per block
+    nb = (R + blk - 1) // blk
+    nch = max(1, min(nb, 4 * nt))
     for ci in prange(nch):
-        for p in range(ci * P // nch, (ci + 1) * P // nch):
-            xp = x[p]
-            if backward:
-                gp = gx[p]
-                gp[:] = 0
-            for oh in range(OH):
-                r0 = xp[2 * oh * W:(2 * oh + 1) * W]
-                r1 = xp[(2 * oh + 1) * W:(2 * oh + 2) * W]
-                if not backward:
-                    o = out[p, oh * OW:(oh + 1) * OW]
-                    for ow in range(OW):
-                        o[ow] = _mx(_mx(r0[2 * ow], r0[2 * ow + 1]),
-                                    _mx(r1[2 * ow], r1[2 * ow + 1]))
-                    continue
+        h = np.empty(2 * OW * blk, x.dtype)
+        for b in range(ci * nb // nch, (ci + 1) * nb // nch):
+            r0 = b * blk
+            r1 = min(R, r0 + blk)
+            n = 2 * OW * (r1 - r0)
+            xs = x[4 * OW * r0:4 * OW * r1]
+            for k in range(n):
+                h[k] = _mx(xs[2 * k], xs[2 * k + 1])
+            o = out[OW * r0:OW * r1]
+            for r in range(r1 - r0):
+                t = 2 * OW * r
                 for ow in range(OW):
-                    m = r0[2 * ow]
-                    k = 2 * oh * W + 2 * ow
-                    for d in range(1, 4):
-                        i = 2 * oh * W + 2 * ow + (d // 2) * W + (d % 2)
-                        v = xp[i]
-                        if v > m or v != v:
-                            m = v
-                            k = i
-                    gp[k] += g[p, oh * OW + ow]
+                    o[OW * r + ow] = _mx(h[t + ow], h[t + OW + ow])
 
 
-def _is_2x2(rows, cols):
-    """Whether both window tables are 2-wide windows at stride 2, unclipped, undilated."""
+@njit(parallel=True, cache=True)
+def _max2_bwd(x, g, OW, gx, nt):
+    R = g.shape[0] // OW
+    blk = max(1, _BLOCK // (2 * OW))
+    nb = (R + blk - 1) // blk
+    nch = max(1, min(nb, 4 * nt))
+    zero = gx.dtype.type(0)
+    for ci in prange(nch):
+        hm = np.empty(2 * OW * blk, x.dtype)
+        hk = np.empty(2 * OW * blk, np.bool_)
+        for b in range(ci * nb // nch, (ci + 1) * nb // nch):
+            r0 = b * blk
+            r1 = min(R, r0 + blk)
+            n = 2 * OW * (r1 - r0)
+            xs = x[4 * OW * r0:4 * OW * r1]
+            for k in range(n):            # horizontal pairs: the right tap wins?
+                a, c = xs[2 * k], xs[2 * k + 1]
+                right = _take(a, c)
+                hm[k] = c if right else a
+                hk[k] = right
+            gs = g[OW * r0:OW * r1]
+            gxs = gx[4 * OW * r0:4 * OW * r1]
+            for r in range(r1 - r0):      # vertical: the bottom pair wins?  Write all 4 taps.
+                for ow in range(OW):
+                    t = 2 * OW * r + ow
+                    u = t + OW
+                    v = gs[OW * r + ow]
+                    bottom = _take(hm[t], hm[u])
+                    vt = zero if bottom else v
+                    vb = v if bottom else zero
+                    gxs[2 * t] = zero if hk[t] else vt
+                    gxs[2 * t + 1] = vt if hk[t] else zero
+                    gxs[2 * u] = zero if hk[u] else vb
+                    gxs[2 * u + 1] = vb if hk[u] else zero
+
+
+_TWO_BY_TWO: dict = {}
+
+
+def _is_2x2(rows, cols, H, W):
+    """Whether both window tables are 2-wide windows at stride 2, unclipped, undilated, tiling
+    an even H x W plane.  The tables are the front end's cached arrays, so the answer is cached
+    by their identity (the entry keeps them alive, so an id is never reused while cached)."""
+    key = (id(rows[0]), id(cols[0]), H, W)
+    hit = _TWO_BY_TWO.get(key)
+    if hit is not None and hit[0] is rows[0] and hit[1] is cols[0]:
+        return hit[2]
+    ok = H % 2 == 0 and W % 2 == 0 and len(rows[0]) == H // 2 and len(cols[0]) == W // 2
     for st, sp, step in (rows, cols):
-        if step != 1 or not (np.array_equal(st, 2 * np.arange(len(st)))
-                             and np.array_equal(sp, st + 2)):
-            return False
-    return True
+        ok = ok and step == 1 and np.array_equal(st, 2 * np.arange(len(st))) \
+            and np.array_equal(sp, st + 2)
+    if len(_TWO_BY_TWO) > 256:
+        _TWO_BY_TWO.clear()
+    _TWO_BY_TWO[key] = (rows[0], cols[0], bool(ok))
+    return bool(ok)
+
+
+def _flat(x):
+    """``x`` as a C-contiguous 1-D array (a view when it is contiguous)."""
+    return np.ascontiguousarray(x).reshape(-1)
 
 
 @njit(parallel=True, cache=True)
@@ -273,8 +333,8 @@ def max_pool2d(x, rows, cols, want_indices):
     oh, ow = len(hs), len(ws)
     shape = (n, c, oh, ow)
     out = _out(n, c, oh, ow, x.dtype)
-    if not want_indices and x.dtype.kind == "f" and _is_2x2(rows, cols):
-        _max2(_planes(x), W, oh, ow, out, out, out, False, nthreads())
+    if not want_indices and x.dtype.kind == "f" and _is_2x2(rows, cols, H, W):
+        _max2_fwd(_flat(x), ow, out.reshape(-1), nthreads())
         return out.reshape(shape), None
     if not want_indices:
         _max_values(_planes(x), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), out, nthreads())
@@ -290,9 +350,8 @@ def max_pool2d_backward(x, g, rows, cols):
     n, c, H, W = x.shape
     (hs, he, dh), (ws, we, dw) = rows, cols
     gx = _pool.empty((n * c, H * W), g.dtype)
-    if x.dtype.kind == "f" and x.dtype == g.dtype and _is_2x2(rows, cols):
-        gp = _planes(g)
-        _max2(_planes(x), W, len(hs), len(ws), gp, gx, gp, True, nthreads())
+    if x.dtype.kind == "f" and x.dtype == g.dtype and _is_2x2(rows, cols, H, W):
+        _max2_bwd(_flat(x), _flat(g), len(ws), gx.reshape(-1), nthreads())
         return gx.reshape(x.shape)
     _max_bwd(_planes(x), _planes(g), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), gx,
              nthreads())

@@ -6,7 +6,8 @@ constants are folded into new contiguous constants, e.g. a weight's transpose), 
 plan runner as ``graph.run`` (``plan.build_plan``): fused programs to the kernel set's ``fused``
 (one generated kernel each), every other op to the step ``graph.run`` uses for it.  Constant
 folding runs its ops through that runner too.  Results equal ``graph.run``'s
-(elementwise bit for bit; reductions and softmax within rounding).
+(elementwise bit for bit; reductions and softmax within rounding; a max pool of a relu runs
+as the relu of the max pool, ``_pool_before_relu``, which may flip the sign of a zero).
 
 Compiled graphs are for inference: ``compile`` on an autodiff device raises ``CaptureError``
 kind ``CompileOnAutodiff`` (use ``graph.bind(rt.autodiff(...))`` to train).  A plain device whose
@@ -24,7 +25,7 @@ from ..errors import CaptureError, DeviceError
 from ..ops.catalogue import CATALOGUE
 from ..ops.create import init_attrs
 from .fuse import plan_fusion
-from .ir import CapturedGraph, OperationIr
+from .ir import CapturedGraph, OperationIr, TensorIr
 from .plan import build_plan, spec_of as _spec
 from .replay import Executable
 
@@ -47,6 +48,50 @@ def _drop_dead(graph: CapturedGraph) -> CapturedGraph:
         return graph
     keep.reverse()
     return CapturedGraph(keep, graph.inputs, graph.outputs, graph.values, graph._tensors)
+
+
+_MAX_POOLS = ("max_pool2d", "adaptive_max_pool2d")
+
+
+def _pool_before_relu(graph: CapturedGraph) -> CapturedGraph:
+    """``max_pool2d(relu(x))`` as ``relu(max_pool2d(x))`` where nothing else reads the relu:
+    relu is monotone, so the two agree (a NaN stays a NaN; only the sign of a zero maximum may
+    differ), and the relu then runs on the pooled tensor (a quarter of the elements for a
+    2x2 pool) and can fuse with what follows it.  Adaptive max pooling likewise."""
+    ops = graph.operations
+    producer = {t.id: op for op in ops for t in op.outputs}
+    readers: dict = {}
+    for op in ops:
+        for t in op.inputs:
+            readers[t.id] = readers.get(t.id, 0) + 1
+    keep_out = set(graph.outputs) | set(graph.inputs)
+    swaps = {}
+    for op in ops:
+        if op.op in _MAX_POOLS and len(op.args) == 1:
+            y = op.inputs[0]
+            r = producer.get(y.id)
+            if (r is not None and r.op == "relu" and not r.attrs and len(r.args) == 1
+                    and readers.get(y.id) == 1 and y.id not in keep_out):
+                swaps[id(op)] = r
+    if not swaps:
+        return graph
+    tensors = dict(graph._tensors)
+    nid = max(tensors) + 1
+    dropped = {id(r) for r in swaps.values()}
+    out_ops = []
+    for op in ops:
+        if id(op) in dropped:
+            continue
+        r = swaps.get(id(op))
+        if r is None:
+            out_ops.append(op)
+            continue
+        out = op.outputs[0]
+        t = tensors[nid] = TensorIr(nid, out.shape, out.dtype)
+        nid += 1
+        out_ops.append(OperationIr(op.op, (r.inputs[0],), (t,), dict(op.attrs)))
+        out_ops.append(OperationIr("relu", (t,), (out,), {}))
+    return CapturedGraph(out_ops, graph.inputs, graph.outputs, graph.values, tensors)
 
 
 class CompiledGraph:
@@ -80,7 +125,7 @@ class CompiledGraph:
                 if tid not in graph.inputs and tid not in self.params:
                     self.params[tid] = dispatch.create(
                         "init", dev, init_attrs(work.values[tid], work.tensor(tid).dtype))
-        work = _drop_dead(work)
+        work = _pool_before_relu(_drop_dead(work))
         self._work = work
         self.steps = plan_fusion(work)
         self._build_plan()

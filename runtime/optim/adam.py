@@ -3,12 +3,18 @@ from __future__ import annotations
 
 import math
 
+from .. import dtypes as D
 from ..errors import ArgumentValueError
 from ..ops import api
-from ._fused import run_update
+from ._fused import run_update, run_update_many
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
+
+#: Parameters of at most this many elements update together (one kernel for all of them):
+#: concatenating a few thousand elements costs less than a call per parameter.
+BATCH_MAX = 16384
+_BATCH_DTYPES = (D.float32, D.float64)
 
 
 def _adam(variant, p, g, m, v, *rest):
@@ -51,7 +57,8 @@ class Adam(Optimizer):
                                   "weight_decay": weight_decay, "amsgrad": amsgrad,
                                   "maximize": maximize})
 
-    def _update(self, p, g, state, group):
+    def _prepare(self, p, g, state, group):
+        """One step's (variant, tensors, scalars) for ``p`` (its step count advanced)."""
         if not state:
             state["step"] = 0
             state["exp_avg"] = api.zeros_like(p)
@@ -71,11 +78,64 @@ class Adam(Optimizer):
         decay = 1 - lr * wd if self._decoupled else wd
         scalars = (1 - b1, b2, 1 - b2, group["eps"], decay, lr / (1 - b1 ** t),
                    math.sqrt(1 - b2 ** t))
-        out = run_update(_adam, variant, tensors, scalars)
+        return variant, tensors, scalars
+
+    @staticmethod
+    def _store(out, state):
         state["exp_avg"], state["exp_avg_sq"] = out[1], out[2]
-        if amsgrad:
+        if len(out) > 3:
             state["max_exp_avg_sq"] = out[3]
         return out[0]
+
+    def _update(self, p, g, state, group):
+        variant, tensors, scalars = self._prepare(p, g, state, group)
+        return self._store(run_update(_adam, variant, tensors, scalars), state)
+
+    def _update_group(self, items, group):
+        # small float32/float64 parameters that share a step's scalars (the same step count)
+        # and device update in one call (_fused.run_update_many); the others one by one
+        out = [None] * len(items)
+        batches: dict = {}
+        for i, (_, p, g, state) in enumerate(items):
+            if len(items) < 2 or p.dtype not in _BATCH_DTYPES or not 0 < p.numel() <= BATCH_MAX:
+                out[i] = self._update(p, g, state, group)
+                continue
+            variant, tensors, scalars = self._prepare(p, g, state, group)
+            batches.setdefault((variant, scalars, p.dtype, p.device), []).append(
+                (i, tensors, state))
+        for (variant, scalars, _, _), members in batches.items():
+            if len(members) == 1:
+                results = [run_update(_adam, variant, members[0][1], scalars)]
+            else:
+                results = self._update_many(variant, scalars, members)
+            for (i, _, state), res in zip(members, results):
+                out[i] = self._store(res, state)
+        return out
+
+    def _update_many(self, variant, scalars, members):
+        # the last call's flat outputs stand in for the operands that are still their pieces
+        # (the parameter and the moments, unless something replaced them): no concatenation
+        key = tuple(id(state) for _, _, state in members)
+        cache = self.__dict__.setdefault("_flat", {})
+        prev = cache.get(key)
+        lists = [tensors for _, tensors, _ in members]
+        flat = None
+        if prev is not None:
+            pieces, flats = prev
+            flat = [None] * len(lists[0])
+            for k, j in ((0, 0), (2, 1), (3, 2), (4, 3)):
+                if k < len(flat) and j < len(flats) and all(
+                        ts[k] is ps[j] for ts, ps in zip(lists, pieces)):
+                    flat[k] = flats[j]
+        results, flats = run_update_many(_adam, variant, lists, scalars, flat)
+        if len(cache) >= 64:
+            cache.clear()
+        cache[key] = (results, flats)
+        return results
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.__dict__.pop("_flat", None)        # (the loaded tensors are no pieces of it)
+        super().load_state_dict(state_dict)
 
 
 class AdamW(Adam):

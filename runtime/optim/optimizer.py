@@ -64,6 +64,7 @@ class Optimizer:
             raise ArgumentTypeError(f"{type(self).__name__}.step: expected the Gradients that "
                                     f"backward() returned, got {type(grads).__name__}")
         for group in self.param_groups:
+            items = []
             for p in group["params"]:
                 if not p.requires_grad:
                     continue
@@ -74,12 +75,20 @@ class Optimizer:
                 if g.shape != value.shape:
                     raise ShapeError(f"{type(self).__name__}.step: gradient of shape {g.shape} "
                                          f"for a parameter of shape {value.shape}")
-                state = self.state.setdefault(p, {})
-                new = self._update(value, g.astype(value.dtype), state, group)
-                p.value = _onto(new, p.value.device)
+                if g.dtype is not value.dtype:
+                    g = g.astype(value.dtype)
+                items.append((p, value, g, self.state.setdefault(p, {})))
+            if items:
+                for (p, _, _, _), new in zip(items, self._update_group(items, group)):
+                    p.value = _onto(new, p.value.device)
 
     def _update(self, p: Tensor, g: Tensor, state: dict, group: dict) -> Tensor:
         raise NotImplementedError
+
+    def _update_group(self, items: list, group: dict) -> list:
+        """The new values of one group's parameters (``items``: (parameter, plain value,
+        gradient, state) each): one ``_update`` each, unless an optimiser batches them."""
+        return [self._update(v, g, s, group) for _, v, g, s in items]
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Nothing to clear: gradients live in the ``Gradients`` each ``backward()`` returns

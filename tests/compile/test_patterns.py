@@ -213,3 +213,24 @@ def test_compiled_bool_arithmetic_matches_replay(fn):
     (got,) = g.compile()(x)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
     np.testing.assert_array_equal(want.numpy(), fn(rt.tensor(x)).numpy())
+
+
+def test_max_pool_of_a_relu_runs_before_the_relu():
+    # relu then max pool == max pool then relu: compile swaps them where nothing else reads the
+    # relu (the relu then runs on a quarter of the elements and fuses with what follows)
+    x = RNG.standard_normal((2, 3, 6, 4)).astype(np.float32)
+    x[0, 0, 0, :2] = np.nan
+    x[1, 2, 2:4, 2:4] = -np.inf
+
+    def fn(t):
+        a = F.max_pool2d(rt.relu(t * 2.0), 2) + 1.0       # swapped
+        y = rt.relu(t)
+        return a, F.max_pool2d(y, 2), y                     # y is read twice: kept
+
+    g = rt.capture(fn, x)
+    exe = g.compile()
+    ops = [ln.split(" = ")[1].split("(")[0] for ln in exe.explain().splitlines()
+           if " = " in ln]
+    assert ops.count("relu") == 2 and ops.index("max_pool2d") < ops.index("relu")
+    for got, want in zip(exe(x), g.run(x)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

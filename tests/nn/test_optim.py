@@ -268,3 +268,44 @@ def test_schedule_values_by_formula():
     one = run(S.OneCycleLR, 10, max_lr=0.1, total_steps=10, pct_start=0.3)
     assert one[0] == pytest.approx(0.1 / 25) and max(one) == pytest.approx(0.1)
     assert one[-1] == pytest.approx(0.1 / 25 / 1e4)
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_adam_batches_small_parameters_bit_for_bit(monkeypatch, amsgrad):
+    # one call for the small parameters of a group (concatenated, one kernel; from the second
+    # step the last call's flat outputs stand in for the parameters and moments), the large
+    # ones (here: over a lowered BATCH_MAX) and lone step counts one by one; the same bits as
+    # updating each parameter alone
+    from runtime.optim import adam
+    monkeypatch.setattr(adam, "BATCH_MAX", 12)
+    shapes = [(4, 5), (4,), (3, 4), (3,), (), (2, 1, 2)]
+    vals = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+
+    def params():
+        return [nn.Parameter(rt.tensor(v).to(AD)) for v in vals]
+
+    batched, alone = params(), params()
+    ob = rt.optim.Adam(batched[:-1], lr=0.01, amsgrad=amsgrad)
+    oa = rt.optim.Adam(alone[:-1], lr=0.01, amsgrad=amsgrad)
+    for step in range(4):
+        if step == 1:        # joins later: its step count differs from the others'
+            ob.add_param_group({"params": [batched[-1]]})
+            oa.add_param_group({"params": [alone[-1]]})
+        if step == 2:        # a value replaced between steps: no longer the last call's piece
+            v = RNG.normal(size=shapes[1]).astype(np.float32)
+            batched[1].value = rt.tensor(v).to(AD)
+            alone[1].value = rt.tensor(v).to(AD)
+        gs = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+        loss_b = sum(((p.value * rt.tensor(g).to(AD)).sum() for p, g in zip(batched, gs)), 0.0)
+        ob.step(loss_b.backward())
+        for p, g in zip(alone, gs):
+            g = rt.tensor(g)
+            for group in oa.param_groups:
+                if any(p is q for q in group["params"]):
+                    p.value = rt.tensor(oa._update(p.value.inner(), g, oa.state.setdefault(p, {}),
+                                                   group).numpy()).to(AD)
+    for b, a in zip(batched, alone):
+        np.testing.assert_array_equal(b.value.inner().numpy(), a.value.inner().numpy())
+        for k, v in ob.state[b].items():
+            w = oa.state[a][k]
+            assert v == w if k == "step" else np.array_equal(v.numpy(), w.numpy())
