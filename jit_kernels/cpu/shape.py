@@ -383,7 +383,11 @@ def scatter_add(x, indices, src, axis):
 def cat(xs, axis):
     xs = list(xs)
     axis, shape, pieces = _plan.cat_plan(xs, axis)
-    out = np.empty(shape, dtype=xs[0].dtype)
+    total = size_of(shape)
+    if total < PAR_THRESHOLD:       # small: NumPy's concatenate (one call, not a copy per piece)
+        return np.concatenate(xs, axis=axis, dtype=xs[0].dtype, casting="unsafe")
+    from jit_kernels.cpu import _pool
+    out = _pool.empty(shape, xs[0].dtype)   # (a fresh large array page-faults on first touch)
     pre = (slice(None),) * axis
     for x, o, n in pieces:
         copy_into(out[pre + (slice(o, o + n),)], x)
