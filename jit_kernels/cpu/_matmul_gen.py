@@ -232,6 +232,260 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
                                t * MC * kmax)
                         macro(Ap, t * MC * kmax, Bp, mc, nc, kc, c, cbase + i0 * N + jc, N,
                               pc == 0, zero, T[t * MR * NR:(t + 1) * MR * NR], jr0, jr1)
+
+
+# -- implicit-gemm convolution (``jit_kernels.cpu.conv``) ----------------------------------
+# The im2col columns (row k = (c, i, j), column = (n, oy, ox)) are never materialised: the B
+# packers read each NR-wide sliver straight from the image.  The sums are the gemm's (an FMA
+# chain per KC block from zero, the blocks added in order), so the results have the bits of
+# im2col + gemm, which stands in while these build.
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def span(off, s, n_in, n_out):
+    lo = 0 if off >= 0 else min(n_out, (s - 1 - off) // s)
+    hi = 0 if n_in - 1 - off < 0 else min(n_out, (n_in - 1 - off) // s + 1)
+    return lo, max(lo, hi)
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def conv_runs(j0, nv, L, ow, R):
+    # Output positions j0 <= j < j0 + nv (j = n*L + oy*ow + ox) in runs along one output row:
+    # R[0, r] the run's offset from j0, R[1, r] its length, R[2..4, r] its (n, oy, ox).
+    nr = 0
+    t = 0
+    j = j0
+    while t < nv:
+        n = j // L
+        lr = j - n * L
+        oy = lr // ow
+        ox = lr - oy * ow
+        m = min(ow - ox, nv - t)
+        R[0, nr] = t
+        R[1, nr] = m
+        R[2, nr] = n
+        R[3, nr] = oy
+        R[4, nr] = ox
+        nr += 1
+        t += m
+        j += m
+    return nr
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, ow):
+    # Rows pc <= k < pc + kc of the implicit columns of the sliver described by R (nv <= NR
+    # columns), k-major into Bp[:kc*NR]; zero outside the image and past nv.
+    HW = H * W
+    khw = kh * kw
+    c = pc // khw
+    r = pc - c * khw
+    i = r // kw
+    j = r - i * kw
+    for kk in range(kc):
+        d = Bp[kk * NR:kk * NR + NR]
+        xoff = j * dw - pl
+        lo, hi = span(xoff, sw, W, ow)
+        for q in range(nr):
+            t0 = R[0, q]
+            m = R[1, q]
+            ox0 = R[4, q]
+            iy = R[3, q] * sh - pt + i * dh
+            a = max(lo, ox0)
+            b = min(hi, ox0 + m)
+            if iy < 0 or iy >= H or b <= a:
+                for e in range(m):
+                    d[t0 + e] = 0
+                continue
+            for e in range(a - ox0):
+                d[t0 + e] = 0
+            src = (R[2, q] * C + c) * HW + iy * W + xoff
+            o = t0 - ox0
+            if sw == 1:
+                for e in range(a, b):
+                    d[o + e] = x[src + e]
+            else:
+                for e in range(a, b):
+                    d[o + e] = x[src + e * sw]
+            for e in range(b - ox0, m):
+                d[t0 + e] = 0
+        for e in range(nv, NR):
+            d[e] = 0
+        j += 1
+        if j == kw:
+            j = 0
+            i += 1
+            if i == kh:
+                i = 0
+                c += 1
+
+
+@njit(cache=True, error_model='numpy', nogil=True, parallel=True)
+def conv_fwd(a, x, y, bias, hasb, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, ntask,
+             zero):
+    # y (N, O, oh, ow) = a (O, C*kh*kw) @ the implicit columns of x (N, C, H, W) (+ bias[o]
+    # after the sum), written as NCHW: the gemm's row o of sample n lands at y[n, o].  Tasks
+    # of consecutive NR-wide column slivers; a sliver inside one sample's row block is
+    # written in place (row stride L), others through a scratch tile.
+    K = C * kh * kw
+    L = oh * ow
+    NL = N * L
+    nir = (O + MR - 1) // MR
+    Mp = nir * MR
+    z = O - O
+    Ap = np.empty(Mp * K, y.dtype)
+    for pc in range(0, K, KC):
+        pack_a(a, pc, K, z + 1, O, min(KC, K - pc), Ap, pc * Mp)
+    ns = (NL + NR - 1) // NR
+    kmax = min(K, KC)
+    for t in prange(ntask):
+        s0 = (ns * t) // ntask
+        s1 = (ns * (t + 1)) // ntask
+        Bp = np.empty(kmax * NR, y.dtype)
+        T = np.empty(MR * NR, y.dtype)
+        S = np.empty(Mp * NR, y.dtype)
+        R = np.empty((5, NR), np.int64)
+        for s in range(s0, s1):
+            j0 = s * NR
+            nv = min(NR, NL - j0)
+            nr = conv_runs(j0, nv, L, ow, R)
+            n0 = j0 // L
+            l0 = j0 - n0 * L
+            direct = nv == NR and l0 + NR <= L
+            for pc in range(0, K, KC):
+                kc = min(KC, K - pc)
+                pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw,
+                            ow)
+                if direct:
+                    macro(Ap, pc * Mp, Bp, O, nv, kc, y, n0 * O * L + l0, L, pc == 0, zero, T,
+                          z, z + 1)
+                else:
+                    macro(Ap, pc * Mp, Bp, O, nv, kc, S, z, NR + z, pc == 0, zero, T, z, z + 1)
+            if direct:
+                if hasb:
+                    for o in range(O):
+                        v = bias[o]
+                        d = y[(n0 * O + o) * L + l0:(n0 * O + o) * L + l0 + NR]
+                        for e in range(NR):
+                            d[e] += v
+            else:
+                for o in range(O):
+                    v = bias[o] if hasb else zero
+                    for q in range(nr):
+                        t0 = R[0, q]
+                        m = R[1, q]
+                        p = (R[2, q] * O + o) * L + R[3, q] * ow + R[4, q]
+                        if hasb:
+                            for e in range(m):
+                                y[p + e] = S[o * NR + t0 + e] + v
+                        else:
+                            for e in range(m):
+                                y[p + e] = S[o * NR + t0 + e]
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def pack_a_grad(g, R, nr, kc, O, L, ow, Ap, dst0):
+    # The gradient g (N, O, L) as gemm rows A[o, p] (p = n*L + l) for the kc positions of the
+    # runs R: MR-row slivers, k-major, at Ap[dst0:] (zero rows past O).
+    nir = (O + MR - 1) // MR
+    for ir in range(nir):
+        dst = dst0 + ir * kc * MR
+        mv = min(MR, O - ir * MR)
+        for i in range(mv):
+            o = ir * MR + i
+            for q in range(nr):
+                t0 = R[0, q]
+                m = R[1, q]
+                src = (R[2, q] * O + o) * L + R[3, q] * ow + R[4, q]
+                d = dst + t0 * MR + i
+                for e in range(m):
+                    Ap[d + e * MR] = g[src + e]
+        for i in range(mv, MR):
+            for k in range(kc):
+                Ap[dst + k * MR + i] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, ow):
+    # The kc x nv block (rows: the positions of the runs R; columns j0 <= j < j0 + nv, j =
+    # (c, i, jj)) of the transposed implicit columns, k-major NR-wide into Bp[:kc*NR].
+    HW = H * W
+    khw = kh * kw
+    for t in range(nv):
+        col = j0 + t
+        c = col // khw
+        r = col - c * khw
+        i = r // kw
+        j = r - i * kw
+        xoff = j * dw - pl
+        lo, hi = span(xoff, sw, W, ow)
+        for q in range(nr):
+            t0 = R[0, q]
+            m = R[1, q]
+            ox0 = R[4, q]
+            iy = R[3, q] * sh - pt + i * dh
+            a = max(lo, ox0)
+            b = min(hi, ox0 + m)
+            d = t0 * NR + t
+            if iy < 0 or iy >= H or b <= a:
+                for e in range(m):
+                    Bp[d + e * NR] = 0
+                continue
+            for e in range(a - ox0):
+                Bp[d + e * NR] = 0
+            src = (R[2, q] * C + c) * HW + iy * W + xoff
+            d -= ox0 * NR
+            for e in range(a, b):
+                Bp[d + e * NR] = x[src + e * sw]
+            d += ox0 * NR
+            for e in range(b - ox0, m):
+                Bp[d + e * NR] = 0
+    for k in range(kc):
+        for t in range(nv, NR):
+            Bp[k * NR + t] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True, parallel=True)
+def conv_wgrad(g, x, c, Ap, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, ngroups,
+               zero):
+    # c (O, C*kh*kw) = g (N, O, oh*ow) as rows (O, N*L) @ the transposed implicit columns of x
+    # (N*L, C*kh*kw): the reduction runs over the batch and the grid.  A is packed once into
+    # the scratch Ap (prange over KC blocks); then tasks (column sliver) x (``ngroups`` groups
+    # of row slivers) each pack their B sliver per KC block.
+    Kc = C * kh * kw
+    L = oh * ow
+    P = N * L
+    nir = (O + MR - 1) // MR
+    Mp = nir * MR
+    z = O - O
+    nb = (P + KC - 1) // KC
+    for bk in prange(nb):
+        pc = bk * KC
+        kc = min(KC, P - pc)
+        R = np.empty((5, KC), np.int64)
+        nr = conv_runs(pc, kc, L, ow, R)
+        pack_a_grad(g, R, nr, kc, O, L, ow, Ap, pc * Mp)
+    njr = (Kc + NR - 1) // NR
+    for t in prange(njr * ngroups):
+        jr = t // ngroups
+        gi = t - jr * ngroups
+        ir0 = (nir * gi) // ngroups
+        ir1 = (nir * (gi + 1)) // ngroups
+        if ir1 > ir0:
+            r0 = ir0 * MR
+            mc = min(O, ir1 * MR) - r0
+            j0 = jr * NR
+            nv = min(NR, Kc - j0)
+            Bp = np.empty(KC * NR, c.dtype)
+            T = np.empty(MR * NR, c.dtype)
+            R = np.empty((5, KC), np.int64)
+            for pc in range(0, P, KC):
+                kc = min(KC, P - pc)
+                nr = conv_runs(pc, kc, L, ow, R)
+                pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw,
+                             ow)
+                macro(Ap, pc * Mp + ir0 * kc * MR, Bp, mc, nv, kc, c, r0 * Kc + j0, Kc, pc == 0,
+                      zero, T, z, z + 1)
 '''
 
 

@@ -193,4 +193,68 @@ def swap01(x, bias=None):
     return out
 
 
-__all__ = ["im2col", "col2im", "im2col_batched", "col2im_batched", "swap01"]
+def _implicit(dt, macs, name):
+    """The gemm module with the implicit-gemm conv driver ``name`` ready, or None: for the
+    float products the packed gemm would do (``matmul.GEMM_MIN`` multiply-adds or more: smaller
+    ones sum in another order), once its background build is done (``matmul._gemm_now``;
+    im2col + gemm, the same bits, serve meanwhile)."""
+    from jit_kernels.cpu import matmul as mm
+    if dt not in mm._CFG or macs < mm.GEMM_MIN:
+        return None
+    return mm._gemm_now(dt, name)
+
+
+def conv2d_gemm(x, w, bias, stride, padding, dilation, grid):
+    """conv2d without groups: ``x`` (N, C, H, W), ``w`` (O, C, kh, kw), ``bias`` (O,) or None
+    -> (N, O, oh, ow) contiguous.  The implicit gemm (``conv_fwd``: the columns packed
+    straight from the image, the result written as NCHW plus the bias); im2col + gemm +
+    ``swap01`` (the same bits) where it does not apply or is still building."""
+    from jit_kernels.cpu import matmul as mm
+    N, C, H, W = x.shape
+    O, _, kh, kw = w.shape
+    oh, ow = grid
+    K, L = C * kh * kw, oh * ow
+    mod = _implicit(x.dtype, O * K * N * L, "conv_fwd")
+    if mod is None or K == 0:
+        cols = im2col_batched(x, (kh, kw), stride, padding, dilation, grid)
+        y = mm.matmul(_contiguous(w).reshape(1, O, K), cols.reshape(1, K, N * L))
+        return swap01(y.reshape(O, N, L), bias).reshape(N, O, oh, ow)
+    out = _pool.empty((N, O, oh, ow), x.dtype)
+    b = w.reshape(-1)[:1] if bias is None else _contiguous(bias).astype(x.dtype, copy=False)
+    ns = (N * L + mm._CFG[x.dtype][1] - 1) // mm._CFG[x.dtype][1]
+    ntask = min(ns, mm.nthreads()) if O * K * N * L >= mm.GEMM_PAR_MIN else 1
+    mod.conv_fwd(_contiguous(w).reshape(-1), _contiguous(x).reshape(-1), out.reshape(-1),
+                 _contiguous(b), bias is not None, N, C, H, W, O, kh, kw, *stride, *padding,
+                 *dilation, oh, ow, ntask, x.dtype.type(0))
+    return out
+
+
+def conv2d_weight_gemm(x, g, kernel, stride, padding, dilation):
+    """conv2d's weight gradient without groups: ``x`` (N, C, H, W), ``g`` (N, O, oh, ow) ->
+    (O, C*kh*kw) = g as rows (O, N*oh*ow) @ the columns of x transposed (one gemm reducing
+    over batch and grid).  The implicit gemm (``conv_wgrad``: g and the columns packed
+    straight from their NCHW arrays); im2col + ``swap01`` + gemm (the same bits) where it does
+    not apply or is still building."""
+    from jit_kernels.cpu import matmul as mm
+    N, C, H, W = x.shape
+    O, (oh, ow), (kh, kw) = g.shape[1], g.shape[2:], kernel
+    K, L = C * kh * kw, oh * ow
+    mod = _implicit(x.dtype, O * K * N * L, "conv_wgrad")
+    if mod is None or N * L == 0:
+        cols = im2col_batched(x, kernel, stride, padding, dilation, (oh, ow))
+        rows = swap01(_contiguous(g).reshape(N, O, L)).reshape(1, O, N * L)
+        return mm.matmul(rows, cols.reshape(1, K, N * L).transpose(0, 2, 1)).reshape(O, K)
+    MR, NR, _, KC, _ = mm._CFG[x.dtype]
+    out = _pool.empty((O, K), x.dtype)
+    ap = _pool.empty((((O + MR - 1) // MR) * MR * N * L,), x.dtype)
+    njr, nir = (K + NR - 1) // NR, (O + MR - 1) // MR
+    nt = mm.nthreads() if O * K * N * L >= mm.GEMM_PAR_MIN else 1
+    ngroups = 1 if njr >= 2 * nt else max(1, min(nir, (2 * nt + njr - 1) // njr))
+    mod.conv_wgrad(_contiguous(g).reshape(-1), _contiguous(x).reshape(-1), out.reshape(-1), ap,
+                   N, C, H, W, O, kh, kw, *stride, *padding, *dilation, oh, ow, ngroups,
+                   x.dtype.type(0))
+    return out
+
+
+__all__ = ["im2col", "col2im", "im2col_batched", "col2im_batched", "swap01", "conv2d_gemm",
+           "conv2d_weight_gemm"]

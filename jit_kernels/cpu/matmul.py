@@ -119,6 +119,7 @@ def _gemm_module(dtype):
 
 
 DRIVERS = ("gemm_serial", "gemm_batch", "gemm_rows")
+CONV_DRIVERS = ("conv_fwd", "conv_wgrad")  # the implicit-gemm convolutions (``cpu.conv``)
 _DRIVERS: set = set()  # (dtype, driver) compiled or loaded in this process
 
 
@@ -127,12 +128,21 @@ def _driver(dtype, name):
     mod = _gemm_module(dtype)
     if (dtype, name) not in _DRIVERS:
         with _GEMM_LOCK:
-            T, A, i = _types(dtype)
-            sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
-            getattr(mod, name).compile(sig + (i,) if name == "gemm_rows" else sig)
+            getattr(mod, name).compile(_signature(dtype, name))
             _DRIVERS.add((dtype, name))
             _background.mark_ready(_job(dtype, name))
     return mod
+
+
+def _signature(dtype, name):
+    import numba
+    T, A, i = _types(dtype)
+    if name == "conv_fwd":     # a, x, y, bias, hasb, 16 ints (shapes, window, ntask), zero
+        return (A, A, A, A, numba.boolean) + (i,) * 16 + (T,)
+    if name == "conv_wgrad":   # g, x, c, Ap, 16 ints (shapes, window, ngroups), zero
+        return (A, A, A, A) + (i,) * 16 + (T,)
+    sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
+    return sig + (i,) if name == "gemm_rows" else sig
 
 
 def _types(dtype):
@@ -204,11 +214,11 @@ def _build_gemm(dtype):
     return mod
 
 
-def warmup():
-    """Compile (or load from the disk cache) every float gemm kernel, waiting for background
-    builds of them first."""
+def warmup(drivers=DRIVERS + CONV_DRIVERS):
+    """Compile (or load from the disk cache) every float gemm kernel (the implicit-gemm
+    convolutions included), waiting for background builds of them first."""
     for dt in _CFG:
-        for d in DRIVERS:
+        for d in drivers:
             _background.wait(_job(dt, d))
             _driver(dt, d)
 

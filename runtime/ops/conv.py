@@ -218,12 +218,6 @@ def _add_bias(ks, y, b, channels, dt):
     return ks.binary("add", y, ks.reshape(b, (1, channels, 1, 1)), dt.np, dt.np)
 
 
-def _to_nchw(ks, y, b, n, channels, length):
-    """(channels, n*length) gemm rows as the contiguous (n, channels, length) result, plus the
-    bias when given: one pass (``swap01``)."""
-    return ks.swap01(ks.reshape(y, (channels, n, length)), b)
-
-
 def _rows(ks, x, n, c, length):
     """(n, c, length...) payload ``x`` as contiguous (1, c, n*length) gemm rows."""
     return ks.reshape(ks.swap01(ks.reshape(x, (n, c, length))), (1, c, n * length))
@@ -236,12 +230,9 @@ def _kernel_conv2d(ks, p, args, attrs, plan, device):
     kh, kw = w.shape[2:]
     if groups == 1:
         # Y (O, N*L) = W (O, C*kh*kw) @ cols (C*kh*kw, N*L): ONE gemm for the batch (the
-        # batched columns put the samples side by side), then (O, N, L) -> (N, O, L) + bias
-        cols = ks.im2col_batched(p[0], (kh, kw), *_window(attrs), (oh, ow))
-        k = cols.shape[0]
-        y = ks.matmul(ks.reshape(p[1], (1, o, k)), ks.reshape(cols, (1, k, n * oh * ow)))
-        y = _to_nchw(ks, y, p[2] if len(args) == 3 else None, n, o, oh * ow)
-        return ks.reshape(y, plan.shape)
+        # batched columns put the samples side by side), written as NCHW + bias
+        return ks.conv2d_gemm(p[0], p[1], p[2] if len(args) == 3 else None, *_window(attrs),
+                              (oh, ow))
     # y[n, g] = W[g] (O/G, C/G*kh*kw) @ cols[n, g] (C/G*kh*kw, L): one batched gemm
     cols = ks.im2col(p[0], (kh, kw), *_window(attrs), (oh, ow))
     kg = w.shape[1] * kh * kw
@@ -300,6 +291,9 @@ def _kernel_conv2d_weight_grad(ks, p, args, attrs, plan, device):
     n, o = g.shape[:2]
     length = g.shape[2] * g.shape[3]
     groups = attrs["groups"]
+    if groups == 1:
+        return ks.reshape(ks.conv2d_weight_gemm(p[0], p[1], attrs["kernel_size"],
+                                                *_window(attrs)), plan.shape)
     cols = ks.im2col_batched(p[0], attrs["kernel_size"], *_window(attrs), tuple(g.shape[2:]))
     k = cols.shape[0]
     gt = ks.reshape(_rows(ks, p[1], n, o, length), (groups, o // groups, n * length))
