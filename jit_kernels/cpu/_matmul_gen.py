@@ -273,44 +273,59 @@ def conv_runs(j0, nv, L, ow, R):
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
+def xspan(xoff, sw, W, ow):
+    # [lo, hi): the output columns ox with 0 <= ox*sw + xoff < W (no division at stride 1)
+    if sw == 1:
+        lo = min(ow, max(0, -xoff))
+        return lo, max(lo, min(ow, W - xoff))
+    return span(xoff, sw, W, ow)
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
 def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, ow):
     # Rows pc <= k < pc + kc of the implicit columns of the sliver described by R (nv <= NR
-    # columns), k-major into Bp[:kc*NR]; zero outside the image and past nv.
+    # columns), k-major into Bp[:kc*NR]; zero outside the image and past nv.  Indices are
+    # unsigned (a signed one gets a negative-index test that stops the copies vectorising).
     HW = H * W
     khw = kh * kw
     c = pc // khw
     r = pc - c * khw
     i = r // kw
     j = r - i * kw
+    unr = uint64(NR)
+    usw = uint64(sw)
     for kk in range(kc):
-        d = Bp[kk * NR:kk * NR + NR]
+        d0 = uint64(kk) * unr
         xoff = j * dw - pl
-        lo, hi = span(xoff, sw, W, ow)
+        lo, hi = xspan(xoff, sw, W, ow)
         for q in range(nr):
-            t0 = R[0, q]
-            m = R[1, q]
+            t0 = uint64(R[0, q])
+            m = uint64(R[1, q])
             ox0 = R[4, q]
             iy = R[3, q] * sh - pt + i * dh
             a = max(lo, ox0)
-            b = min(hi, ox0 + m)
+            b = min(hi, ox0 + R[1, q])
+            dt0 = d0 + t0
             if iy < 0 or iy >= H or b <= a:
                 for e in range(m):
-                    d[t0 + e] = 0
+                    Bp[dt0 + e] = 0
                 continue
-            for e in range(a - ox0):
-                d[t0 + e] = 0
-            src = (R[2, q] * C + c) * HW + iy * W + xoff
-            o = t0 - ox0
+            ua = uint64(a - ox0)
+            ub = uint64(b - ox0)
+            for e in range(ua):
+                Bp[dt0 + e] = 0
+            src = uint64((R[2, q] * C + c) * HW + iy * W + xoff + a * sw)
+            dd = dt0 + ua
             if sw == 1:
-                for e in range(a, b):
-                    d[o + e] = x[src + e]
+                for e in range(ub - ua):
+                    Bp[dd + e] = x[src + e]
             else:
-                for e in range(a, b):
-                    d[o + e] = x[src + e * sw]
-            for e in range(b - ox0, m):
-                d[t0 + e] = 0
-        for e in range(nv, NR):
-            d[e] = 0
+                for e in range(ub - ua):
+                    Bp[dd + e] = x[src + e * usw]
+            for e in range(ub, m):
+                Bp[dt0 + e] = 0
+        for e in range(uint64(nv), unr):
+            Bp[d0 + e] = 0
         j += 1
         if j == kw:
             j = 0
@@ -388,18 +403,17 @@ def pack_a_grad(g, R, nr, kc, O, L, ow, Ap, dst0):
     # The gradient g (N, O, L) as gemm rows A[o, p] (p = n*L + l) for the kc positions of the
     # runs R: MR-row slivers, k-major, at Ap[dst0:] (zero rows past O).
     nir = (O + MR - 1) // MR
+    umr = uint64(MR)
     for ir in range(nir):
         dst = dst0 + ir * kc * MR
         mv = min(MR, O - ir * MR)
         for i in range(mv):
             o = ir * MR + i
             for q in range(nr):
-                t0 = R[0, q]
-                m = R[1, q]
-                src = (R[2, q] * O + o) * L + R[3, q] * ow + R[4, q]
-                d = dst + t0 * MR + i
-                for e in range(m):
-                    Ap[d + e * MR] = g[src + e]
+                src = uint64((R[2, q] * O + o) * L + R[3, q] * ow + R[4, q])
+                d = uint64(dst + R[0, q] * MR + i)
+                for e in range(uint64(R[1, q])):
+                    Ap[d + e * umr] = g[src + e]
         for i in range(mv, MR):
             for k in range(kc):
                 Ap[dst + k * MR + i] = 0
@@ -411,6 +425,8 @@ def pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, 
     # (c, i, jj)) of the transposed implicit columns, k-major NR-wide into Bp[:kc*NR].
     HW = H * W
     khw = kh * kw
+    unr = uint64(NR)
+    usw = uint64(sw)
     for t in range(nv):
         col = j0 + t
         c = col // khw
@@ -418,28 +434,28 @@ def pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, 
         i = r // kw
         j = r - i * kw
         xoff = j * dw - pl
-        lo, hi = span(xoff, sw, W, ow)
+        lo, hi = xspan(xoff, sw, W, ow)
         for q in range(nr):
-            t0 = R[0, q]
-            m = R[1, q]
+            m = uint64(R[1, q])
             ox0 = R[4, q]
             iy = R[3, q] * sh - pt + i * dh
             a = max(lo, ox0)
-            b = min(hi, ox0 + m)
-            d = t0 * NR + t
+            b = min(hi, ox0 + R[1, q])
+            d = uint64(R[0, q] * NR + t)
             if iy < 0 or iy >= H or b <= a:
                 for e in range(m):
-                    Bp[d + e * NR] = 0
+                    Bp[d + e * unr] = 0
                 continue
-            for e in range(a - ox0):
-                Bp[d + e * NR] = 0
-            src = (R[2, q] * C + c) * HW + iy * W + xoff
-            d -= ox0 * NR
-            for e in range(a, b):
-                Bp[d + e * NR] = x[src + e * sw]
-            d += ox0 * NR
-            for e in range(b - ox0, m):
-                Bp[d + e * NR] = 0
+            ua = uint64(a - ox0)
+            ub = uint64(b - ox0)
+            for e in range(ua):
+                Bp[d + e * unr] = 0
+            src = uint64((R[2, q] * C + c) * HW + iy * W + xoff + a * sw)
+            dd = d + ua * unr
+            for e in range(ub - ua):
+                Bp[dd + e * unr] = x[src + e * usw]
+            for e in range(ub, m):
+                Bp[d + e * unr] = 0
     for k in range(kc):
         for t in range(nv, NR):
             Bp[k * NR + t] = 0
@@ -493,6 +509,6 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
     assert MC % MR == 0
     head = ["# Generated by jit_kernels.cpu._matmul_gen: the packed float gemm "
             f"(MR={MR}, NR={NR}, MC={MC}, KC={KC}, NC={NC}).",
-            "import numpy as np", "from numba import njit, prange", "", ""]
+            "import numpy as np", "from numba import njit, prange, uint64", "", ""]
     return "\n".join(head + _uk(MR, NR)) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC,
                                                                      NC=NC)
