@@ -282,10 +282,32 @@ def xspan(xoff, sw, W, ow):
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
+def copy_run(dst, d, src, s, n):
+    # dst[d:d+n] = src[s:s+n] (unsigned indices), in blocks of 16 (one vector copy each: a
+    # vectorised loop of unknown length runs short runs in its scalar remainder)
+    u16 = uint64(16)
+    e = uint64(0)
+    while e + u16 <= n:
+        for f in range(u16):
+            dst[d + e + f] = src[s + e + f]
+        e += u16
+    for f in range(e, n):
+        dst[d + f] = src[s + f]
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def zero_run(dst, d, n):
+    for f in range(n):
+        dst[d + f] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
 def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, ow):
     # Rows pc <= k < pc + kc of the implicit columns of the sliver described by R (nv <= NR
     # columns), k-major into Bp[:kc*NR]; zero outside the image and past nv.  Indices are
     # unsigned (a signed one gets a negative-index test that stops the copies vectorising).
+    # At unit strides with ow == W, consecutive whole output rows of a sample read one
+    # contiguous stretch of the image: one copy, then the columns outside it zeroed.
     HW = H * W
     khw = kh * kw
     c = pc // khw
@@ -294,38 +316,52 @@ def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, d
     j = r - i * kw
     unr = uint64(NR)
     usw = uint64(sw)
+    rows = sw == 1 and sh == 1 and ow == W
     for kk in range(kc):
         d0 = uint64(kk) * unr
         xoff = j * dw - pl
         lo, hi = xspan(xoff, sw, W, ow)
-        for q in range(nr):
+        q = 0
+        while q < nr:
             t0 = uint64(R[0, q])
             m = uint64(R[1, q])
             ox0 = R[4, q]
             iy = R[3, q] * sh - pt + i * dh
-            a = max(lo, ox0)
-            b = min(hi, ox0 + R[1, q])
             dt0 = d0 + t0
+            if rows and ox0 == 0 and R[1, q] == ow and iy >= 0 and iy < H and lo < hi:
+                q2 = q + 1
+                n = R[2, q]
+                while q2 < nr and R[1, q2] == ow and R[2, q2] == n and iy + (q2 - q) < H:
+                    q2 += 1
+                nrow = uint64(q2 - q)
+                uow = uint64(ow)
+                ulo = uint64(lo)
+                gap = uint64(ow - hi)
+                src = uint64((n * C + c) * HW + iy * W + xoff + lo)
+                copy_run(Bp, dt0 + ulo, x, src, (nrow - 1) * uow + uint64(hi - lo))
+                zero_run(Bp, dt0, ulo)
+                for rr in range(uint64(1), nrow + 1):
+                    zero_run(Bp, dt0 + rr * uow - gap, gap + (ulo if rr < nrow else uint64(0)))
+                q = q2
+                continue
+            q += 1
+            a = max(lo, ox0)
+            b = min(hi, ox0 + R[1, q - 1])
             if iy < 0 or iy >= H or b <= a:
-                for e in range(m):
-                    Bp[dt0 + e] = 0
+                zero_run(Bp, dt0, m)
                 continue
             ua = uint64(a - ox0)
             ub = uint64(b - ox0)
-            for e in range(ua):
-                Bp[dt0 + e] = 0
-            src = uint64((R[2, q] * C + c) * HW + iy * W + xoff + a * sw)
+            zero_run(Bp, dt0, ua)
+            src = uint64((R[2, q - 1] * C + c) * HW + iy * W + xoff + a * sw)
             dd = dt0 + ua
             if sw == 1:
-                for e in range(ub - ua):
-                    Bp[dd + e] = x[src + e]
+                copy_run(Bp, dd, x, src, ub - ua)
             else:
                 for e in range(ub - ua):
                     Bp[dd + e] = x[src + e * usw]
-            for e in range(ub, m):
-                Bp[dt0 + e] = 0
-        for e in range(uint64(nv), unr):
-            Bp[d0 + e] = 0
+            zero_run(Bp, dt0 + ub, m - ub)
+        zero_run(Bp, d0 + uint64(nv), unr - uint64(nv))
         j += 1
         if j == kw:
             j = 0
