@@ -14,7 +14,8 @@
   rows by ``prange``), ``gemm_batch`` (parallel over batch elements, each serial) and
   ``gemm_serial``.
 
-Only ``uk`` needs ``numba.config.SLP_VECTORIZE`` on: ``jit_kernels.cpu.matmul`` compiles it
+Only ``uk`` (and ``copy_run``, the implicit-gemm packers' copy) needs
+``numba.config.SLP_VECTORIZE`` on: ``jit_kernels.cpu.matmul`` compiles it
 eagerly with its one explicit signature inside that window, then disables further compiles of
 it.  Callers compiled later (SLP off) link in and inline its already vectorised IR and keep it
 vector; but a call with other argument types (a literal ``0``/``True``/``NR`` is typed as a
@@ -50,6 +51,32 @@ def _uk(MR: int, NR: int) -> list:
         L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
         for j in range(NR):
             L.append(f"        Cs[{j}] += c{i}_{j}")
+    return L
+
+
+def _copy_run(V: int) -> list:
+    """``copy_run(dst, d, src, s, n)``: dst[d:d+n] = src[s:s+n] (uint64 offsets) in blocks of
+    V, each V loads into locals then V stores (the last block overlapping the one before, so a
+    run of V or more has no scalar tail).  Compiled with SLP on like ``uk`` (each block one
+    vector load and store); the loads come first because the arrays may alias as far as LLVM
+    knows, which would keep SLP from moving a load above a store."""
+    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
+         "def copy_run(dst, d, src, s, n):",
+         f"    uv = uint64({V})",
+         "    if n < uv:",
+         "        for f in range(n):",
+         "            dst[d + f] = src[s + f]",
+         "        return",
+         "    e = uint64(0)",
+         "    while True:",
+         "        if e + uv > n:",
+         "            e = n - uv"]
+    L += ["        p = s + e", "        q = d + e"]
+    L += [f"        v{k} = src[p + uint64({k})]" for k in range(V)]
+    L += [f"        dst[q + uint64({k})] = v{k}" for k in range(V)]
+    L += ["        e += uv",
+          "        if e >= n:",
+          "            return"]
     return L
 
 
@@ -282,20 +309,6 @@ def xspan(xoff, sw, W, ow):
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
-def copy_run(dst, d, src, s, n):
-    # dst[d:d+n] = src[s:s+n] (unsigned indices), in blocks of 16 (one vector copy each: a
-    # vectorised loop of unknown length runs short runs in its scalar remainder)
-    u16 = uint64(16)
-    e = uint64(0)
-    while e + u16 <= n:
-        for f in range(u16):
-            dst[d + e + f] = src[s + e + f]
-        e += u16
-    for f in range(e, n):
-        dst[d + f] = src[s + f]
-
-
-@njit(cache=True, error_model='numpy', nogil=True)
 def zero_run(dst, d, n):
     for f in range(n):
         dst[d + f] = 0
@@ -306,8 +319,8 @@ def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, d
     # Rows pc <= k < pc + kc of the implicit columns of the sliver described by R (nv <= NR
     # columns), k-major into Bp[:kc*NR]; zero outside the image and past nv.  Indices are
     # unsigned (a signed one gets a negative-index test that stops the copies vectorising).
-    # At unit strides with ow == W, consecutive whole output rows of a sample read one
-    # contiguous stretch of the image: one copy, then the columns outside it zeroed.
+    # At unit strides with ow == W, the runs of one sample whose rows are in the image read
+    # one contiguous stretch of it: one copy, then the columns outside the image zeroed.
     HW = H * W
     khw = kh * kw
     c = pc // khw
@@ -328,20 +341,30 @@ def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, d
             ox0 = R[4, q]
             iy = R[3, q] * sh - pt + i * dh
             dt0 = d0 + t0
-            if rows and ox0 == 0 and R[1, q] == ow and iy >= 0 and iy < H and lo < hi:
+            if rows and iy >= 0 and iy < H and lo < hi:
+                # runs q..q2 of one sample, every row in the image: one contiguous stretch
                 q2 = q + 1
                 n = R[2, q]
-                while q2 < nr and R[1, q2] == ow and R[2, q2] == n and iy + (q2 - q) < H:
+                while q2 < nr and R[2, q2] == n and iy + (q2 - q) < H:
                     q2 += 1
-                nrow = uint64(q2 - q)
-                uow = uint64(ow)
-                ulo = uint64(lo)
-                gap = uint64(ow - hi)
-                src = uint64((n * C + c) * HW + iy * W + xoff + lo)
-                copy_run(Bp, dt0 + ulo, x, src, (nrow - 1) * uow + uint64(hi - lo))
-                zero_run(Bp, dt0, ulo)
-                for rr in range(uint64(1), nrow + 1):
-                    zero_run(Bp, dt0 + rr * uow - gap, gap + (ulo if rr < nrow else uint64(0)))
+                a = max(lo, ox0)
+                b = min(hi, R[4, q2 - 1] + R[1, q2 - 1])
+                first = dt0 + uint64(a - ox0)
+                last = d0 + uint64(R[0, q2 - 1] + b - R[4, q2 - 1])
+                if last > first:
+                    copy_run(Bp, first, x, uint64((n * C + c) * HW + iy * W + xoff + a),
+                             last - first)
+                for qq in range(q, q2):  # the columns outside the image (and the wrap)
+                    o0 = R[4, qq]
+                    mm = R[1, qq]
+                    ua = uint64(min(mm, max(0, lo - o0)))
+                    ub = uint64(max(0, min(mm, hi - o0)))
+                    tq = d0 + uint64(R[0, qq])
+                    zero_run(Bp, tq, ua)
+                    if ub > ua:
+                        zero_run(Bp, tq + ub, uint64(mm) - ub)
+                    else:
+                        zero_run(Bp, tq + ua, uint64(mm) - ua)
                 q = q2
                 continue
             q += 1
@@ -546,5 +569,5 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
     head = ["# Generated by jit_kernels.cpu._matmul_gen: the packed float gemm "
             f"(MR={MR}, NR={NR}, MC={MC}, KC={KC}, NC={NC}).",
             "import numpy as np", "from numba import njit, prange, uint64", "", ""]
-    return "\n".join(head + _uk(MR, NR)) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC,
-                                                                     NC=NC)
+    body = head + _uk(MR, NR) + ["", ""] + _copy_run(NR // 2)  # V: one 64-byte vector
+    return "\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)

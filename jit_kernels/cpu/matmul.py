@@ -208,9 +208,12 @@ def _build_gemm(dtype):
         # A cache hit loads the SLP-compiled machine code (and its optimised IR, which the
         # drivers inline); a miss compiles it here, with SLP on.
         mod.uk.compile(sig)
+        u = numba.uint64
+        mod.copy_run.compile((A, u, A, u, u))  # the conv packers' copy (vector blocks)
     finally:
         numba.config.SLP_VECTORIZE = old
     mod.uk.disable_compile()  # never a second, scalar specialisation
+    mod.copy_run.disable_compile()
     return mod
 
 
