@@ -479,13 +479,27 @@ def pack_a_grad(g, R, nr, kc, O, L, ow, Ap, dst0):
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
+def copy_strided(dst, d, step, src, s, n):
+    for f in range(n):
+        dst[d + f * step] = src[s + f]
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def zero_strided(dst, d, step, n):
+    for f in range(n):
+        dst[d + f * step] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
 def pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, ow):
     # The kc x nv block (rows: the positions of the runs R; columns j0 <= j < j0 + nv, j =
-    # (c, i, jj)) of the transposed implicit columns, k-major NR-wide into Bp[:kc*NR].
+    # (c, i, jj)) of the transposed implicit columns, k-major NR-wide into Bp[:kc*NR]; at unit
+    # strides with ow == W the runs of one sample in the image as one stretch (as pack_b_cols).
     HW = H * W
     khw = kh * kw
     unr = uint64(NR)
     usw = uint64(sw)
+    rows = sw == 1 and sh == 1 and ow == W
     for t in range(nv):
         col = j0 + t
         c = col // khw
@@ -494,27 +508,49 @@ def pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, 
         j = r - i * kw
         xoff = j * dw - pl
         lo, hi = xspan(xoff, sw, W, ow)
-        for q in range(nr):
+        q = 0
+        while q < nr:
             m = uint64(R[1, q])
             ox0 = R[4, q]
             iy = R[3, q] * sh - pt + i * dh
-            a = max(lo, ox0)
-            b = min(hi, ox0 + R[1, q])
             d = uint64(R[0, q] * NR + t)
+            if rows and iy >= 0 and iy < H and lo < hi:
+                q2 = q + 1
+                n = R[2, q]
+                while q2 < nr and R[2, q2] == n and iy + (q2 - q) < H:
+                    q2 += 1
+                a = max(lo, ox0)
+                b = min(hi, R[4, q2 - 1] + R[1, q2 - 1])
+                first = R[0, q] + a - ox0
+                last = R[0, q2 - 1] + b - R[4, q2 - 1]
+                if last > first:
+                    copy_strided(Bp, uint64(first * NR + t), unr, x,
+                                 uint64((n * C + c) * HW + iy * W + xoff + a),
+                                 uint64(last - first))
+                for qq in range(q, q2):
+                    o0 = R[4, qq]
+                    mq = R[1, qq]
+                    ua = min(mq, max(0, lo - o0))
+                    ub = max(ua, min(mq, hi - o0))
+                    tq = uint64(R[0, qq] * NR + t)
+                    zero_strided(Bp, tq, unr, uint64(ua))
+                    zero_strided(Bp, tq + uint64(ub) * unr, unr, uint64(mq - ub))
+                q = q2
+                continue
+            q += 1
+            a = max(lo, ox0)
+            b = min(hi, ox0 + R[1, q - 1])
             if iy < 0 or iy >= H or b <= a:
-                for e in range(m):
-                    Bp[d + e * unr] = 0
+                zero_strided(Bp, d, unr, m)
                 continue
             ua = uint64(a - ox0)
             ub = uint64(b - ox0)
-            for e in range(ua):
-                Bp[d + e * unr] = 0
-            src = uint64((R[2, q] * C + c) * HW + iy * W + xoff + a * sw)
+            zero_strided(Bp, d, unr, ua)
+            src = uint64((R[2, q - 1] * C + c) * HW + iy * W + xoff + a * sw)
             dd = d + ua * unr
             for e in range(ub - ua):
                 Bp[dd + e * unr] = x[src + e * usw]
-            for e in range(ub, m):
-                Bp[d + e * unr] = 0
+            zero_strided(Bp, d + ub * unr, unr, m - ub)
     for k in range(kc):
         for t in range(nv, NR):
             Bp[k * NR + t] = 0
