@@ -354,7 +354,7 @@ def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, d
                 if last > first:
                     copy_run(Bp, first, x, uint64((n * C + c) * HW + iy * W + xoff + a),
                              last - first)
-                for qq in range(q, q2):  # the columns outside the image (and the wrap)
+                for qq in range(q, q2 if lo > 0 or hi < ow else q):  # columns outside
                     o0 = R[4, qq]
                     mm = R[1, qq]
                     ua = uint64(min(mm, max(0, lo - o0)))
@@ -527,7 +527,7 @@ def pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, 
                     copy_strided(Bp, uint64(first * NR + t), unr, x,
                                  uint64((n * C + c) * HW + iy * W + xoff + a),
                                  uint64(last - first))
-                for qq in range(q, q2):
+                for qq in range(q, q2 if lo > 0 or hi < ow else q):
                     o0 = R[4, qq]
                     mq = R[1, qq]
                     ua = min(mq, max(0, lo - o0))
