@@ -431,10 +431,15 @@ def conv_fwd(a, x, y, bias, hasb, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw,
                 pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw,
                             ow)
                 if direct:
-                    macro(Ap, pc * Mp, Bp, O, nv, kc, y, n0 * O * L + l0, L, pc == 0, zero, T,
-                          z, z + 1)
+                    D = y
+                    do = n0 * O * L + l0
+                    dl = L
                 else:
-                    macro(Ap, pc * Mp, Bp, O, nv, kc, S, z, NR + z, pc == 0, zero, T, z, z + 1)
+                    D = S
+                    do = z
+                    dl = NR + z
+                # one call site: each inlines the whole micro-kernel (compile time)
+                macro(Ap, pc * Mp, Bp, O, nv, kc, D, do, dl, pc == 0, zero, T, z, z + 1)
             if direct:
                 if hasb:
                     for o in range(O):

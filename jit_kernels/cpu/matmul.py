@@ -217,13 +217,17 @@ def _build_gemm(dtype):
     return mod
 
 
-def warmup(drivers=DRIVERS + CONV_DRIVERS):
-    """Compile (or load from the disk cache) every float gemm kernel (the implicit-gemm
-    convolutions included), waiting for background builds of them first."""
+def warmup(conv=False):
+    """Compile (or load from the disk cache) every float gemm kernel, waiting for background
+    builds of them first.  The implicit-gemm conv drivers (7-9 s each to compile from cold)
+    are waited for and loaded when this process started their background build or they are in
+    the disk cache, and compiled too with ``conv=True``."""
     for dt in _CFG:
-        for d in drivers:
-            _background.wait(_job(dt, d))
-            _driver(dt, d)
+        for d in DRIVERS + CONV_DRIVERS:
+            job = _job(dt, d)
+            _background.wait(job)
+            if d in DRIVERS or conv or _background.is_ready(job):
+                _driver(dt, d)
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
