@@ -346,17 +346,24 @@ def _bias_grad(c, g):
     return sum(g, axis=(0, 2, 3)) if c.arity == 3 and c.needs(2) else None
 
 
+#: image width from which conv2d's stride-1 input gradient is the full correlation (measured
+#: with the implicit gemm, one thread, znver4, 2026-12-01, full correlation vs transposed conv:
+#: 64->64 56x56 N=8 24 vs 42 ms; 16->32 N=128 8x8 2.3 vs 1.7 ms, N=32 16x16 1.9 vs 1.3,
+#: N=16 28x28 3.0 vs 2.2; 32->64 N=32 16x16 5.0 vs 4.8: the fewer input channels, the more the
+#: implicit packing of the wider g costs against col2im)
+FULL_CORRELATION_MIN_WIDTH = 32
+
+
 def _input_grad(g, w, x_shape, attrs):
-    """conv2d's input gradient: the transposed conv of ``g``; at stride 1 (pads within the
-    kernel's reach) the same values as a full correlation of ``g`` with the flipped weight,
-    channels swapped per group: one conv2d (on cpu an implicit gemm reducing over O*kh*kw)
-    instead of a gemm over O writing kh*kw times the image, then col2im.  Measured (znver4,
-    one thread, 2026-12-01): 16->32 8x8 N=128 3.2 vs 3.5 ms, 64->64 56x56 N=8 24 vs 96 ms."""
+    """conv2d's input gradient: the transposed conv of ``g``; for stride 1 on wide images the
+    same values as a full correlation of ``g`` with the flipped weight, channels swapped per
+    group (one conv2d -- on cpu an implicit gemm reducing over O*kh*kw -- instead of a gemm
+    over O writing kh*kw times the image, then col2im)."""
     stride, pads, dil, groups = attrs["stride"], attrs["padding"], attrs["dilation"], attrs["groups"]
     o, cg, kh, kw = w.shape
     full = (dil[0] * (kh - 1), dil[1] * (kw - 1))
     fpads = tuple(full[i % 2] - pads[i] for i in range(4))
-    if stride != (1, 1) or min(fpads) < 0:
+    if stride != (1, 1) or min(fpads) < 0 or x_shape[3] < FULL_CORRELATION_MIN_WIDTH:
         opad = _output_padding(x_shape[2:], g.shape[2:], (kh, kw), attrs)
         return run("conv_transpose2d", (g, w), dict(attrs, output_padding=opad))
     swapped = permute(reshape(w, (groups, o // groups, cg, kh, kw)), (0, 2, 1, 3, 4))
