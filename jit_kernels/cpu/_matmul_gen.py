@@ -349,11 +349,11 @@ def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, d
                     q2 += 1
                 a = max(lo, ox0)
                 b = min(hi, R[4, q2 - 1] + R[1, q2 - 1])
-                first = dt0 + uint64(a - ox0)
-                last = d0 + uint64(R[0, q2 - 1] + b - R[4, q2 - 1])
+                first = R[0, q] + a - ox0
+                last = R[0, q2 - 1] + b - R[4, q2 - 1]  # (below first: nothing in the image)
                 if last > first:
-                    copy_run(Bp, first, x, uint64((n * C + c) * HW + iy * W + xoff + a),
-                             last - first)
+                    copy_run(Bp, d0 + uint64(first), x,
+                             uint64((n * C + c) * HW + iy * W + xoff + a), uint64(last - first))
                 for qq in range(q, q2 if lo > 0 or hi < ow else q):  # columns outside
                     o0 = R[4, qq]
                     mm = R[1, qq]
