@@ -35,6 +35,7 @@ PROTOCOL_METHODS = (
     "reduce", "arg_reduce", "softmax",
     "matmul",
     "im2col", "col2im", "im2col_batched", "col2im_batched", "swap01",
+    "conv2d_gemm", "conv2d_weight_gemm",
     "rand", "randn",
     "argsort", "topk",
     "custom",
@@ -181,6 +182,18 @@ class KernelSet(Protocol):
     def swap01(self, x: Any, bias: Any = None) -> Any:
         """``x`` (A, B, L) as a contiguous (B, A, L) array, plus ``bias`` (A,) (same dtype)
         along A when given: conv gemm rows (O, N, L) to NCHW and back, in one pass."""
+
+    def conv2d_gemm(self, x: Any, w: Any, bias: Any, stride: tuple, padding: tuple,
+                    dilation: tuple, grid: tuple) -> Any:
+        """conv2d without groups: float ``x`` (N, C, H, W), ``w`` (O, C, kh, kw), ``bias``
+        (O,) or None, window arguments as for ``im2col`` (checked) -> (N, O, oh, ow)
+        contiguous: ``w`` as (O, C*kh*kw) @ the batched columns of ``x``, plus the bias."""
+
+    def conv2d_weight_gemm(self, x: Any, g: Any, kernel: tuple, stride: tuple, padding: tuple,
+                           dilation: tuple) -> Any:
+        """conv2d's weight gradient without groups: float ``x`` (N, C, H, W) and ``g``
+        (N, O, oh, ow) -> (O, C*kh*kw) contiguous: ``g`` as rows (O, N*oh*ow) @ the batched
+        columns of ``x`` transposed (``kernel`` (kh, kw), the rest as for ``im2col``)."""
 
     # -- random --------------------------------------------------------------------------
     def rand(self, shape: tuple, dtype: Any, seed: int, offset: int, index: int) -> Any:

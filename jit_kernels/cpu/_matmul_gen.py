@@ -14,7 +14,8 @@
   rows by ``prange``), ``gemm_batch`` (parallel over batch elements, each serial) and
   ``gemm_serial``.
 
-Only ``uk`` needs ``numba.config.SLP_VECTORIZE`` on: ``jit_kernels.cpu.matmul`` compiles it
+Only ``uk`` (and ``copy_run``, the implicit-gemm packers' copy) needs
+``numba.config.SLP_VECTORIZE`` on: ``jit_kernels.cpu.matmul`` compiles it
 eagerly with its one explicit signature inside that window, then disables further compiles of
 it.  Callers compiled later (SLP off) link in and inline its already vectorised IR and keep it
 vector; but a call with other argument types (a literal ``0``/``True``/``NR`` is typed as a
@@ -50,6 +51,32 @@ def _uk(MR: int, NR: int) -> list:
         L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
         for j in range(NR):
             L.append(f"        Cs[{j}] += c{i}_{j}")
+    return L
+
+
+def _copy_run(V: int) -> list:
+    """``copy_run(dst, d, src, s, n)``: dst[d:d+n] = src[s:s+n] (uint64 offsets) in blocks of
+    V, each V loads into locals then V stores (the last block overlapping the one before, so a
+    run of V or more has no scalar tail).  Compiled with SLP on like ``uk`` (each block one
+    vector load and store); the loads come first because the arrays may alias as far as LLVM
+    knows, which would keep SLP from moving a load above a store."""
+    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
+         "def copy_run(dst, d, src, s, n):",
+         f"    uv = uint64({V})",
+         "    if n < uv:",
+         "        for f in range(n):",
+         "            dst[d + f] = src[s + f]",
+         "        return",
+         "    e = uint64(0)",
+         "    while True:",
+         "        if e + uv > n:",
+         "            e = n - uv"]
+    L += ["        p = s + e", "        q = d + e"]
+    L += [f"        v{k} = src[p + uint64({k})]" for k in range(V)]
+    L += [f"        dst[q + uint64({k})] = v{k}" for k in range(V)]
+    L += ["        e += uv",
+          "        if e >= n:",
+          "            return"]
     return L
 
 
@@ -232,6 +259,349 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
                                t * MC * kmax)
                         macro(Ap, t * MC * kmax, Bp, mc, nc, kc, c, cbase + i0 * N + jc, N,
                               pc == 0, zero, T[t * MR * NR:(t + 1) * MR * NR], jr0, jr1)
+
+
+# -- implicit-gemm convolution (``jit_kernels.cpu.conv``) ----------------------------------
+# The im2col columns (row k = (c, i, j), column = (n, oy, ox)) are never materialised: the B
+# packers read each NR-wide sliver straight from the image.  The sums are the gemm's (an FMA
+# chain per KC block from zero, the blocks added in order), so the results have the bits of
+# im2col + gemm, which stands in while these build.
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def span(off, s, n_in, n_out):
+    lo = 0 if off >= 0 else min(n_out, (s - 1 - off) // s)
+    hi = 0 if n_in - 1 - off < 0 else min(n_out, (n_in - 1 - off) // s + 1)
+    return lo, max(lo, hi)
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def conv_runs(j0, nv, L, ow, R):
+    # Output positions j0 <= j < j0 + nv (j = n*L + oy*ow + ox) in runs along one output row:
+    # R[0, r] the run's offset from j0, R[1, r] its length, R[2..4, r] its (n, oy, ox).
+    nr = 0
+    t = 0
+    j = j0
+    while t < nv:
+        n = j // L
+        lr = j - n * L
+        oy = lr // ow
+        ox = lr - oy * ow
+        m = min(ow - ox, nv - t)
+        R[0, nr] = t
+        R[1, nr] = m
+        R[2, nr] = n
+        R[3, nr] = oy
+        R[4, nr] = ox
+        nr += 1
+        t += m
+        j += m
+    return nr
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def xspan(xoff, sw, W, ow):
+    # [lo, hi): the output columns ox with 0 <= ox*sw + xoff < W (no division at stride 1)
+    if sw == 1:
+        lo = min(ow, max(0, -xoff))
+        return lo, max(lo, min(ow, W - xoff))
+    return span(xoff, sw, W, ow)
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def zero_run(dst, d, n):
+    for f in range(n):
+        dst[d + f] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, ow):
+    # Rows pc <= k < pc + kc of the implicit columns of the sliver described by R (nv <= NR
+    # columns), k-major into Bp[:kc*NR]; zero outside the image and past nv.  Indices are
+    # unsigned (a signed one gets a negative-index test that stops the copies vectorising).
+    # At unit strides with ow == W, the runs of one sample whose rows are in the image read
+    # one contiguous stretch of it: one copy, then the columns outside the image zeroed.
+    HW = H * W
+    khw = kh * kw
+    c = pc // khw
+    r = pc - c * khw
+    i = r // kw
+    j = r - i * kw
+    unr = uint64(NR)
+    usw = uint64(sw)
+    rows = sw == 1 and sh == 1 and ow == W
+    for kk in range(kc):
+        d0 = uint64(kk) * unr
+        xoff = j * dw - pl
+        lo, hi = xspan(xoff, sw, W, ow)
+        q = 0
+        while q < nr:
+            t0 = uint64(R[0, q])
+            m = uint64(R[1, q])
+            ox0 = R[4, q]
+            iy = R[3, q] * sh - pt + i * dh
+            dt0 = d0 + t0
+            if rows and iy >= 0 and iy < H and lo < hi:
+                # runs q..q2 of one sample, every row in the image: one contiguous stretch
+                q2 = q + 1
+                n = R[2, q]
+                while q2 < nr and R[2, q2] == n and iy + (q2 - q) < H:
+                    q2 += 1
+                a = max(lo, ox0)
+                b = min(hi, R[4, q2 - 1] + R[1, q2 - 1])
+                first = R[0, q] + a - ox0
+                last = R[0, q2 - 1] + b - R[4, q2 - 1]  # (below first: nothing in the image)
+                if last > first:
+                    copy_run(Bp, d0 + uint64(first), x,
+                             uint64((n * C + c) * HW + iy * W + xoff + a), uint64(last - first))
+                for qq in range(q, q2 if lo > 0 or hi < ow else q):  # columns outside
+                    o0 = R[4, qq]
+                    mm = R[1, qq]
+                    ua = uint64(min(mm, max(0, lo - o0)))
+                    ub = uint64(max(0, min(mm, hi - o0)))
+                    tq = d0 + uint64(R[0, qq])
+                    zero_run(Bp, tq, ua)
+                    if ub > ua:
+                        zero_run(Bp, tq + ub, uint64(mm) - ub)
+                    else:
+                        zero_run(Bp, tq + ua, uint64(mm) - ua)
+                q = q2
+                continue
+            q += 1
+            a = max(lo, ox0)
+            b = min(hi, ox0 + R[1, q - 1])
+            if iy < 0 or iy >= H or b <= a:
+                zero_run(Bp, dt0, m)
+                continue
+            ua = uint64(a - ox0)
+            ub = uint64(b - ox0)
+            zero_run(Bp, dt0, ua)
+            src = uint64((R[2, q - 1] * C + c) * HW + iy * W + xoff + a * sw)
+            dd = dt0 + ua
+            if sw == 1:
+                copy_run(Bp, dd, x, src, ub - ua)
+            else:
+                for e in range(ub - ua):
+                    Bp[dd + e] = x[src + e * usw]
+            zero_run(Bp, dt0 + ub, m - ub)
+        zero_run(Bp, d0 + uint64(nv), unr - uint64(nv))
+        j += 1
+        if j == kw:
+            j = 0
+            i += 1
+            if i == kh:
+                i = 0
+                c += 1
+
+
+@njit(cache=True, error_model='numpy', nogil=True, parallel=True)
+def conv_fwd(a, x, y, bias, hasb, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, ntask,
+             zero):
+    # y (N, O, oh, ow) = a (O, C*kh*kw) @ the implicit columns of x (N, C, H, W) (+ bias[o]
+    # after the sum), written as NCHW: the gemm's row o of sample n lands at y[n, o].  Tasks
+    # of consecutive NR-wide column slivers; a sliver inside one sample's row block is
+    # written in place (row stride L), others through a scratch tile.
+    K = C * kh * kw
+    L = oh * ow
+    NL = N * L
+    nir = (O + MR - 1) // MR
+    Mp = nir * MR
+    z = O - O
+    Ap = np.empty(Mp * K, y.dtype)
+    for pc in range(0, K, KC):
+        pack_a(a, pc, K, z + 1, O, min(KC, K - pc), Ap, pc * Mp)
+    ns = (NL + NR - 1) // NR
+    kmax = min(K, KC)
+    for t in prange(ntask):
+        s0 = (ns * t) // ntask
+        s1 = (ns * (t + 1)) // ntask
+        Bp = np.empty(kmax * NR, y.dtype)
+        T = np.empty(MR * NR, y.dtype)
+        S = np.empty(Mp * NR, y.dtype)
+        R = np.empty((5, NR), np.int64)
+        for s in range(s0, s1):
+            j0 = s * NR
+            nv = min(NR, NL - j0)
+            nr = conv_runs(j0, nv, L, ow, R)
+            n0 = j0 // L
+            l0 = j0 - n0 * L
+            direct = nv == NR and l0 + NR <= L
+            for pc in range(0, K, KC):
+                kc = min(KC, K - pc)
+                pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw,
+                            ow)
+                if direct:
+                    D = y
+                    do = n0 * O * L + l0
+                    dl = L
+                else:
+                    D = S
+                    do = z
+                    dl = NR + z
+                # one call site: each inlines the whole micro-kernel (compile time)
+                macro(Ap, pc * Mp, Bp, O, nv, kc, D, do, dl, pc == 0, zero, T, z, z + 1)
+            if direct:
+                if hasb:
+                    for o in range(O):
+                        v = bias[o]
+                        d = y[(n0 * O + o) * L + l0:(n0 * O + o) * L + l0 + NR]
+                        for e in range(NR):
+                            d[e] += v
+            else:
+                for o in range(O):
+                    v = bias[o] if hasb else zero
+                    for q in range(nr):
+                        t0 = R[0, q]
+                        m = R[1, q]
+                        p = (R[2, q] * O + o) * L + R[3, q] * ow + R[4, q]
+                        if hasb:
+                            for e in range(m):
+                                y[p + e] = S[o * NR + t0 + e] + v
+                        else:
+                            for e in range(m):
+                                y[p + e] = S[o * NR + t0 + e]
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def pack_a_grad(g, R, nr, kc, O, L, ow, Ap, dst0):
+    # The gradient g (N, O, L) as gemm rows A[o, p] (p = n*L + l) for the kc positions of the
+    # runs R: MR-row slivers, k-major, at Ap[dst0:] (zero rows past O).
+    nir = (O + MR - 1) // MR
+    umr = uint64(MR)
+    for ir in range(nir):
+        dst = dst0 + ir * kc * MR
+        mv = min(MR, O - ir * MR)
+        for i in range(mv):
+            o = ir * MR + i
+            for q in range(nr):
+                src = uint64((R[2, q] * O + o) * L + R[3, q] * ow + R[4, q])
+                d = uint64(dst + R[0, q] * MR + i)
+                for e in range(uint64(R[1, q])):
+                    Ap[d + e * umr] = g[src + e]
+        for i in range(mv, MR):
+            for k in range(kc):
+                Ap[dst + k * MR + i] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def copy_strided(dst, d, step, src, s, n):
+    for f in range(n):
+        dst[d + f * step] = src[s + f]
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def zero_strided(dst, d, step, n):
+    for f in range(n):
+        dst[d + f * step] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, ow):
+    # The kc x nv block (rows: the positions of the runs R; columns j0 <= j < j0 + nv, j =
+    # (c, i, jj)) of the transposed implicit columns, k-major NR-wide into Bp[:kc*NR]; at unit
+    # strides with ow == W the runs of one sample in the image as one stretch (as pack_b_cols).
+    HW = H * W
+    khw = kh * kw
+    unr = uint64(NR)
+    usw = uint64(sw)
+    rows = sw == 1 and sh == 1 and ow == W
+    for t in range(nv):
+        col = j0 + t
+        c = col // khw
+        r = col - c * khw
+        i = r // kw
+        j = r - i * kw
+        xoff = j * dw - pl
+        lo, hi = xspan(xoff, sw, W, ow)
+        q = 0
+        while q < nr:
+            m = uint64(R[1, q])
+            ox0 = R[4, q]
+            iy = R[3, q] * sh - pt + i * dh
+            d = uint64(R[0, q] * NR + t)
+            if rows and iy >= 0 and iy < H and lo < hi:
+                q2 = q + 1
+                n = R[2, q]
+                while q2 < nr and R[2, q2] == n and iy + (q2 - q) < H:
+                    q2 += 1
+                a = max(lo, ox0)
+                b = min(hi, R[4, q2 - 1] + R[1, q2 - 1])
+                first = R[0, q] + a - ox0
+                last = R[0, q2 - 1] + b - R[4, q2 - 1]
+                if last > first:
+                    copy_strided(Bp, uint64(first * NR + t), unr, x,
+                                 uint64((n * C + c) * HW + iy * W + xoff + a),
+                                 uint64(last - first))
+                for qq in range(q, q2 if lo > 0 or hi < ow else q):
+                    o0 = R[4, qq]
+                    mq = R[1, qq]
+                    ua = min(mq, max(0, lo - o0))
+                    ub = max(ua, min(mq, hi - o0))
+                    tq = uint64(R[0, qq] * NR + t)
+                    zero_strided(Bp, tq, unr, uint64(ua))
+                    zero_strided(Bp, tq + uint64(ub) * unr, unr, uint64(mq - ub))
+                q = q2
+                continue
+            q += 1
+            a = max(lo, ox0)
+            b = min(hi, ox0 + R[1, q - 1])
+            if iy < 0 or iy >= H or b <= a:
+                zero_strided(Bp, d, unr, m)
+                continue
+            ua = uint64(a - ox0)
+            ub = uint64(b - ox0)
+            zero_strided(Bp, d, unr, ua)
+            src = uint64((R[2, q - 1] * C + c) * HW + iy * W + xoff + a * sw)
+            dd = d + ua * unr
+            for e in range(ub - ua):
+                Bp[dd + e * unr] = x[src + e * usw]
+            zero_strided(Bp, d + ub * unr, unr, m - ub)
+    for k in range(kc):
+        for t in range(nv, NR):
+            Bp[k * NR + t] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True, parallel=True)
+def conv_wgrad(g, x, c, Ap, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, ngroups,
+               zero):
+    # c (O, C*kh*kw) = g (N, O, oh*ow) as rows (O, N*L) @ the transposed implicit columns of x
+    # (N*L, C*kh*kw): the reduction runs over the batch and the grid.  A is packed once into
+    # the scratch Ap (prange over KC blocks); then tasks (column sliver) x (``ngroups`` groups
+    # of row slivers) each pack their B sliver per KC block.
+    Kc = C * kh * kw
+    L = oh * ow
+    P = N * L
+    nir = (O + MR - 1) // MR
+    Mp = nir * MR
+    z = O - O
+    nb = (P + KC - 1) // KC
+    for bk in prange(nb):
+        pc = bk * KC
+        kc = min(KC, P - pc)
+        R = np.empty((5, KC), np.int64)
+        nr = conv_runs(pc, kc, L, ow, R)
+        pack_a_grad(g, R, nr, kc, O, L, ow, Ap, pc * Mp)
+    njr = (Kc + NR - 1) // NR
+    for t in prange(njr * ngroups):
+        jr = t // ngroups
+        gi = t - jr * ngroups
+        ir0 = (nir * gi) // ngroups
+        ir1 = (nir * (gi + 1)) // ngroups
+        if ir1 > ir0:
+            r0 = ir0 * MR
+            mc = min(O, ir1 * MR) - r0
+            j0 = jr * NR
+            nv = min(NR, Kc - j0)
+            Bp = np.empty(KC * NR, c.dtype)
+            T = np.empty(MR * NR, c.dtype)
+            R = np.empty((5, KC), np.int64)
+            for pc in range(0, P, KC):
+                kc = min(KC, P - pc)
+                nr = conv_runs(pc, kc, L, ow, R)
+                pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw,
+                             ow)
+                macro(Ap, pc * Mp + ir0 * kc * MR, Bp, mc, nv, kc, c, r0 * Kc + j0, Kc, pc == 0,
+                      zero, T, z, z + 1)
 '''
 
 
@@ -239,6 +609,6 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
     assert MC % MR == 0
     head = ["# Generated by jit_kernels.cpu._matmul_gen: the packed float gemm "
             f"(MR={MR}, NR={NR}, MC={MC}, KC={KC}, NC={NC}).",
-            "import numpy as np", "from numba import njit, prange", "", ""]
-    return "\n".join(head + _uk(MR, NR)) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC,
-                                                                     NC=NC)
+            "import numpy as np", "from numba import njit, prange, uint64", "", ""]
+    body = head + _uk(MR, NR) + ["", ""] + _copy_run(NR // 2)  # V: one 64-byte vector
+    return "\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)

@@ -20,6 +20,7 @@ caching allocator.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange, uint64
 
 from jit_kernels.cpu import _pool
@@ -129,6 +130,28 @@ def _swap01(x, out, bias, has_bias):
             for k in range(L):
                 dst[k] = src[k]
 
+@njit(cache=True, parallel=True, error_model="numpy", fastmath={"contract"})
+def _wgrad_small(cols, g, out, N, O, K, L):
+    """``out`` (O, K) = g as rows (O, N*L) @ ``cols`` (K, N*L).T for few columns K: one prange
+    task per output channel o, which sums over the samples into K x L lanes (vectorised, no
+    reassociation) and then over each lane row in order (deterministic)."""
+    for o in prange(O):
+        acc = np.zeros(K * L, out.dtype)
+        for n in range(N):
+            gr = g[(n * O + o) * L:(n * O + o) * L + L]
+            for k in range(K):
+                cr = cols[(k * N + n) * L:(k * N + n) * L + L]
+                a = acc[k * L:k * L + L]
+                for e in range(L):
+                    a[e] += gr[e] * cr[e]
+        for k in range(K):
+            a = acc[k * L:k * L + L]
+            t = a[0]
+            for e in range(1, L):
+                t += a[e]
+            out[o * K + k] = t
+
+
 def _contiguous(x):
     if x.flags.c_contiguous:
         return x
@@ -193,4 +216,101 @@ def swap01(x, bias=None):
     return out
 
 
-__all__ = ["im2col", "col2im", "im2col_batched", "col2im_batched", "swap01"]
+#: weight gradients with at most this many columns (C*kh*kw) use ``_wgrad_small`` (measured,
+#: one thread, znver4: 1->16 8x8 N=128 (K = 9) 0.62 ms as an implicit gemm, 0.40 as im2col +
+#: gemm, 0.22 so; its sums are in another order than the gemm's: not the stand-in's bits)
+SMALL_K = 16
+
+
+def _implicit(dt, macs, name):
+    """The gemm module with the implicit-gemm conv driver ``name`` ready, or None: for the
+    float products the packed gemm would do (``matmul.GEMM_MIN`` multiply-adds or more: smaller
+    ones sum in another order), once its background build is done (``matmul._gemm_now``;
+    im2col + gemm, the same bits, serve meanwhile)."""
+    from jit_kernels.cpu import matmul as mm
+    if dt not in mm._CFG or macs < mm.GEMM_MIN:
+        return None
+    return mm._gemm_now(dt, name)
+
+
+def conv2d_cols(x, w, bias, stride, padding, dilation, grid):
+    """``conv2d_gemm`` through materialised columns: im2col, the gemm, ``swap01`` + bias (the
+    stand-in: the same sums in the same order, so the same bits)."""
+    from jit_kernels.cpu import matmul as mm
+    N, O, L = x.shape[0], w.shape[0], grid[0] * grid[1]
+    cols = im2col_batched(x, w.shape[2:], stride, padding, dilation, grid)
+    K = cols.shape[0]
+    y = mm.matmul(_contiguous(w).reshape(1, O, K), cols.reshape(1, K, N * L))
+    return swap01(y.reshape(O, N, L), bias).reshape((N, O) + tuple(grid))
+
+
+def conv2d_weight_cols(x, g, kernel, stride, padding, dilation):
+    """``conv2d_weight_gemm`` through materialised columns (im2col, g as rows by ``swap01``,
+    the gemm): the stand-in, with the same bits."""
+    from jit_kernels.cpu import matmul as mm
+    N, O = g.shape[:2]
+    grid = tuple(g.shape[2:])
+    L = grid[0] * grid[1]
+    cols = im2col_batched(x, kernel, stride, padding, dilation, grid)
+    K = cols.shape[0]
+    rows = swap01(_contiguous(g).reshape(N, O, L)).reshape(1, O, N * L)
+    return mm.matmul(rows, cols.reshape(1, K, N * L).transpose(0, 2, 1)).reshape(O, K)
+
+
+def conv2d_gemm(x, w, bias, stride, padding, dilation, grid):
+    """conv2d without groups: ``x`` (N, C, H, W), ``w`` (O, C, kh, kw), ``bias`` (O,) or None
+    -> (N, O, oh, ow) contiguous.  The implicit gemm (``conv_fwd``: the columns packed
+    straight from the image, the result written as NCHW plus the bias); im2col + gemm +
+    ``swap01`` (the same bits) where it does not apply or is still building."""
+    from jit_kernels.cpu import matmul as mm
+    N, C, H, W = x.shape
+    O, _, kh, kw = w.shape
+    oh, ow = grid
+    K, L = C * kh * kw, oh * ow
+    out = _pool.empty((N, O, oh, ow), x.dtype)  # first: a result no machine holds fails here,
+    mod = _implicit(x.dtype, O * K * N * L, "conv_fwd")  # before any driver is built
+    if mod is None or K == 0:
+        return conv2d_cols(x, w, bias, stride, padding, dilation, grid)
+    b = w.reshape(-1)[:1] if bias is None else _contiguous(bias).astype(x.dtype, copy=False)
+    ns = (N * L + mm._CFG[x.dtype][1] - 1) // mm._CFG[x.dtype][1]
+    ntask = min(ns, mm.nthreads()) if O * K * N * L >= mm.GEMM_PAR_MIN else 1
+    mod.conv_fwd(_contiguous(w).reshape(-1), _contiguous(x).reshape(-1), out.reshape(-1),
+                 _contiguous(b), bias is not None, N, C, H, W, O, kh, kw, *stride, *padding,
+                 *dilation, oh, ow, ntask, x.dtype.type(0))
+    return out
+
+
+def conv2d_weight_gemm(x, g, kernel, stride, padding, dilation):
+    """conv2d's weight gradient without groups: ``x`` (N, C, H, W), ``g`` (N, O, oh, ow) ->
+    (O, C*kh*kw) = g as rows (O, N*oh*ow) @ the columns of x transposed (one gemm reducing
+    over batch and grid).  The implicit gemm (``conv_wgrad``: g and the columns packed
+    straight from their NCHW arrays); im2col + ``swap01`` + gemm (the same bits) where it does
+    not apply or is still building."""
+    from jit_kernels.cpu import matmul as mm
+    N, C, H, W = x.shape
+    O, (oh, ow), (kh, kw) = g.shape[1], g.shape[2:], kernel
+    K, L = C * kh * kw, oh * ow
+    if 0 < K <= SMALL_K and O * K * N * L >= mm.GEMM_MIN:
+        # a gemm would pad each of the few columns' packed rows to NR (smaller products keep
+        # the stand-in's small-product path)
+        cols = im2col_batched(x, kernel, stride, padding, dilation, (oh, ow))
+        out = _pool.empty((O, K), x.dtype)
+        _wgrad_small(cols.reshape(-1), _contiguous(g).reshape(-1), out.reshape(-1), N, O, K, L)
+        return out
+    mod = _implicit(x.dtype, O * K * N * L, "conv_wgrad")
+    if mod is None or N * L == 0:
+        return conv2d_weight_cols(x, g, kernel, stride, padding, dilation)
+    MR, NR, _, KC, _ = mm._CFG[x.dtype]
+    out = _pool.empty((O, K), x.dtype)
+    ap = _pool.empty((((O + MR - 1) // MR) * MR * N * L,), x.dtype)
+    njr, nir = (K + NR - 1) // NR, (O + MR - 1) // MR
+    nt = mm.nthreads() if O * K * N * L >= mm.GEMM_PAR_MIN else 1
+    ngroups = 1 if njr >= 2 * nt else max(1, min(nir, (2 * nt + njr - 1) // njr))
+    mod.conv_wgrad(_contiguous(g).reshape(-1), _contiguous(x).reshape(-1), out.reshape(-1), ap,
+                   N, C, H, W, O, kh, kw, *stride, *padding, *dilation, oh, ow, ngroups,
+                   x.dtype.type(0))
+    return out
+
+
+__all__ = ["im2col", "col2im", "im2col_batched", "col2im_batched", "swap01", "conv2d_gemm",
+           "conv2d_weight_gemm"]

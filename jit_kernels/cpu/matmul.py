@@ -119,6 +119,7 @@ def _gemm_module(dtype):
 
 
 DRIVERS = ("gemm_serial", "gemm_batch", "gemm_rows")
+CONV_DRIVERS = ("conv_fwd", "conv_wgrad")  # the implicit-gemm convolutions (``cpu.conv``)
 _DRIVERS: set = set()  # (dtype, driver) compiled or loaded in this process
 
 
@@ -127,12 +128,21 @@ def _driver(dtype, name):
     mod = _gemm_module(dtype)
     if (dtype, name) not in _DRIVERS:
         with _GEMM_LOCK:
-            T, A, i = _types(dtype)
-            sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
-            getattr(mod, name).compile(sig + (i,) if name == "gemm_rows" else sig)
+            getattr(mod, name).compile(_signature(dtype, name))
             _DRIVERS.add((dtype, name))
             _background.mark_ready(_job(dtype, name))
     return mod
+
+
+def _signature(dtype, name):
+    import numba
+    T, A, i = _types(dtype)
+    if name == "conv_fwd":     # a, x, y, bias, hasb, 16 ints (shapes, window, ntask), zero
+        return (A, A, A, A, numba.boolean) + (i,) * 16 + (T,)
+    if name == "conv_wgrad":   # g, x, c, Ap, 16 ints (shapes, window, ngroups), zero
+        return (A, A, A, A) + (i,) * 16 + (T,)
+    sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
+    return sig + (i,) if name == "gemm_rows" else sig
 
 
 def _types(dtype):
@@ -198,19 +208,26 @@ def _build_gemm(dtype):
         # A cache hit loads the SLP-compiled machine code (and its optimised IR, which the
         # drivers inline); a miss compiles it here, with SLP on.
         mod.uk.compile(sig)
+        u = numba.uint64
+        mod.copy_run.compile((A, u, A, u, u))  # the conv packers' copy (vector blocks)
     finally:
         numba.config.SLP_VECTORIZE = old
     mod.uk.disable_compile()  # never a second, scalar specialisation
+    mod.copy_run.disable_compile()
     return mod
 
 
-def warmup():
+def warmup(conv=False):
     """Compile (or load from the disk cache) every float gemm kernel, waiting for background
-    builds of them first."""
+    builds of them first.  The implicit-gemm conv drivers (7-9 s each to compile from cold)
+    are waited for and loaded when this process started their background build or they are in
+    the disk cache, and compiled too with ``conv=True``."""
     for dt in _CFG:
-        for d in DRIVERS:
-            _background.wait(_job(dt, d))
-            _driver(dt, d)
+        for d in DRIVERS + CONV_DRIVERS:
+            job = _job(dt, d)
+            _background.wait(job)
+            if d in DRIVERS or conv or _background.is_ready(job):
+                _driver(dt, d)
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})

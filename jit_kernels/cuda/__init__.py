@@ -198,6 +198,12 @@ class CudaKernels:
     def swap01(self, x, bias=None):
         return self._conv.swap01(x, bias)
 
+    def conv2d_gemm(self, x, w, bias, stride, padding, dilation, grid):
+        return self._conv.conv2d_gemm(x, w, bias, stride, padding, dilation, grid)
+
+    def conv2d_weight_gemm(self, x, g, kernel, stride, padding, dilation):
+        return self._conv.conv2d_weight_gemm(x, g, kernel, stride, padding, dilation)
+
     # -- pooling and resampling
     def max_pool2d(self, x, rows, cols, want_indices):
         return self._pool2d.max_pool2d(x, rows, cols, want_indices)

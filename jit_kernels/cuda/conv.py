@@ -104,6 +104,33 @@ def col2im_batched(cols, n, image, kernel, stride, padding, dilation, grid):
     return col2im(per, image, kernel, stride, padding, dilation, grid)
 
 
+def conv2d_gemm(x, w, bias, stride, padding, dilation, grid):
+    """conv2d without groups (the cpu set's method): ``w`` (O, C*kh*kw) @ the batched columns,
+    then ``swap01`` to NCHW plus the bias -- composed of this set's kernels."""
+    from jit_kernels.cuda import matmul
+    N = x.shape[0]
+    O = w.shape[0]
+    L = grid[0] * grid[1]
+    cols = im2col_batched(x, w.shape[2:], stride, padding, dilation, grid)
+    K = cols.shape[0]
+    y = matmul.matmul(reshape(contiguous(w), (1, O, K)), reshape(cols, (1, K, N * L)))
+    return reshape(swap01(reshape(y, (O, N, L)), bias), (N, O) + tuple(grid))
+
+
+def conv2d_weight_gemm(x, g, kernel, stride, padding, dilation):
+    """conv2d's weight gradient without groups (the cpu set's method): g as rows (O, N*L) @
+    the batched columns transposed -- composed of this set's kernels."""
+    from jit_kernels.cuda import matmul
+    N, O = g.shape[:2]
+    grid = tuple(g.shape[2:])
+    L = grid[0] * grid[1]
+    cols = im2col_batched(x, kernel, stride, padding, dilation, grid)
+    K = cols.shape[0]
+    rows = reshape(swap01(reshape(contiguous(g), (N, O, L))), (1, O, N * L))
+    ct = permute(reshape(cols, (1, K, N * L)), (0, 2, 1))
+    return reshape(matmul.matmul(rows, ct), (O, K))
+
+
 def swap01(x, bias=None):
     """``x`` (A, B, L) as contiguous (B, A, L), plus ``bias`` (A,) along A when given (a
     transposed copy, then the elementwise add)."""

@@ -218,12 +218,6 @@ def _add_bias(ks, y, b, channels, dt):
     return ks.binary("add", y, ks.reshape(b, (1, channels, 1, 1)), dt.np, dt.np)
 
 
-def _to_nchw(ks, y, b, n, channels, length):
-    """(channels, n*length) gemm rows as the contiguous (n, channels, length) result, plus the
-    bias when given: one pass (``swap01``)."""
-    return ks.swap01(ks.reshape(y, (channels, n, length)), b)
-
-
 def _rows(ks, x, n, c, length):
     """(n, c, length...) payload ``x`` as contiguous (1, c, n*length) gemm rows."""
     return ks.reshape(ks.swap01(ks.reshape(x, (n, c, length))), (1, c, n * length))
@@ -236,12 +230,9 @@ def _kernel_conv2d(ks, p, args, attrs, plan, device):
     kh, kw = w.shape[2:]
     if groups == 1:
         # Y (O, N*L) = W (O, C*kh*kw) @ cols (C*kh*kw, N*L): ONE gemm for the batch (the
-        # batched columns put the samples side by side), then (O, N, L) -> (N, O, L) + bias
-        cols = ks.im2col_batched(p[0], (kh, kw), *_window(attrs), (oh, ow))
-        k = cols.shape[0]
-        y = ks.matmul(ks.reshape(p[1], (1, o, k)), ks.reshape(cols, (1, k, n * oh * ow)))
-        y = _to_nchw(ks, y, p[2] if len(args) == 3 else None, n, o, oh * ow)
-        return ks.reshape(y, plan.shape)
+        # batched columns put the samples side by side), written as NCHW + bias
+        return ks.conv2d_gemm(p[0], p[1], p[2] if len(args) == 3 else None, *_window(attrs),
+                              (oh, ow))
     # y[n, g] = W[g] (O/G, C/G*kh*kw) @ cols[n, g] (C/G*kh*kw, L): one batched gemm
     cols = ks.im2col(p[0], (kh, kw), *_window(attrs), (oh, ow))
     kg = w.shape[1] * kh * kw
@@ -300,6 +291,9 @@ def _kernel_conv2d_weight_grad(ks, p, args, attrs, plan, device):
     n, o = g.shape[:2]
     length = g.shape[2] * g.shape[3]
     groups = attrs["groups"]
+    if groups == 1:
+        return ks.reshape(ks.conv2d_weight_gemm(p[0], p[1], attrs["kernel_size"],
+                                                *_window(attrs)), plan.shape)
     cols = ks.im2col_batched(p[0], attrs["kernel_size"], *_window(attrs), tuple(g.shape[2:]))
     k = cols.shape[0]
     gt = ks.reshape(_rows(ks, p[1], n, o, length), (groups, o // groups, n * length))
@@ -352,17 +346,19 @@ def _bias_grad(c, g):
     return sum(g, axis=(0, 2, 3)) if c.arity == 3 and c.needs(2) else None
 
 
-#: image width from which conv2d's stride-1 input gradient is the full correlation (measured,
-#: 2 threads: 64->64 56x56 N=8 130 ms vs 190-210 ms as a transposed conv; 16->32 8x8 N=128
-#: 21 ms vs 15 ms: short rows make im2col of the wider g cost more than it saves)
+#: image width from which conv2d's stride-1 input gradient is the full correlation (measured
+#: with the implicit gemm, one thread, znver4, 2026-12-01, full correlation vs transposed conv:
+#: 64->64 56x56 N=8 24 vs 42 ms; 16->32 N=128 8x8 2.3 vs 1.7 ms, N=32 16x16 1.9 vs 1.3,
+#: N=16 28x28 3.0 vs 2.2; 32->64 N=32 16x16 5.0 vs 4.8: the fewer input channels, the more the
+#: implicit packing of the wider g costs against col2im)
 FULL_CORRELATION_MIN_WIDTH = 32
 
 
 def _input_grad(g, w, x_shape, attrs):
     """conv2d's input gradient: the transposed conv of ``g``; for stride 1 on wide images the
     same values as a full correlation of ``g`` with the flipped weight, channels swapped per
-    group (one im2col and a gemm whose reduction runs over O*kh*kw, instead of a gemm over O
-    writing kh*kw times the image, then col2im)."""
+    group (one conv2d -- on cpu an implicit gemm reducing over O*kh*kw -- instead of a gemm
+    over O writing kh*kw times the image, then col2im)."""
     stride, pads, dil, groups = attrs["stride"], attrs["padding"], attrs["dilation"], attrs["groups"]
     o, cg, kh, kw = w.shape
     full = (dil[0] * (kh - 1), dil[1] * (kw - 1))

@@ -1,0 +1,115 @@
+"""The cpu set's implicit-gemm convolutions (``jit_kernels.cpu.conv.conv2d_gemm`` and
+``conv2d_weight_gemm``; drivers ``conv_fwd`` / ``conv_wgrad`` of the generated gemm module): the
+same bits as their im2col + gemm stand-ins (which serve while the drivers build), and NumPy
+float64 values, on shapes just above the packed gemm's threshold chosen to reach every packing
+path: whole in-image stretches (ow == W), outputs straddling samples (L not a multiple of NR),
+strides/dilation/asymmetric pads, pads past the kernel's reach, K past one KC block, and the
+few-column weight gradient (``_wgrad_small``, values only: it sums in its own order).
+
+Compile cost: float32 only; the two drivers (7-9 s each from cold) built once for the module."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jit_kernels.cpu import _background, conv as cv, matmul as mm
+
+# name: (N, C, O, H, W, kernel, stride, leading pads, dilation)
+CASES = {
+    "rows": (2, 4, 8, 8, 8, (3, 3), (1, 1), (1, 1), (1, 1)),
+    "straddle": (4, 4, 8, 6, 6, (3, 3), (1, 1), (1, 1), (1, 1)),
+    "strided-dilated": (4, 3, 16, 9, 11, (3, 2), (2, 1), (1, 0), (1, 2)),
+    "pads-past-kernel": (2, 4, 8, 5, 5, (3, 3), (1, 1), (3, 2), (1, 1)),
+    "deep": (1, 60, 8, 4, 4, (3, 3), (1, 1), (1, 1), (1, 1)),
+    "one-channel": (4, 1, 16, 8, 8, (3, 3), (1, 1), (1, 1), (1, 1)),  # K <= SMALL_K
+    # 7x7 "same" on 7 columns: the last sliver starts at ox 5, past the image for j = 6
+    "sliver-past-the-image": (2, 1, 8, 7, 7, (7, 7), (1, 1), (3, 3), (1, 1)),
+    # past GEMM_PAR_MIN: prange tasks over slivers (forward), row groups (weight gradient)
+    "parallel": (16, 8, 16, 8, 8, (3, 3), (1, 1), (1, 1), (1, 1)),
+}
+
+
+@pytest.fixture(scope="module")
+def drivers():
+    """Build (or load) the conv drivers now: the test is of them, not of the stand-in."""
+    def ready(dt):
+        for d in mm.CONV_DRIVERS:
+            _background.wait(mm._job(np.dtype(dt), d))
+            mm._driver(np.dtype(dt), d)
+    return ready
+
+
+def _grid(H, W, kernel, stride, pads, dil):
+    return tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
+                 for n, k, s, p, d in zip((H, W), kernel, stride, pads, dil))
+
+
+def _cols64(x, kernel, stride, pads, dil, grid):
+    """float64 columns (N, C*kh*kw, oh*ow), zero outside the image (pads as symmetric)."""
+    N, C = x.shape[:2]
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dil, grid
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0],) * 2, (pads[1],) * 2))
+    cols = np.empty((N, C, kh, kw, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, i, j] = xp[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+                                  j * dw:j * dw + sw * (ow - 1) + 1:sw]
+    return cols.reshape(N, C * kh * kw, oh * ow)
+
+
+def _data(name, dt):
+    N, C, O, H, W, kernel, stride, pads, dil = CASES[name]
+    grid = _grid(H, W, kernel, stride, pads, dil)
+    rng = np.random.default_rng(len(name))
+    x = rng.standard_normal((N, C, H, W)).astype(dt)
+    w = rng.standard_normal((O, C) + kernel).astype(dt)
+    b = rng.standard_normal(O).astype(dt)
+    g = rng.standard_normal((N, O) + grid).astype(dt)
+    assert O * C * kernel[0] * kernel[1] * N * grid[0] * grid[1] >= mm.GEMM_MIN
+    return x, w, b, g, (kernel, stride, pads, dil, grid)
+
+
+# float32 only: each dtype's two drivers take 7-9 s each to compile from cold (the float64
+# ones are the same generated source with float64's tile constants)
+PARAMS = [pytest.param(n, np.float32, id=n) for n in CASES]
+
+
+@pytest.mark.parametrize("name, dt", PARAMS)
+def test_forward_bits_of_the_stand_in_and_values(drivers, name, dt):
+    drivers(dt)
+    x, w, b, _, (kernel, stride, pads, dil, grid) = _data(name, dt)
+    cols = _cols64(x, kernel, stride, pads, dil, grid)
+    want = np.einsum("ok,nkl->nol", w.reshape(w.shape[0], -1).astype(np.float64), cols)
+    tol = 2e-5 if dt == np.float32 else 1e-12
+    for bias in (b, None):
+        got = cv.conv2d_gemm(x, w, bias, stride, pads, dil, grid)
+        assert got.shape == (x.shape[0], w.shape[0]) + grid and got.dtype == dt
+        assert np.array_equal(got, cv.conv2d_cols(x, w, bias, stride, pads, dil, grid))
+        ref = want if bias is None else want + b[None, :, None]
+        np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=tol,
+                                   atol=tol * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("name, dt", PARAMS)
+def test_weight_gradient_bits_of_the_stand_in_and_values(drivers, name, dt):
+    drivers(dt)
+    x, w, _, g, (kernel, stride, pads, dil, grid) = _data(name, dt)
+    got = cv.conv2d_weight_gemm(x, g, kernel, stride, pads, dil)
+    assert got.shape == (w.shape[0], w[0].size) and got.dtype == dt
+    if w[0].size > cv.SMALL_K:  # (the few-column kernel sums in its own order)
+        assert np.array_equal(got, cv.conv2d_weight_cols(x, g, kernel, stride, pads, dil))
+    cols = _cols64(x, kernel, stride, pads, dil, grid)
+    ref = np.einsum("nol,nkl->ok", g.reshape(g.shape[0], g.shape[1], -1).astype(np.float64), cols)
+    tol = 2e-5 if dt == np.float32 else 1e-12
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+
+
+def test_stand_in_serves_while_the_drivers_build(monkeypatch):
+    """With the drivers not ready (their background build pending), the kernel-set methods
+    return the stand-in's result."""
+    monkeypatch.setattr(mm, "_gemm_now", lambda dt, name: None)
+    x, w, b, g, (kernel, stride, pads, dil, grid) = _data("straddle", np.float32)
+    np.testing.assert_array_equal(cv.conv2d_gemm(x, w, b, stride, pads, dil, grid),
+                                  cv.conv2d_cols(x, w, b, stride, pads, dil, grid))
+    np.testing.assert_array_equal(cv.conv2d_weight_gemm(x, g, kernel, stride, pads, dil),
+                                  cv.conv2d_weight_cols(x, g, kernel, stride, pads, dil))
