@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from jit_kernels.codegen import once
-from jit_kernels.cpu import _background
+from jit_kernels.cpu import _background, _pool
 from jit_kernels.cpu._layout import flat_base, nthreads
 
 MB = 32
@@ -252,7 +252,7 @@ def matmul(a, b):
     B, M, K = a.shape
     N = b.shape[2]
     Bo = max(B, b.shape[0])
-    out = np.empty((Bo, M, N), dtype=a.dtype)
+    out = _pool.empty((Bo, M, N), a.dtype)   # (large: reused, not page-faulted afresh)
     if M * N * K < GEMM_MIN:
         if out.size:
             _mm_small(a, b, out)
