@@ -14,7 +14,10 @@
   rows by ``prange``), ``gemm_batch`` (parallel over batch elements, each serial) and
   ``gemm_serial``.
 
-Only ``uk`` (and ``copy_run``, the implicit-gemm packers' copy) needs
+- ``udot`` / ``conv_wdot``: the stride-1 conv weight gradient as dot products of rows that
+  are contiguous along the reduction (``jit_kernels.cpu.conv._wdot``).
+
+Only ``uk`` (and ``copy_run``, the implicit-gemm packers' copy, and ``udot``) needs
 ``numba.config.SLP_VECTORIZE`` on: ``jit_kernels.cpu.matmul`` compiles it
 eagerly with its one explicit signature inside that window, then disables further compiles of
 it.  Callers compiled later (SLP off) link in and inline its already vectorised IR and keep it
@@ -77,6 +80,52 @@ def _copy_run(V: int) -> list:
     L += ["        e += uv",
           "        if e >= n:",
           "            return"]
+    return L
+
+
+#: the dot-product micro-kernel's block (``conv_wdot`` passes its 4 + 4 row offsets by name)
+DOT_MO = DOT_MK = 4
+
+
+def _udot(MO: int, MK: int, V: int) -> list:
+    """``udot``: the dot-product micro-kernel of the conv weight gradient (``conv_wdot``): an
+    MO x MK block of V-lane accumulators (``c{a}_{b}_{e}``, loaded from and stored back to
+    ``acc[ao:]``) summing ``g`` row a times ``x`` row b, V positions at a time, over ``nch``
+    vectors of each of ``nb`` samples (row offsets ``g{a}``/``x{b}``, sample strides
+    ``sg``/``sx``).  Both operands are contiguous along the positions, so nothing is packed;
+    SLP turns each accumulator's V lanes into one vector FMA (no reassociation: each lane sums
+    in order)."""
+    gs = ", ".join(f"g{a}" for a in range(MO))
+    xs = ", ".join(f"x{b}" for b in range(MK))
+    L = ["@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)",
+         f"def udot(g, {gs}, sg, x, {xs}, sx, nb, nch, acc, ao):"]
+    for a in range(MO):
+        for b in range(MK):
+            o = (a * MK + b) * V
+            L.append(f"    As = acc[ao + {o}:ao + {o + V}]")
+            L.append("    " + "; ".join(f"c{a}_{b}_{e} = As[{e}]" for e in range(V)))
+    L += ["    for n in range(nb):",
+          "        gp = n * sg",
+          "        xp = n * sx",
+          "        for q in range(nch):",
+          f"            p = q * {V}"]
+    for a in range(MO):
+        L.append(f"            G{a} = g[g{a} + gp + p:g{a} + gp + p + {V}]")
+    for b in range(MK):
+        L.append(f"            X{b} = x[x{b} + xp + p:x{b} + xp + p + {V}]")
+    for a in range(MO):
+        L.append("            " + "; ".join(f"u{a}_{e} = G{a}[{e}]" for e in range(V)))
+    for b in range(MK):
+        L.append("            " + "; ".join(f"v{b}_{e} = X{b}[{e}]" for e in range(V)))
+    for a in range(MO):
+        for b in range(MK):
+            L.append("            " + "; ".join(f"c{a}_{b}_{e} += u{a}_{e} * v{b}_{e}"
+                                                 for e in range(V)))
+    for a in range(MO):
+        for b in range(MK):
+            o = (a * MK + b) * V
+            L.append(f"    As = acc[ao + {o}:ao + {o + V}]")
+            L.append("    " + "; ".join(f"As[{e}] = c{a}_{b}_{e}" for e in range(V)))
     return L
 
 
@@ -598,11 +647,75 @@ def conv_wgrad(g, x, c, Ap, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw, oh, o
 '''
 
 
+_WDOT = '''
+# -- the weight gradient as dot products (``jit_kernels.cpu.conv``, stride 1) -------------
+# c[o, k] (k = c'*kh + i) = sum over samples n and positions p of g[n, o, p] times
+# x[n, c', i*dh*ow + p], with x the row-shifted planes (N, Cp, hp, ow): both rows contiguous.
+
+DMO = {DMO}
+DMK = {DMK}
+DV = {DV}
+
+
+@njit(cache=True, error_model='numpy', nogil=True, parallel=True)
+def conv_wdot(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax):
+    # Tasks over blocks of DMK rows k; per block of nbmax samples, ``udot`` for each block of
+    # DMO rows o (the block's x rows stay in cache across them).  Rows past O or K at the edges
+    # repeat the last one and are not stored.  Each sum: the DV lanes in order, then the
+    # positions past the last whole vector, in sample order (deterministic).
+    L = (hp - dh * (kh - 1)) * ow
+    K = Cp * kh
+    nko = (K + DMK - 1) // DMK
+    noo = (O + DMO - 1) // DMO
+    nch = L // DV
+    p1 = nch * DV
+    sg = O * L
+    sx = Cp * hp * ow
+    T = DMO * DMK * DV
+    for kt in prange(nko):
+        k0 = kt * DMK
+        xs = np.empty(DMK, np.int64)
+        gs = np.empty(DMO, np.int64)
+        for b in range(DMK):
+            k = min(k0 + b, K - 1)
+            cc = k // kh
+            xs[b] = (cc * hp + (k - cc * kh) * dh) * ow
+        ab = kt * noo * T
+        for e in range(ab, ab + noo * T):
+            acc[e] = 0
+        for n0 in range(0, N, nbmax):
+            nb = min(nbmax, N - n0)
+            for ot in range(noo):
+                for a in range(DMO):
+                    gs[a] = n0 * sg + min(ot * DMO + a, O - 1) * L
+                udot(g, gs[0], gs[1], gs[2], gs[3], sg, x, xs[0] + n0 * sx, xs[1] + n0 * sx,
+                     xs[2] + n0 * sx, xs[3] + n0 * sx, sx, nb, nch, acc, ab + ot * T)
+        for ot in range(noo):
+            for a in range(DMO):
+                o = ot * DMO + a
+                for b in range(DMK):
+                    k = k0 + b
+                    if o < O and k < K:
+                        q = ab + ot * T + (a * DMK + b) * DV
+                        s = acc[q]
+                        for e in range(1, DV):
+                            s += acc[q + e]
+                        for n in range(N):
+                            gp = n * sg + o * L
+                            xp = n * sx + xs[b]
+                            for p in range(p1, L):
+                                s += g[gp + p] * x[xp + p]
+                        c[o * K + k] = s
+'''
+
+
 def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
     assert MC % MR == 0
     head = ["# Generated by jit_kernels.cpu._matmul_gen: the packed float gemm "
             f"(MR={MR}, NR={NR}, MC={MC}, KC={KC}, NC={NC}).",
             "import numpy as np", "from numba import njit, prange, uint64",
             "from jit_kernels.cpu.conv import _span  # im2col's in-image column range", "", ""]
-    body = head + _uk(MR, NR) + ["", ""] + _copy_run(NR // 2)  # V: one 64-byte vector
-    return "\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
+    V = NR // 2  # one 64-byte vector
+    body = head + _uk(MR, NR) + ["", ""] + _copy_run(V) + ["", ""] + _udot(DOT_MO, DOT_MK, V)
+    return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
+            + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V))

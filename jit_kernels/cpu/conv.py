@@ -8,6 +8,12 @@ every column entry back into the (N, C, H, W) image it was read from.  ``im2col_
 operand for a whole batch (the convolutions without groups use them directly; ``im2col`` and
 ``col2im`` are them plus ``swap01``, so there are three kernels to compile, not five).
 
+Stride-1 float32 weight gradients are dot products along the positions (``_wdot``): x's
+planes shifted by each kernel column (``_shift_rows``) make every implicit column row a
+contiguous stretch, like g's rows, so the generated ``conv_wdot`` multiplies them with no
+packing (the gemm's k-major packing of position-contiguous operands is a transpose, which cost
+more than the products on small images).
+
 ``_im2col_b`` runs one prange task per row (c, i, j) and ``_col2im_b`` one per (n, c) plane:
 every col2im task writes its own plane only, so it needs no atomics and sums in a fixed order
 (deterministic).  For each output row the in-image column range is computed once, so the inner
@@ -23,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange, uint64
 
-from jit_kernels.cpu import _pool
+from jit_kernels.cpu import _matmul_gen, _pool
 
 
 @njit(cache=True)
@@ -130,6 +136,40 @@ def _swap01(x, out, bias, has_bias):
             for k in range(L):
                 dst[k] = src[k]
 
+@njit(cache=True, parallel=True, error_model="numpy")
+def _shift_rows(x, out, N, C, H, W, kw, pt, pl, dw, hp, ow):
+    """The row-shifted planes of flat ``x`` (N, C, H, W) into flat ``out`` (N, C*kw, hp, ow):
+    ``out[n, c*kw + j, y, ox] = x[n, c, y - pt, ox + j*dw - pl]`` (zero outside the image), so
+    that a stride-1 conv's implicit column row (c, i, j) of sample n is the contiguous stretch
+    ``out[n, c*kw + j, i*dh:i*dh + oh].ravel()``.  One prange task per (n, c) plane."""
+    HW = H * W
+    P = hp * ow
+    uow = uint64(ow)
+    for t in prange(N * C):
+        img = x[t * HW:(t + 1) * HW]
+        for j in range(kw):
+            ob = (t * kw + j) * P
+            dst = out[ob:ob + P]
+            xoff = j * dw - pl
+            lo, hi = _span(xoff, 1, W, ow)
+            ulo, uhi = uint64(lo), uint64(hi)
+            for y in range(hp):
+                o = uint64(y * ow)
+                iy = y - pt
+                if iy < 0 or iy >= H:
+                    for ox in range(uow):
+                        dst[o + ox] = 0
+                    continue
+                for ox in range(ulo):
+                    dst[o + ox] = 0
+                src = uint64(iy * W + xoff + lo)
+                d = o + ulo
+                for k in range(uhi - ulo):
+                    dst[d + k] = img[src + k]
+                for ox in range(uhi, uow):
+                    dst[o + ox] = 0
+
+
 @njit(cache=True, parallel=True, error_model="numpy", fastmath={"contract"})
 def _wgrad_small(cols, g, out, N, O, K, L):
     """``out`` (O, K) = g as rows (O, N*L) @ ``cols`` (K, N*L).T for few columns K: one prange
@@ -233,6 +273,40 @@ def _implicit(dt, macs, name):
     return mm._gemm_now(dt, name)
 
 
+def _wdot(x, g, kernel, padding, dilation, mm):
+    """The stride-1 weight gradient as dot products (``conv_wdot`` of the generated gemm
+    module) of g's rows and the row-shifted planes of x (``_shift_rows``), both contiguous
+    along the positions: nothing is packed or transposed.  (O, C*kh*kw)."""
+    N, C, H, W = x.shape
+    O, (oh, ow), (kh, kw), (dh, dw) = g.shape[1], g.shape[2:], kernel, dilation
+    hp = oh + dh * (kh - 1)
+    xr = _pool.empty((N * C * kw * hp * ow,), x.dtype)
+    _shift_rows(_contiguous(x).reshape(-1), xr, N, C, H, W, kw, padding[0], padding[1], dw,
+                hp, ow)
+    mod = mm.dot_module(x.dtype)
+    K = C * kw * kh
+    mo, mk = _matmul_gen.DOT_MO, _matmul_gen.DOT_MK
+    acc = _pool.empty((((K + mk - 1) // mk) * ((O + mo - 1) // mo) * mo * mk * DOT_LANES,),
+                      x.dtype)
+    gw = _pool.empty((O, C, kw, kh), x.dtype)
+    # samples per udot call: about 512 positions, so its block of x and g stays in cache
+    mod.conv_wdot(_contiguous(g).reshape(-1), xr, gw.reshape(-1), acc, N, O, C * kw, kh, dh,
+                  hp, ow, max(1, 512 // (oh * ow)))
+    return np.ascontiguousarray(gw.transpose(0, 1, 3, 2)).reshape(O, C * kh * kw)
+
+
+#: lanes of the dot-product weight gradient per float dtype (one 64-byte vector)
+DOT_LANES = 16
+
+
+def _wdot_applies(dtype, stride, L, K):
+    """Whether ``_wdot`` serves: float32 at stride 1 with more than ``SMALL_K`` columns and a
+    grid of at least one vector, whose positions past the last whole vector (summed
+    serially) are at most an eighth of it."""
+    return (dtype == np.float32 and stride == (1, 1) and K > SMALL_K and L >= DOT_LANES
+            and L % DOT_LANES <= L // 8)
+
+
 def conv2d_cols(x, w, bias, stride, padding, dilation, grid):
     """``conv2d_gemm`` through materialised columns: im2col, the gemm, ``swap01`` + bias (the
     stand-in: the same sums in the same order, so the same bits)."""
@@ -283,9 +357,10 @@ def conv2d_gemm(x, w, bias, stride, padding, dilation, grid):
 def conv2d_weight_gemm(x, g, kernel, stride, padding, dilation):
     """conv2d's weight gradient without groups: ``x`` (N, C, H, W), ``g`` (N, O, oh, ow) ->
     (O, C*kh*kw) = g as rows (O, N*oh*ow) @ the columns of x transposed (one gemm reducing
-    over batch and grid).  The implicit gemm (``conv_wgrad``: g and the columns packed
-    straight from their NCHW arrays); im2col + ``swap01`` + gemm (the same bits) where it does
-    not apply or is still building."""
+    over batch and grid).  At stride 1 in float32, dot products of g's rows and the
+    row-shifted planes of x (``_wdot``: nothing packed, its own summation order); otherwise the
+    implicit gemm (``conv_wgrad``: g and the columns packed straight from their NCHW arrays),
+    or im2col + ``swap01`` + gemm (the same bits) where it does not apply or is still building."""
     from jit_kernels.cpu import matmul as mm
     N, C, H, W = x.shape
     O, (oh, ow), (kh, kw) = g.shape[1], g.shape[2:], kernel
@@ -297,6 +372,8 @@ def conv2d_weight_gemm(x, g, kernel, stride, padding, dilation):
         out = _pool.empty((O, K), x.dtype)
         _wgrad_small(cols.reshape(-1), _contiguous(g).reshape(-1), out.reshape(-1), N, O, K, L)
         return out
+    if O * K * N * L >= mm.GEMM_MIN and _wdot_applies(x.dtype, stride, L, K):
+        return _wdot(x, g, kernel, padding, dilation, mm)
     mod = _implicit(x.dtype, O * K * N * L, "conv_wgrad")
     if mod is None or N * L == 0:
         return conv2d_weight_cols(x, g, kernel, stride, padding, dilation)

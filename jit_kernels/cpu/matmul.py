@@ -217,6 +217,33 @@ def _build_gemm(dtype):
     return mod
 
 
+_DOT: dict = {}
+_DOT_LOCK = threading.Lock()
+
+
+def dot_module(dtype):
+    """The gemm module for ``dtype`` with the conv weight gradient's dot-product kernel
+    ``conv_wdot`` ready, compiled (or loaded) in this thread on first use: its micro-kernel
+    ``udot`` with SLP on, as ``uk``, then the driver.  Not sent to the background: its sums are
+    in its own order, so no stand-in with the same bits could serve meanwhile."""
+    return once(_DOT, _DOT_LOCK, dtype, _build_dot)
+
+
+def _build_dot(dtype):
+    import numba
+    mod = _gemm_module(dtype)
+    T, A, i = _types(dtype)
+    old = numba.config.SLP_VECTORIZE
+    numba.config.SLP_VECTORIZE = 1
+    try:  # g, 4 row offsets, sg, x, 4 row offsets, sx, nb, nch, acc, ao
+        mod.udot.compile((A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i))
+    finally:
+        numba.config.SLP_VECTORIZE = old
+    mod.udot.disable_compile()
+    mod.conv_wdot.compile((A,) * 4 + (i,) * 8)  # g, x, c, acc, 8 ints
+    return mod
+
+
 def warmup(conv=False):
     """Compile (or load from the disk cache) every float gemm kernel, waiting for background
     builds of them first.  The implicit-gemm conv drivers (7-9 s each to compile from cold)
@@ -228,6 +255,8 @@ def warmup(conv=False):
             _background.wait(job)
             if d in DRIVERS or conv or _background.is_ready(job):
                 _driver(dt, d)
+        if conv:
+            dot_module(dt)
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})

@@ -4,7 +4,9 @@ same bits as their im2col + gemm stand-ins (which serve while the drivers build)
 float64 values, on shapes just above the packed gemm's threshold chosen to reach every packing
 path: whole in-image stretches (ow == W), outputs straddling samples (L not a multiple of NR),
 strides/dilation/asymmetric pads, pads past the kernel's reach, K past one KC block, and the
-few-column weight gradient (``_wgrad_small``, values only: it sums in its own order).
+few-column weight gradient (``_wgrad_small``, values only: it sums in its own order).  The
+stride-1 float32 weight gradients are dot products (``_wdot``: values only, its own order too),
+with their own cases for the row-shifted planes' edges, tails and block edges.
 
 Compile cost: float32 only; the two drivers (7-9 s each from cold) built once for the module."""
 from __future__ import annotations
@@ -96,7 +98,9 @@ def test_weight_gradient_bits_of_the_stand_in_and_values(drivers, name, dt):
     x, w, _, g, (kernel, stride, pads, dil, grid) = _data(name, dt)
     got = cv.conv2d_weight_gemm(x, g, kernel, stride, pads, dil)
     assert got.shape == (w.shape[0], w[0].size) and got.dtype == dt
-    if w[0].size > cv.SMALL_K:  # (the few-column kernel sums in its own order)
+    L = grid[0] * grid[1]
+    if w[0].size > cv.SMALL_K and not cv._wdot_applies(x.dtype, stride, L, w[0].size):
+        # (the few-column kernel and the dot products sum in their own orders)
         assert np.array_equal(got, cv.conv2d_weight_cols(x, g, kernel, stride, pads, dil))
     cols = _cols64(x, kernel, stride, pads, dil, grid)
     ref = np.einsum("nol,nkl->ok", g.reshape(g.shape[0], g.shape[1], -1).astype(np.float64), cols)
@@ -111,5 +115,39 @@ def test_stand_in_serves_while_the_drivers_build(monkeypatch):
     x, w, b, g, (kernel, stride, pads, dil, grid) = _data("straddle", np.float32)
     np.testing.assert_array_equal(cv.conv2d_gemm(x, w, b, stride, pads, dil, grid),
                                   cv.conv2d_cols(x, w, b, stride, pads, dil, grid))
+    # (a strided weight gradient: the stride-1 ones are dot products, with no stand-in)
+    x, w, b, g, (kernel, stride, pads, dil, grid) = _data("strided-dilated", np.float32)
     np.testing.assert_array_equal(cv.conv2d_weight_gemm(x, g, kernel, stride, pads, dil),
                                   cv.conv2d_weight_cols(x, g, kernel, stride, pads, dil))
+
+
+# name: (N, C, O, H, W, kernel, leading pads, dilation): stride-1 weight gradients by dot products
+DOT_CASES = {
+    # O and K (= C*kh*kw = 45) not multiples of the 4 x 4 block; 7x6 grid: 42 positions, a
+    # 10-position serial tail past the two whole vectors (applies: called directly)
+    "edges-and-tail": (3, 5, 9, 9, 6, (5, 3), (2, 1), (1, 2)),
+    # a pad larger than the kernel's reach on one side, a grid wider than the image
+    "wide-pads": (2, 3, 6, 6, 5, (3, 3), (0, 2), (1, 1)),
+    # many samples per udot call (16 positions each) and a block count not dividing N
+    "small-grid": (37, 4, 8, 4, 4, (3, 3), (1, 1), (1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", list(DOT_CASES))
+def test_weight_gradient_dot_products_values(name):
+    N, C, O, H, W, kernel, pads, dil = DOT_CASES[name]
+    grid = _grid(H, W, kernel, (1, 1), pads, dil)
+    rng = np.random.default_rng(len(name))
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    g = rng.standard_normal((N, O) + grid).astype(np.float32)
+    cols = _cols64(x, kernel, (1, 1), pads, dil, grid)
+    ref = np.einsum("nol,nkl->ok", g.reshape(N, O, -1).astype(np.float64), cols)
+    for gg in (g, np.asfortranarray(g)):  # a non-contiguous gradient is made contiguous
+        got = cv._wdot(x, gg, kernel, pads, dil, mm)
+        assert got.shape == (O, C * kernel[0] * kernel[1]) and got.dtype == np.float32
+        np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+    # and through the kernel-set entry point where it applies
+    if cv._wdot_applies(x.dtype, (1, 1), grid[0] * grid[1], C * kernel[0] * kernel[1]):
+        np.testing.assert_array_equal(
+            cv.conv2d_weight_gemm(x, g, kernel, (1, 1), pads, dil), cv._wdot(x, g, kernel, pads,
+                                                                             dil, mm))
