@@ -62,19 +62,30 @@ class MultiheadAttention(Module):
         elif not self.batch_first:
             query, key, value = (api.transpose(t, 0, 1) for t in (query, key, value))
         q, k, v = self._project(query, 0), self._project(key, 1), self._project(value, 2)
-        scores = api.mul(api.matmul(q, api.transpose(k, -2, -1)), 1.0 / math.sqrt(self.head_dim))
+        scores = api.matmul(q, api.transpose(k, -2, -1))
         n, h, lq, ls = scores.shape
-        if attn_mask is None and is_causal:
+        # a causal mask alone is the fused softmax's own; with a padding mask it is built
+        causal = is_causal and attn_mask is None and key_padding_mask is None
+        if attn_mask is None and is_causal and not causal:
             attn_mask = api.gt(api.sub(api.unsqueeze(api.arange(ls, device=q.device), 0),
                                        api.unsqueeze(api.arange(lq, device=q.device), 1)), 0)
+        masks = []
         if attn_mask is not None:
             if attn_mask.ndim == 3:                         # (N * H, L, S)
                 attn_mask = api.reshape(attn_mask, (n, h, lq, ls))
-            scores = _masked(scores, attn_mask)
+            masks.append(_checked(attn_mask))
         if key_padding_mask is not None:
             kpm = key_padding_mask if batched else api.unsqueeze(key_padding_mask, 0)
-            scores = _masked(scores, api.reshape(kpm, (n, 1, 1, ls)))
-        weights = api.softmax(scores, -1)
+            masks.append(_checked(api.reshape(kpm, (n, 1, 1, ls))))
+        mask = _fused_mask(masks)
+        if F._fits_scores(scores, mask):
+            # one row pass: scale, mask, max, exp, sum, normalise (its gradient another)
+            weights = F._attention_softmax(scores, mask, 1.0 / math.sqrt(self.head_dim), causal)
+        else:                                               # (a mask widening the scores)
+            scores = api.mul(scores, 1.0 / math.sqrt(self.head_dim))
+            for m in masks:
+                scores = _masked(scores, m)
+            weights = api.softmax(scores, -1)
         if self.training and self.dropout > 0:
             weights = F.dropout(weights, self.dropout, True)
         out = api.matmul(weights, v)                        # (N, H, L, D)
@@ -97,13 +108,32 @@ class MultiheadAttention(Module):
                f"batch_first={self.batch_first}"
 
 
+def _checked(mask):
+    if not (mask.dtype.is_bool or mask.dtype.is_float):
+        raise DTypeError(f"MultiheadAttention: a mask must be bool or float, got {mask.dtype.name}")
+    return mask
+
+
 def _masked(scores, mask):
     """``scores`` with a bool mask's True entries at -inf, or a float mask added."""
     if mask.dtype.is_bool:
         return api.where(mask, float("-inf"), scores)
-    if not mask.dtype.is_float:
-        raise DTypeError(f"MultiheadAttention: a mask must be bool or float, got {mask.dtype.name}")
     return api.add(scores, mask)
+
+
+def _fused_mask(masks):
+    """PyTorch's attention masks (bool: True is left out; float: added) as one mask of the
+    fused softmax (bool: True takes part; float: added), or None."""
+    if not masks:
+        return None
+    if all(m.dtype.is_bool for m in masks):
+        out = masks[0] if len(masks) == 1 else api.logical_or(masks[0], masks[1])
+        return api.logical_not(out)
+    out = None
+    for m in masks:
+        m = api.where(m, float("-inf"), 0.0) if m.dtype.is_bool else m
+        out = m if out is None else api.add(out, m)
+    return out
 
 
 class TransformerEncoderLayer(Module):

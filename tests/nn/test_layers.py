@@ -129,6 +129,53 @@ def test_multihead_attention_matches_torch(batch_first):
                                    atol=1e-5, err_msg=name)
 
 
+# (attn_mask kind, key_padding_mask kind, is_causal): every combination runs the fused
+# attention softmax (PyTorch's "True is left out" bool masks turned into its "True takes part")
+MHA_MASKS = [(None, "bool", False), ("float", "bool", False), ("bool3", "float", False),
+             ("bool", "bool", False), (None, None, True), (None, "bool", True)]
+
+
+@pytest.mark.parametrize("am, kpm, causal", MHA_MASKS)
+def test_multihead_attention_masks_match_torch(monkeypatch, am, kpm, causal):
+    torch = pytest.importorskip("torch")
+    from runtime.ops import api
+    monkeypatch.setattr(api, "softmax", None)  # (the composite softmax is not reached)
+    rng = np.random.default_rng(3)
+    ours = nn.MultiheadAttention(8, 2, batch_first=True)
+    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    _copy_into_torch(ours, theirs, torch)
+    ours.to(AD)
+    q, k = f32(2, 4, 8), f32(2, 5, 8)
+    if causal:
+        k = q
+    S = k.shape[1]
+    masks = {"bool": np.triu(np.ones((4, S), bool), 2), "float": rng.standard_normal((4, S)).astype(np.float32),
+             "bool3": rng.random((4, 4, S)) < 0.3}
+    kpms = {"bool": np.array([[False] * (S - 1) + [True], [False] * (S - 2) + [True, False]]),
+            "float": rng.standard_normal((2, S)).astype(np.float32)}
+    a = masks.get(am)
+    p = kpms.get(kpm)
+    kw = {}
+    tkw = {}
+    if a is not None:
+        kw["attn_mask"], tkw["attn_mask"] = rt.tensor(a).to(AD), torch.from_numpy(a)
+    if p is not None:
+        kw["key_padding_mask"], tkw["key_padding_mask"] = rt.tensor(p).to(AD), torch.from_numpy(p)
+    if causal:
+        kw["is_causal"] = True
+        tkw["attn_mask"] = torch.from_numpy(np.triu(np.ones((4, S), bool), 1))
+    out, w = ours(rt.tensor(q).to(AD), rt.tensor(k).to(AD), rt.tensor(k).to(AD), **kw)
+    tout, tw = theirs(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(k), **tkw)
+    np.testing.assert_allclose(out.inner().numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(w.inner().numpy(), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+    g = rt.sum(out).backward()
+    tout.sum().backward()
+    tparams = dict(theirs.named_parameters())
+    for name, prm in ours.named_parameters():
+        np.testing.assert_allclose(prm.grad(g).numpy(), tparams[name].grad.numpy(), rtol=1e-4,
+                                   atol=1e-5, err_msg=name)
+
+
 def test_transformer_encoder_layer_matches_torch():
     torch = pytest.importorskip("torch")
     for norm_first in (False, True):
