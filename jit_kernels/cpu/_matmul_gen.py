@@ -171,6 +171,27 @@ def pack_b(b, boff, sbk, sbn, kc, nc, Bp, jr):
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
+def pack_b_rows(b, boff, sbk, kc, nc, Bp, k0, k1):
+    """Rows k0 <= k < k1 of the kc x nc block of b at ``boff`` (unit column stride) into
+    every NR-wide sliver: each row of b read once, in order.  Packing sliver by sliver reads
+    kc rows NR elements at a time, a row stride apart (a new page each for wide b): on a
+    32-row product that cost as much as the multiply-adds."""
+    nfull = nc // NR
+    nv = nc - nfull * NR
+    unr = uint64(NR)
+    for k in range(k0, k1):
+        src = boff + k * sbk
+        for jr in range(nfull):
+            copy_run(Bp, uint64((jr * kc + k) * NR), b, uint64(src + jr * NR), unr)
+        if nv:
+            d = (nfull * kc + k) * NR
+            for j in range(nv):
+                Bp[d + j] = b[src + nfull * NR + j]
+            for j in range(nv, NR):
+                Bp[d + j] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
 def pack_a(a, aoff, sam, sak, mc, kc, Ap, dst0):
     """The mc x kc block of a at ``aoff`` as MR-row slivers (k-major, zero-padded rows)."""
     nir = (mc + MR - 1) // MR
@@ -242,8 +263,11 @@ def gemm_one(a, ao, sam, sak, b, bo, sbk, sbn, c, co, M, N, K, zero, Ap, Bp, T):
         njr = (nc + NR - 1) // NR
         for pc in range(0, K, KC):
             kc = min(KC, K - pc)
-            for jr in range(njr):
-                pack_b(b, bo + pc * sbk + jc * sbn, sbk, sbn, kc, nc, Bp, jr)
+            if sbn == 1:
+                pack_b_rows(b, bo + pc * sbk + jc, sbk, kc, nc, Bp, z, kc)
+            else:
+                for jr in range(njr):
+                    pack_b(b, bo + pc * sbk + jc * sbn, sbk, sbn, kc, nc, Bp, jr)
             for ic in range(0, M, MC):
                 mc = min(MC, M - ic)
                 pack_a(a, ao + ic * sam + pc * sak, sam, sak, mc, kc, Ap, z)
@@ -294,8 +318,14 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
             njr = (nc + NR - 1) // NR
             for pc in range(0, K, KC):
                 kc = min(KC, K - pc)
-                for jr in prange(njr):
-                    pack_b(b, bbase + pc * sbk + jc * sbn, sbk, sbn, kc, nc, Bp, jr)
+                if sbn == 1:
+                    nkq = min(kc, 2 * ntask)
+                    for kq in prange(nkq):
+                        pack_b_rows(b, bbase + pc * sbk + jc, sbk, kc, nc, Bp,
+                                    (kc * kq) // nkq, (kc * (kq + 1)) // nkq)
+                else:
+                    for jr in prange(njr):
+                        pack_b(b, bbase + pc * sbk + jc * sbn, sbk, sbn, kc, nc, Bp, jr)
                 for t in prange(ntask):
                     ic = t // ngroups
                     g = t - ic * ngroups
