@@ -466,13 +466,59 @@ def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, d
                 c += 1
 
 
+@njit(cache=True, error_model='numpy', nogil=True)
+def row_segments(R, nr, L, ow, sx, S):
+    # The runs R of a sliver over the row-shifted planes (width ow, no padding): the runs of
+    # one sample are one contiguous stretch of each plane (and of the output).  S[0, s] its
+    # offset in the sliver, S[1, s] its start relative to the plane row of sample 0, S[2, s]
+    # its length, S[3, s] its sample, S[4, s] its first output position in the sample.
+    ns = 0
+    q = 0
+    while q < nr:
+        n = R[2, q]
+        q2 = q + 1
+        m = R[1, q]
+        while q2 < nr and R[2, q2] == n:
+            m += R[1, q2]
+            q2 += 1
+        S[0, ns] = R[0, q]
+        S[1, ns] = n * sx + R[3, q] * ow + R[4, q]
+        S[2, ns] = m
+        S[3, ns] = n
+        S[4, ns] = R[3, q] * ow + R[4, q]
+        ns += 1
+        q = q2
+    return ns
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def pack_b_segs(x, S, ns, nv, pc, kc, Bp, hp, ow, kh, dh):
+    # Rows pc <= k < pc + kc (k = c*kh + i) of the implicit columns of a (kh, 1)-kernel,
+    # unpadded, stride-1 conv over the row-shifted planes x: per row one copy per segment.
+    c = pc // kh
+    i = pc - c * kh
+    unr = uint64(NR)
+    for kk in range(kc):
+        d0 = uint64(kk) * unr
+        base = (c * hp + i * dh) * ow
+        for s in range(ns):
+            copy_run(Bp, d0 + uint64(S[0, s]), x, uint64(S[1, s] + base), uint64(S[2, s]))
+        zero_run(Bp, d0 + uint64(nv), unr - uint64(nv))
+        i += 1
+        if i == kh:
+            i = 0
+            c += 1
+
+
 @njit(cache=True, error_model='numpy', nogil=True, parallel=True)
-def conv_fwd(a, x, y, bias, hasb, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, ntask,
-             zero):
+def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow,
+             ntask, zero):
     # y (N, O, oh, ow) = a (O, C*kh*kw) @ the implicit columns of x (N, C, H, W) (+ bias[o]
     # after the sum), written as NCHW: the gemm's row o of sample n lands at y[n, o].  Tasks
     # of consecutive NR-wide column slivers; a sliver inside one sample's row block is
-    # written in place (row stride L), others through a scratch tile.
+    # written in place (row stride L), others through a scratch tile.  ``rows``: x holds the
+    # row-shifted planes (``jit_kernels.cpu.conv._shift_rows``) of a (kh, 1) kernel without
+    # padding at stride 1, packed by segments (one copy per sample and row of the columns).
     K = C * kh * kw
     L = oh * ow
     NL = N * L
@@ -491,17 +537,22 @@ def conv_fwd(a, x, y, bias, hasb, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw,
         T = np.empty(MR * NR, y.dtype)
         S = np.empty(Mp * NR, y.dtype)
         R = np.empty((5, NR), np.int64)
+        Sg = np.empty((5, NR), np.int64)
         for s in range(s0, s1):
             j0 = s * NR
             nv = min(NR, NL - j0)
             nr = conv_runs(j0, nv, L, ow, R)
+            nsg = row_segments(R, nr, L, ow, C * H * W, Sg) if rows else 0
             n0 = j0 // L
             l0 = j0 - n0 * L
             direct = nv == NR and l0 + NR <= L
             for pc in range(0, K, KC):
                 kc = min(KC, K - pc)
-                pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw,
-                            ow)
+                if rows:
+                    pack_b_segs(x, Sg, nsg, nv, pc, kc, Bp, H, W, kh, dh)
+                else:
+                    pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh,
+                                dw, ow)
                 if direct:
                     D = y
                     do = n0 * O * L + l0
@@ -519,6 +570,19 @@ def conv_fwd(a, x, y, bias, hasb, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw,
                         d = y[(n0 * O + o) * L + l0:(n0 * O + o) * L + l0 + NR]
                         for e in range(NR):
                             d[e] += v
+            elif rows:  # (one stretch of the output per sample, as in the packing)
+                for o in range(O):
+                    v = bias[o] if hasb else zero
+                    for q in range(nsg):
+                        t0 = Sg[0, q]
+                        m = Sg[2, q]
+                        p = (Sg[3, q] * O + o) * L + Sg[4, q]
+                        if hasb:
+                            for e in range(m):
+                                y[p + e] = S[o * NR + t0 + e] + v
+                        else:
+                            for e in range(m):
+                                y[p + e] = S[o * NR + t0 + e]
             else:
                 for o in range(O):
                     v = bias[o] if hasb else zero

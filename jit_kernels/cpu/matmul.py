@@ -137,8 +137,8 @@ def _driver(dtype, name):
 def _signature(dtype, name):
     import numba
     T, A, i = _types(dtype)
-    if name == "conv_fwd":     # a, x, y, bias, hasb, 16 ints (shapes, window, ntask), zero
-        return (A, A, A, A, numba.boolean) + (i,) * 16 + (T,)
+    if name == "conv_fwd":     # a, x, y, bias, hasb, rows, 16 ints (shapes, window, ntask), zero
+        return (A, A, A, A, numba.boolean, numba.boolean) + (i,) * 16 + (T,)
     if name == "conv_wgrad":   # g, x, c, Ap, 16 ints (shapes, window, ngroups), zero
         return (A, A, A, A) + (i,) * 16 + (T,)
     sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
