@@ -151,3 +151,24 @@ def test_weight_gradient_dot_products_values(name):
         np.testing.assert_array_equal(
             cv.conv2d_weight_gemm(x, g, kernel, (1, 1), pads, dil), cv._wdot(x, g, kernel, pads,
                                                                              dil, mm))
+
+
+# (H, W, kw, pt, pl, dw, hp, ow): "same" 3x3, a crop (fewer rows than the image), a grid
+# wider than the image, dilation, and pads past the image on both sides
+SHIFTS = [(4, 4, 3, 1, 1, 1, 6, 4), (5, 5, 3, 0, 1, 1, 3, 5), (3, 4, 3, 2, 2, 1, 7, 6),
+          (6, 5, 3, 1, 2, 2, 8, 5), (2, 3, 2, 3, 4, 1, 9, 9)]
+
+
+@pytest.mark.parametrize("H, W, kw, pt, pl, dw, hp, ow", SHIFTS)
+def test_row_shifted_planes(H, W, kw, pt, pl, dw, hp, ow):
+    x = np.random.default_rng(H * W).standard_normal((2, 3, H, W)).astype(np.float32)
+    want = np.zeros((2, 3, kw, hp, ow), np.float32)
+    for j in range(kw):
+        for y in range(hp):
+            for ox in range(ow):
+                iy, ix = y - pt, ox + j * dw - pl
+                if 0 <= iy < H and 0 <= ix < W:
+                    want[:, :, j, y, ox] = x[:, :, iy, ix]
+    got = np.full(want.size, np.nan, np.float32)
+    cv._shift_rows(x.reshape(-1), got, 2, 3, H, W, kw, pt, pl, dw, hp, ow)
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
