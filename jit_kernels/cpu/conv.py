@@ -26,6 +26,8 @@ caching allocator.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit, prange, uint64
 
@@ -170,6 +172,20 @@ def _shift_rows(x, out, N, C, H, W, kw, pt, pl, dw, hp, ow):
                     dst[o + ox] = 0
 
 
+@njit(cache=True, parallel=True, error_model="numpy")
+def _gather_planes(x, out, idx, T, HW, KP, zero):
+    """``out[t*KP + e] = x[t*HW + idx[e]]`` (0 where ``idx[e] == HW``) for each of the T
+    planes: the row-shifted planes of small images from one index map per geometry (a loop
+    per shifted row cost more than its copy there)."""
+    uhw = uint64(HW)
+    for t in prange(T):
+        img = x[t * HW:(t + 1) * HW]
+        dst = out[t * KP:(t + 1) * KP]
+        for e in range(KP):
+            m = idx[e]
+            dst[e] = img[m] if m < uhw else zero
+
+
 @njit(cache=True, parallel=True, error_model="numpy", fastmath={"contract"})
 def _wgrad_small(cols, g, out, N, O, K, L):
     """``out`` (O, K) = g as rows (O, N*L) @ ``cols`` (K, N*L).T for few columns K: one prange
@@ -273,6 +289,35 @@ def _implicit(dt, macs, name):
     return mm._gemm_now(dt, name)
 
 
+#: planes of the row-shifted form up to this many elements (kw * hp * ow) are gathered through
+#: an index map (``_gather_planes``); larger ones are copied row by row (``_shift_rows``)
+GATHER_MAX = 1024
+
+
+@functools.lru_cache(maxsize=64)
+def _shift_map(H, W, kw, pt, pl, dw, hp, ow):
+    """The index map of ``_gather_planes``: for each element of a (kw, hp, ow) block of
+    shifted planes, its offset in the (H, W) plane, or H*W outside the image."""
+    j, y, ox = np.meshgrid(np.arange(kw), np.arange(hp), np.arange(ow), indexing="ij")
+    iy, ix = y - pt, ox + j * dw - pl
+    inside = (iy >= 0) & (iy < H) & (ix >= 0) & (ix < W)
+    return np.where(inside, iy * W + ix, H * W).astype(np.uint64).reshape(-1)
+
+
+def shift_rows(x, kw, pt, pl, dw, hp, ow):
+    """The row-shifted planes (N, C*kw, hp, ow) of ``x`` (N, C, H, W), flat: see
+    ``_shift_rows``."""
+    N, C, H, W = x.shape
+    out = _pool.empty((N * C * kw * hp * ow,), x.dtype)
+    xf = _contiguous(x).reshape(-1)
+    if kw * hp * ow <= GATHER_MAX:
+        _gather_planes(xf, out, _shift_map(H, W, kw, pt, pl, dw, hp, ow), N * C, H * W,
+                       kw * hp * ow, x.dtype.type(0))
+    else:
+        _shift_rows(xf, out, N, C, H, W, kw, pt, pl, dw, hp, ow)
+    return out
+
+
 def _wdot(x, g, kernel, padding, dilation, mm):
     """The stride-1 weight gradient as dot products (``conv_wdot`` of the generated gemm
     module) of g's rows and the row-shifted planes of x (``_shift_rows``), both contiguous
@@ -280,9 +325,7 @@ def _wdot(x, g, kernel, padding, dilation, mm):
     N, C, H, W = x.shape
     O, (oh, ow), (kh, kw), (dh, dw) = g.shape[1], g.shape[2:], kernel, dilation
     hp = oh + dh * (kh - 1)
-    xr = _pool.empty((N * C * kw * hp * ow,), x.dtype)
-    _shift_rows(_contiguous(x).reshape(-1), xr, N, C, H, W, kw, padding[0], padding[1], dw,
-                hp, ow)
+    xr = shift_rows(x, kw, padding[0], padding[1], dw, hp, ow)
     mod = mm.dot_module(x.dtype)
     K = C * kw * kh
     mo, mk = _matmul_gen.DOT_MO, _matmul_gen.DOT_MK
@@ -328,9 +371,7 @@ def _rows_form(x, kernel, stride, padding, dilation, grid):
     N, C, H, W = x.shape
     dh, dw = dilation
     hp = oh + dh * (kh - 1)
-    out = _pool.empty((N, C * kw, hp, ow), x.dtype)
-    _shift_rows(_contiguous(x).reshape(-1), out.reshape(-1), N, C, H, W, kw, padding[0],
-                padding[1], dw, hp, ow)
+    out = shift_rows(x, kw, padding[0], padding[1], dw, hp, ow).reshape(N, C * kw, hp, ow)
     return out, (kh, 1), (0, 0), (dh, 1)
 
 

@@ -172,3 +172,13 @@ def test_row_shifted_planes(H, W, kw, pt, pl, dw, hp, ow):
     got = np.full(want.size, np.nan, np.float32)
     cv._shift_rows(x.reshape(-1), got, 2, 3, H, W, kw, pt, pl, dw, hp, ow)
     np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
+@pytest.mark.parametrize("H, W, kw, pt, pl, dw, hp, ow", SHIFTS)
+def test_row_shifted_planes_by_index_map(H, W, kw, pt, pl, dw, hp, ow):
+    """The small-plane path (``shift_rows`` gathers below ``GATHER_MAX``) equals the row copy."""
+    x = np.random.default_rng(H + W).standard_normal((2, 3, H, W)).astype(np.float32)
+    want = np.full(2 * 3 * kw * hp * ow, np.nan, np.float32)
+    cv._shift_rows(x.reshape(-1), want, 2, 3, H, W, kw, pt, pl, dw, hp, ow)
+    assert kw * hp * ow <= cv.GATHER_MAX
+    np.testing.assert_array_equal(cv.shift_rows(x, kw, pt, pl, dw, hp, ow), want)
