@@ -132,7 +132,7 @@ CONV2D = [
     pytest.param((2, 2, 4, 5), (3, 2, 2, 3), True, {"padding": "same"}, id="same-even-kernel"),
     pytest.param((1, 2, 6, 5), (2, 2, 2, 2), False, {"stride": 3, "padding": "valid"},
                  id="stride-3-valid"),
-    # wide enough for the input gradient's full-correlation form (FULL_CORRELATION_MIN_WIDTH)
+    # wide images (the input gradient is a full correlation at stride 1 on any width)
     pytest.param((1, 2, 3, 33), (4, 1, 3, 3), True, {"padding": (1, 2), "dilation": (1, 2), "groups": 2},
                  id="wide-grouped-dilated"),
     pytest.param((1, 1, 2, 32), (1, 1, 2, 2), False, {"padding": 3}, id="wide-padding-past-kernel"),

@@ -8,7 +8,7 @@ of asymmetric convolutions stay one op.  The convolutions are lowered onto the k
 conv is ONE gemm ``W @ im2col_batched(x)`` for the batch, its (O, N, L) rows turned into NCHW
 plus the bias by ``swap01``, a transposed conv ``col2im_batched(W.T @ x as rows)``; with groups
 ``W[g] @ im2col(x)[n, g]`` per sample and group.  Their gradients are written with catalogue
-ops: each is the other's input gradient (conv2d's, at stride 1 on wide images, the cheaper
+ops: each is the other's input gradient (conv2d's, at stride 1, the cheaper
 full correlation with the flipped weight), and the weight gradient is the internal op
 ``conv2d_weight_grad`` (one gemm over batch and grid; it decomposes into ``g @ cols.T`` summed
 over the batch), so they run on every device.  Capture records each as one op (no
@@ -346,24 +346,18 @@ def _bias_grad(c, g):
     return sum(g, axis=(0, 2, 3)) if c.arity == 3 and c.needs(2) else None
 
 
-#: image width from which conv2d's stride-1 input gradient is the full correlation (measured
-#: with the implicit gemm, one thread, znver4, 2026-12-01, full correlation vs transposed conv:
-#: 64->64 56x56 N=8 24 vs 42 ms; 16->32 N=128 8x8 2.3 vs 1.7 ms, N=32 16x16 1.9 vs 1.3,
-#: N=16 28x28 3.0 vs 2.2; 32->64 N=32 16x16 5.0 vs 4.8: the fewer input channels, the more the
-#: implicit packing of the wider g costs against col2im)
-FULL_CORRELATION_MIN_WIDTH = 32
-
-
 def _input_grad(g, w, x_shape, attrs):
-    """conv2d's input gradient: the transposed conv of ``g``; for stride 1 on wide images the
-    same values as a full correlation of ``g`` with the flipped weight, channels swapped per
-    group (one conv2d -- on cpu an implicit gemm reducing over O*kh*kw -- instead of a gemm
-    over O writing kh*kw times the image, then col2im)."""
+    """conv2d's input gradient: the transposed conv of ``g``; at stride 1 (where no pad
+    exceeds the kernel's reach) the same values as a full correlation of ``g`` with the
+    flipped weight, channels swapped per group: one conv2d -- on cpu an implicit gemm reducing
+    over O*kh*kw -- instead of a gemm over O writing kh*kw times the image, then col2im
+    (measured, one thread, znver4, 2026-12-02, 16->32 3x3 N=128: 0.64 -> 0.45 ms at 4x4, 1.93
+    -> 1.57 at 8x8; 32->64 N=32 16x16 7.7 -> 5.9; 64->64 N=8 56x56 42 -> 24)."""
     stride, pads, dil, groups = attrs["stride"], attrs["padding"], attrs["dilation"], attrs["groups"]
     o, cg, kh, kw = w.shape
     full = (dil[0] * (kh - 1), dil[1] * (kw - 1))
     fpads = tuple(full[i % 2] - pads[i] for i in range(4))
-    if stride != (1, 1) or min(fpads) < 0 or x_shape[3] < FULL_CORRELATION_MIN_WIDTH:
+    if stride != (1, 1) or min(fpads) < 0:
         opad = _output_padding(x_shape[2:], g.shape[2:], (kh, kw), attrs)
         return run("conv_transpose2d", (g, w), dict(attrs, output_padding=opad))
     swapped = permute(reshape(w, (groups, o // groups, cg, kh, kw)), (0, 2, 1, 3, 4))
