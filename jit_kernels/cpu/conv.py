@@ -272,9 +272,10 @@ def swap01(x, bias=None):
     return out
 
 
-#: weight gradients with at most this many columns (C*kh*kw) use ``_wgrad_small`` (measured,
-#: one thread, znver4: 1->16 8x8 N=128 (K = 9) 0.62 ms as an implicit gemm, 0.40 as im2col +
-#: gemm, 0.22 so; its sums are in another order than the gemm's: not the stand-in's bits)
+#: weight gradients with at most this many columns (C*kh*kw) that ``_wdot`` does not take
+#: (float64, strides) use ``_wgrad_small`` (measured, one thread, znver4: 1->16 8x8 N=128 (K =
+#: 9) 0.62 ms as an implicit gemm, 0.40 as im2col + gemm, 0.22 so; its sums are in another
+#: order than the gemm's: not the stand-in's bits)
 SMALL_K = 16
 
 
@@ -343,10 +344,11 @@ DOT_LANES = 16
 
 
 def _wdot_applies(dtype, stride, L, K):
-    """Whether ``_wdot`` serves: float32 at stride 1 with more than ``SMALL_K`` columns and a
-    grid of at least one vector, whose positions past the last whole vector (summed
-    serially) are at most an eighth of it."""
-    return (dtype == np.float32 and stride == (1, 1) and K > SMALL_K and L >= DOT_LANES
+    """Whether ``_wdot`` serves: float32 at stride 1 with a grid of at least one vector,
+    whose positions past the last whole vector (summed serially) are at most an eighth of it
+    (measured, one thread, znver4: 1->16 8x8 N=128, K = 9, 0.07 ms against 0.31 for
+    ``_wgrad_small``)."""
+    return (dtype == np.float32 and stride == (1, 1) and K > 0 and L >= DOT_LANES
             and L % DOT_LANES <= L // 8)
 
 
@@ -452,6 +454,8 @@ def conv2d_weight_gemm(x, g, kernel, stride, padding, dilation):
     N, C, H, W = x.shape
     O, (oh, ow), (kh, kw) = g.shape[1], g.shape[2:], kernel
     K, L = C * kh * kw, oh * ow
+    if O * K * N * L >= mm.GEMM_MIN and _wdot_applies(x.dtype, stride, L, K):
+        return _wdot(x, g, kernel, padding, dilation, mm)
     if 0 < K <= SMALL_K and O * K * N * L >= mm.GEMM_MIN:
         # a gemm would pad each of the few columns' packed rows to NR (smaller products keep
         # the stand-in's small-product path)
@@ -459,8 +463,6 @@ def conv2d_weight_gemm(x, g, kernel, stride, padding, dilation):
         out = _pool.empty((O, K), x.dtype)
         _wgrad_small(cols.reshape(-1), _contiguous(g).reshape(-1), out.reshape(-1), N, O, K, L)
         return out
-    if O * K * N * L >= mm.GEMM_MIN and _wdot_applies(x.dtype, stride, L, K):
-        return _wdot(x, g, kernel, padding, dilation, mm)
     mod = _implicit(x.dtype, O * K * N * L, "conv_wgrad")
     if mod is None or N * L == 0:
         return conv2d_weight_cols(x, g, kernel, stride, padding, dilation)

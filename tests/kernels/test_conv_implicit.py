@@ -23,7 +23,8 @@ CASES = {
     "strided-dilated": (4, 3, 16, 9, 11, (3, 2), (2, 1), (1, 0), (1, 2)),
     "pads-past-kernel": (2, 4, 8, 5, 5, (3, 3), (1, 1), (3, 2), (1, 1)),
     "deep": (1, 60, 8, 4, 4, (3, 3), (1, 1), (1, 1), (1, 1)),
-    "one-channel": (4, 1, 16, 8, 8, (3, 3), (1, 1), (1, 1), (1, 1)),  # K <= SMALL_K
+    "one-channel": (4, 1, 16, 8, 8, (3, 3), (1, 1), (1, 1), (1, 1)),  # K = 9: dot products
+    "one-channel-strided": (16, 1, 16, 9, 9, (3, 3), (2, 2), (1, 1), (1, 1)),  # K <= SMALL_K
     # 7x7 "same" on 7 columns: the last sliver starts at ox 5, past the image for j = 6
     "sliver-past-the-image": (2, 1, 8, 7, 7, (7, 7), (1, 1), (3, 3), (1, 1)),
     # past GEMM_PAR_MIN: prange tasks over slivers (forward), row groups (weight gradient)
