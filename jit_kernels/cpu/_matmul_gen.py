@@ -467,18 +467,19 @@ def pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, d
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
-def row_segments(R, nr, L, ow, sx, S):
-    # The runs R of a sliver over the row-shifted planes (width ow, no padding): the runs of
-    # one sample are one contiguous stretch of each plane (and of the output).  S[0, s] its
-    # offset in the sliver, S[1, s] its start relative to the plane row of sample 0, S[2, s]
-    # its length, S[3, s] its sample, S[4, s] its first output position in the sample.
+def row_segments(R, nr, L, ow, sx, S, merge):
+    # The runs R of a sliver as segments of the output: S[0, s] the offset in the sliver,
+    # S[1, s] the start relative to the plane row of sample 0, S[2, s] the length, S[3, s]
+    # the sample, S[4, s] the first output position in the sample.  ``merge`` (over the
+    # row-shifted planes: width ow, no padding): the runs of one sample are one contiguous
+    # stretch of each plane and of the output, one segment.
     ns = 0
     q = 0
     while q < nr:
         n = R[2, q]
         q2 = q + 1
         m = R[1, q]
-        while q2 < nr and R[2, q2] == n:
+        while merge and q2 < nr and R[2, q2] == n:
             m += R[1, q2]
             q2 += 1
         S[0, ns] = R[0, q]
@@ -542,7 +543,7 @@ def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, d
             j0 = s * NR
             nv = min(NR, NL - j0)
             nr = conv_runs(j0, nv, L, ow, R)
-            nsg = row_segments(R, nr, L, ow, C * H * W, Sg) if rows else 0
+            nsg = row_segments(R, nr, L, ow, C * H * W, Sg, rows)
             n0 = j0 // L
             l0 = j0 - n0 * L
             direct = nv == NR and l0 + NR <= L
@@ -570,26 +571,13 @@ def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, d
                         d = y[(n0 * O + o) * L + l0:(n0 * O + o) * L + l0 + NR]
                         for e in range(NR):
                             d[e] += v
-            elif rows:  # (one stretch of the output per sample, as in the packing)
+            else:  # one copy per segment (per sample in the row-shifted form)
                 for o in range(O):
                     v = bias[o] if hasb else zero
                     for q in range(nsg):
                         t0 = Sg[0, q]
                         m = Sg[2, q]
                         p = (Sg[3, q] * O + o) * L + Sg[4, q]
-                        if hasb:
-                            for e in range(m):
-                                y[p + e] = S[o * NR + t0 + e] + v
-                        else:
-                            for e in range(m):
-                                y[p + e] = S[o * NR + t0 + e]
-            else:
-                for o in range(O):
-                    v = bias[o] if hasb else zero
-                    for q in range(nr):
-                        t0 = R[0, q]
-                        m = R[1, q]
-                        p = (R[2, q] * O + o) * L + R[3, q] * ow + R[4, q]
                         if hasb:
                             for e in range(m):
                                 y[p + e] = S[o * NR + t0 + e] + v
