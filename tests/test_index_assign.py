@@ -323,6 +323,28 @@ def test_pad_kernels_parallel_row_plan(shape, pads):
                                    atol=1e-5)
 
 
+def test_pad_plan_cache_keeps_the_checks():
+    # a repeated call reuses its checked plan; what the plan's key leaves out is still checked
+    from runtime.ops import rearrange
+    x = rt.tensor(A32)
+    first = rt.pad(x, (1, 2, 2, 1), mode="reflect").numpy()
+    assert ("reflect", x.shape, (1, 2, 2, 1)) in rearrange._PAD_PLANS
+    np.testing.assert_array_equal(rt.pad(x, (1, 2, 2, 1), mode="reflect").numpy(), first)
+    np.testing.assert_array_equal(first, _np_pad(A32, (1, 2, 2, 1), "reflect"))
+    with pytest.raises(rt.ArgumentValueError, match="value= applies only to mode 'constant'"):
+        rt.pad(x, (1, 2, 2, 1), mode="reflect", value=1.0)
+    with pytest.raises(rt.ArgumentTypeError, match="pad amounts must be an int, got 1.0"):
+        rt.pad(x, (1.0, 2, 2, 1), mode="reflect")
+    np.testing.assert_array_equal(rt.pad(x, [1, 2, 2, 1], mode="reflect").numpy(), first)
+    np.testing.assert_array_equal(rt.pad(x, (-1, 2, 1, -2), mode="reflect").numpy(),
+                                  _np_pad(A32, (-1, 2, 1, -2), "reflect"))
+    np.testing.assert_array_equal(rt.pad(x, (-1, 2, 1, -2), mode="reflect").numpy(),
+                                  _np_pad(A32, (-1, 2, 1, -2), "reflect"))
+    for n in range(rearrange._PAD_PLANS_MAX + 5):      # bounded
+        rt.pad(rt.zeros(n + 2), (1, 1), mode="replicate")
+    assert len(rearrange._PAD_PLANS) <= rearrange._PAD_PLANS_MAX
+
+
 def test_pad_circular_onnx_needs_opset_19(tmp_path):
     pytest.importorskip("onnx")
     from runtime.capture.onnx import OnnxExportError

@@ -176,7 +176,8 @@ def _identity(m, n):
 
 
 def _forward_of(maps, in_inner):
-    """The forward's plan: (rows, W, nchunks, in_blk, out_blk, rowidx, edges, lo, n).
+    """The forward's plan: (rows, W, nchunks, in_blk, out_blk, rowidx, edges, lo, n,
+    out_inner).
     ``rowidx[r]`` is the index, inside one leading slice of the input viewed as rows of ``n``,
     of the input row output row ``r`` of that slice reads; ``edges`` is the last map and
     ``lo .. lo+n-1`` its contiguous run (every map the runtime builds for a non-empty output
@@ -200,7 +201,7 @@ def _forward_of(maps, in_inner):
         raise ValueError(f"pad: the last index map {ms[-1]} has no contiguous run of the "
                          f"{dims[-1]} inputs")
     return (rows, W, -(-rows // ROWS_PER_TASK), math.prod(dims), rows * W, rowidx, ms[-1],
-            lo, n)
+            lo, n, tuple(len(m) for m in maps))
 
 
 def _lead_size(shape, lead):
@@ -213,15 +214,16 @@ def _planes_per(oshape):
 
 def pad(x, maps, lead):
     """See the module doc."""
-    out = _pool.empty(x.shape[:lead] + tuple(len(m) for m in maps), x.dtype)
+    rows, W, nchunks, in_blk, out_blk, rowidx, edges, lo, n, out_inner = \
+        _tables(maps, x.shape[lead:])[1]
+    out = _pool.empty(x.shape[:lead] + out_inner, x.dtype)
     if out.size == 0:
         return out
-    rows, W, nchunks, in_blk, out_blk, rowidx, edges, lo, n = _tables(maps, x.shape[lead:])[1]
     src = np.ascontiguousarray(x).reshape(-1)
     ob = out.reshape(-1)
     if x.dtype == np.bool_:
         src, ob = src.view(np.uint8), ob.view(np.uint8)
-    tasks = _lead_size(x.shape, lead) * nchunks
+    tasks = math.prod(x.shape[:lead]) * nchunks
     kern = _pad_par if out.size >= PAR_THRESHOLD and tasks > 1 else _pad_serial
     kern(src, ob, tasks, nchunks, rows, W, in_blk, out_blk, rowidx, edges, lo, n)
     return out
