@@ -37,7 +37,11 @@ def main(argv=None) -> int:
     groups = (argv[0] if argv else "conv,nn").split(",")
     only = argv[1] if len(argv) > 1 else None
     for g in groups:
-        for name, f_rt, _, f_t in importlib.import_module(f"bench.{g}_cases").cases():
+        mod = importlib.import_module(f"bench.{g}_cases")
+        # again after the import: case modules set torch to 2 threads for the wall-clock
+        # table, and this thread's CPU time would then miss the second thread's half
+        torch.set_num_threads(1)
+        for name, f_rt, _, f_t in mod.cases():
             if f_t is None or (only and only not in name):
                 continue
             f_rt()

@@ -231,7 +231,8 @@ PAD_CASES = [((2, 1, 1, 3), "reflect"), ((3, 1), "replicate"), ((2, 2, 1, 0, 1, 
 
 
 def _np_pad(a, amounts, mode):
-    nm = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    nm = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+          "circular": "wrap"}[mode]
     pw = [(0, 0)] * a.ndim
     for i in range(len(amounts) // 2):
         pw[a.ndim - 1 - i] = (max(amounts[2 * i], 0), max(amounts[2 * i + 1], 0))
@@ -275,6 +276,73 @@ def test_pad_kernels_parallel_path():
     np.add.at(want, (slice(None), slice(None), r[:, None], c[None, :]), w.astype(np.float64))
     np.testing.assert_allclose(kernels.pad_backward(w, (r, c), 2, x.shape), want, rtol=1e-5,
                                atol=1e-5)
+
+
+# the forward's row plan: 1-D to 5-D, odd sizes, every mode, crops, several padded trailing
+# dimensions (more than one output plane per leading slice) and an unpadded tail (merged rows)
+PAD_ND_CASES = [((7,), (2, 3)), ((5, 7), (1, 2, 3, 1)), ((3, 5, 7), (2, 1, 0, 0, 1, 2)),
+                ((2, 3, 5, 7), (1, 1, 1, 1)), ((2, 3, 5, 7), (0, 0, 0, 0, 2, 1)),
+                ((2, 3, 5, 4, 7), (3, 1, 2, 0, 1, 2)), ((2, 3, 5, 4, 7), (-1, 2, 1, -2, 1, 0)),
+                ((1, 3, 5, 4, 7), (0, 0, 1, 2, 2, 1))]
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,amounts", PAD_ND_CASES)
+def test_pad_any_rank_matches_numpy(shape, amounts, mode):
+    a = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    want = _np_pad(a, amounts, mode)
+    got = rt.pad(rt.tensor(a), amounts, mode=mode).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    if a.ndim >= 2:                              # a non-contiguous input: the same values
+        at = np.ascontiguousarray(np.swapaxes(a, 0, -1))
+        view = rt.tensor(at).transpose(0, a.ndim - 1)
+        np.testing.assert_array_equal(rt.pad(view, amounts, mode=mode).numpy(), want)
+
+
+@pytest.mark.parametrize("shape,pads", [((3, 6, 40, 50), ((0, 0), (0, 0), (2, 1), (1, 3))),
+                                        ((2, 5, 9, 40, 41), ((0, 0), (0, 0), (1, 2), (3, 1),
+                                                             (2, 2))),
+                                        ((4, 9, 50, 60), ((0, 0), (2, 3), (0, 0), (0, 0))),
+                                        ((300, 200), ((4, 5), (6, 7)))])
+def test_pad_kernels_parallel_row_plan(shape, pads):
+    # the cpu kernels above the prange threshold: several output planes per leading slice, an
+    # unpadded tail merged into rows, a 2-D input with both dimensions padded (one slice)
+    from jit_kernels.cpu import pad as kernels
+    from runtime.ops.rearrange import _pad_maps
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    for mode, nm in (("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")):
+        lead, maps = _pad_maps(pads, mode, shape)
+        y = kernels.pad(x, maps, lead)
+        np.testing.assert_array_equal(y, np.pad(x, pads, mode=nm))
+        w = np.random.default_rng(8).standard_normal(y.shape).astype(np.float32)
+        want = np.zeros(x.shape, np.float64)
+        full = [np.arange(n) for n in shape[:lead]] + list(maps)
+        np.add.at(want, np.ix_(*full), w.astype(np.float64))
+        np.testing.assert_allclose(kernels.pad_backward(w, maps, lead, shape), want, rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_pad_plan_cache_keeps_the_checks():
+    # a repeated call reuses its checked plan; what the plan's key leaves out is still checked
+    from runtime.ops import rearrange
+    x = rt.tensor(A32)
+    first = rt.pad(x, (1, 2, 2, 1), mode="reflect").numpy()
+    assert ("reflect", x.shape, (1, 2, 2, 1)) in rearrange._PAD_PLANS
+    np.testing.assert_array_equal(rt.pad(x, (1, 2, 2, 1), mode="reflect").numpy(), first)
+    np.testing.assert_array_equal(first, _np_pad(A32, (1, 2, 2, 1), "reflect"))
+    with pytest.raises(rt.ArgumentValueError, match="value= applies only to mode 'constant'"):
+        rt.pad(x, (1, 2, 2, 1), mode="reflect", value=1.0)
+    with pytest.raises(rt.ArgumentTypeError, match="pad amounts must be an int, got 1.0"):
+        rt.pad(x, (1.0, 2, 2, 1), mode="reflect")
+    np.testing.assert_array_equal(rt.pad(x, [1, 2, 2, 1], mode="reflect").numpy(), first)
+    np.testing.assert_array_equal(rt.pad(x, (-1, 2, 1, -2), mode="reflect").numpy(),
+                                  _np_pad(A32, (-1, 2, 1, -2), "reflect"))
+    np.testing.assert_array_equal(rt.pad(x, (-1, 2, 1, -2), mode="reflect").numpy(),
+                                  _np_pad(A32, (-1, 2, 1, -2), "reflect"))
+    for n in range(rearrange._PAD_PLANS_MAX + 5):      # bounded
+        rt.pad(rt.zeros(n + 2), (1, 1), mode="replicate")
+    assert len(rearrange._PAD_PLANS) <= rearrange._PAD_PLANS_MAX
 
 
 def test_pad_circular_onnx_needs_opset_19(tmp_path):

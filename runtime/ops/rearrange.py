@@ -128,6 +128,14 @@ def _pad_index_of(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.nd
     return np.mod(i, n)
 
 
+# (mode, input shape, amounts) -> (pads, crop) of a non-constant pad: its record's pads (None:
+# nothing to pad) and the crop of negative amounts (None: none), the checks behind it passed.
+# A repeated call (every step of a conv net) skips the checks and the loops over the axes,
+# ~10 us of Python per call.  Only int amounts key it (1.0 == 1 hashes alike but is refused).
+_PAD_PLANS: dict = {}
+_PAD_PLANS_MAX = 256
+
+
 @front_end
 def pad(input, pad, mode="constant", value=None) -> Tensor:
     """PyTorch's ``F.pad``: ``pad`` lists (before, after) pairs starting from the *last*
@@ -137,6 +145,13 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
     ``"circular"`` (wrap around; amounts no larger than the axis).  Unlike PyTorch, the
     non-constant modes pad any number of trailing dimensions of any rank."""
     x = tensor_arg("pad", input)
+    key = None
+    if value is None and type(mode) is str and type(pad) is tuple and \
+            type(x.shape) is tuple and all(type(a) is int for a in pad):
+        key = (mode, x.shape, pad)
+        plan = _PAD_PLANS.get(key)
+        if plan is not None:
+            return _pad_native(x, mode, *plan)
     amounts = _ints("pad", "pad amounts", pad)
     if len(amounts) % 2 or len(amounts) // 2 > x.ndim:
         raise ShapeError(f"pad: the padding {amounts} must have an even length of at most "
@@ -171,15 +186,17 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
             _pad_index(mode, n, lo, hi, d, x.shape)          # validates the amounts
     if mode != "constant":             # one native pass (the ``pad`` record), then crop
         pads = tuple(tuple(_b.max(a, 0) for a in pairs.get(d, (0, 0))) for d in range(x.ndim))
-        out = x
-        if any(p != (0, 0) for p in pads):
-            out = run("pad", (x,), {"pads": pads, "mode": mode})
+        padded = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, pads))
         crop = tuple(slice(_b.max(-pairs.get(d, (0, 0))[0], 0),
-                           out.shape[d] - _b.max(-pairs.get(d, (0, 0))[1], 0))
+                           padded[d] - _b.max(-pairs.get(d, (0, 0))[1], 0))
                      for d in range(x.ndim))
-        if any(c.start or c.stop != m for c, m in zip(crop, out.shape)):
-            out = getitem(out, crop)
-        return out
+        plan = (pads if any(p != (0, 0) for p in pads) else None,
+                crop if any(c.start or c.stop != m for c, m in zip(crop, padded)) else None)
+        if key is not None:
+            if len(_PAD_PLANS) >= _PAD_PLANS_MAX:
+                _PAD_PLANS.clear()
+            _PAD_PLANS[key] = plan
+        return _pad_native(x, mode, *plan)
     out = x
     for d in sorted(pairs):            # constant: per axis cat(fill, x, fill), then crop negatives
         lo, hi = pairs[d]
@@ -188,6 +205,13 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
             m = out.shape[d]
             out = getitem(out, (slice(None),) * d + (slice(_b.max(-lo, 0), m - _b.max(-hi, 0)),))
     return out
+
+
+def _pad_native(x, mode, pads, crop):
+    """A checked non-constant pad: the ``pad`` record of ``pads`` (when not None), then the
+    ``crop`` of negative amounts (when not None)."""
+    out = x if pads is None else run("pad", (x,), {"pads": pads, "mode": mode})
+    return out if crop is None else getitem(out, crop)
 
 
 def _pad_axis(x, d, lo, hi, value):
@@ -226,10 +250,20 @@ def _check_pad_attrs(op, shape, attrs):
             _pad_index(mode, shape[d], lo, hi, d, shape)
 
 
+@functools.lru_cache(maxsize=256)
+def _pad_record_shape(shape, pads, mode):
+    """The checked ``pad`` record's result shape (cached: the checks walk every axis)."""
+    _check_pad_attrs("pad", shape, {"pads": pads, "mode": mode})
+    return tuple(n + lo + hi for n, (lo, hi) in zip(shape, pads))
+
+
 def _infer_pad_record(args, attrs):
     (x,) = args
-    _check_pad_attrs("pad", x.shape, attrs)
-    shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, attrs["pads"]))
+    try:
+        shape = _pad_record_shape(tuple(x.shape), attrs["pads"], attrs["mode"])
+    except TypeError:                  # unhashable attrs (a list of pads): the uncached checks
+        _check_pad_attrs("pad", x.shape, attrs)
+        shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, attrs["pads"]))
     return Plan(shape, x.dtype, x.dtype)
 
 
