@@ -740,11 +740,13 @@ DV = {DV}
 
 
 @njit(cache=True, error_model='numpy', nogil=True, parallel=True)
-def conv_wdot(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax):
-    # Tasks over blocks of DMK rows k; per block of nbmax samples, ``udot`` for each block of
-    # DMO rows o (the block's x rows stay in cache across them).  Rows past O or K at the edges
-    # repeat the last one and are not stored.  Each sum: the DV lanes in order, then the
-    # positions past the last whole vector, in sample order (deterministic).
+def conv_wdot(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax, ntask):
+    # ``ntask`` tasks, each over a range of blocks of DMK rows k; per block of nbmax samples,
+    # ``udot`` for each of its k blocks and each block of DMO rows o: the samples' g rows stay
+    # in cache across the task's k blocks (k blocks as the outer loop re-read all of g from
+    # memory once per block: at 8x8, 36 times).  Rows past O or K at the edges repeat the last
+    # one and are not stored.  Each sum: the DV lanes in order, then the positions past the
+    # last whole vector, in sample order (deterministic).
     L = (hp - dh * (kh - 1)) * ow
     K = Cp * kh
     nko = (K + DMK - 1) // DMK
@@ -754,40 +756,47 @@ def conv_wdot(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax):
     sg = O * L
     sx = Cp * hp * ow
     T = DMO * DMK * DV
-    for kt in prange(nko):
-        k0 = kt * DMK
-        xs = np.empty(DMK, np.int64)
+    for t in prange(ntask):
+        kt0 = (nko * t) // ntask
+        kt1 = (nko * (t + 1)) // ntask
+        xs = np.empty((max(1, kt1 - kt0), DMK), np.int64)
         gs = np.empty(DMO, np.int64)
-        for b in range(DMK):
-            k = min(k0 + b, K - 1)
-            cc = k // kh
-            xs[b] = (cc * hp + (k - cc * kh) * dh) * ow
-        ab = kt * noo * T
-        for e in range(ab, ab + noo * T):
+        for kt in range(kt0, kt1):
+            for b in range(DMK):
+                k = min(kt * DMK + b, K - 1)
+                cc = k // kh
+                xs[kt - kt0, b] = (cc * hp + (k - cc * kh) * dh) * ow
+        for e in range(kt0 * noo * T, kt1 * noo * T):
             acc[e] = 0
         for n0 in range(0, N, nbmax):
             nb = min(nbmax, N - n0)
+            for kt in range(kt0, kt1):
+                q = kt - kt0
+                for ot in range(noo):
+                    for a in range(DMO):
+                        gs[a] = n0 * sg + min(ot * DMO + a, O - 1) * L
+                    udot(g, gs[0], gs[1], gs[2], gs[3], sg, x, xs[q, 0] + n0 * sx,
+                         xs[q, 1] + n0 * sx, xs[q, 2] + n0 * sx, xs[q, 3] + n0 * sx, sx, nb, nch,
+                         acc, (kt * noo + ot) * T)
+        for kt in range(kt0, kt1):
+            k0 = kt * DMK
             for ot in range(noo):
                 for a in range(DMO):
-                    gs[a] = n0 * sg + min(ot * DMO + a, O - 1) * L
-                udot(g, gs[0], gs[1], gs[2], gs[3], sg, x, xs[0] + n0 * sx, xs[1] + n0 * sx,
-                     xs[2] + n0 * sx, xs[3] + n0 * sx, sx, nb, nch, acc, ab + ot * T)
-        for ot in range(noo):
-            for a in range(DMO):
-                o = ot * DMO + a
-                for b in range(DMK):
-                    k = k0 + b
-                    if o < O and k < K:
-                        q = ab + ot * T + (a * DMK + b) * DV
-                        s = acc[q]
-                        for e in range(1, DV):
-                            s += acc[q + e]
-                        for n in range(N):
-                            gp = n * sg + o * L
-                            xp = n * sx + xs[b]
-                            for p in range(p1, L):
-                                s += g[gp + p] * x[xp + p]
-                        c[o * K + k] = s
+                    o = ot * DMO + a
+                    for b in range(DMK):
+                        k = k0 + b
+                        if o < O and k < K:
+                            q = (kt * noo + ot) * T + (a * DMK + b) * DV
+                            s = acc[q]
+                            for e in range(1, DV):
+                                s += acc[q + e]
+                            xo = xs[kt - kt0, b]
+                            for n in range(N):
+                                gp = n * sg + o * L
+                                xp = n * sx + xo
+                                for p in range(p1, L):
+                                    s += g[gp + p] * x[xp + p]
+                            c[o * K + k] = s
 '''
 
 

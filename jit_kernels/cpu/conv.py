@@ -333,9 +333,11 @@ def _wdot(x, g, kernel, padding, dilation, mm):
     acc = _pool.empty((((K + mk - 1) // mk) * ((O + mo - 1) // mo) * mo * mk * DOT_LANES,),
                       x.dtype)
     gw = _pool.empty((O, C, kw, kh), x.dtype)
-    # samples per udot call: about 512 positions, so its block of x and g stays in cache
+    # samples per udot call: about 512 positions, so its block of x and g stays in cache;
+    # one task per thread (each re-reads the g block of its samples)
+    nt = mm.nthreads() if O * K * N * oh * ow >= mm.GEMM_PAR_MIN else 1
     mod.conv_wdot(_contiguous(g).reshape(-1), xr, gw.reshape(-1), acc, N, O, C * kw, kh, dh,
-                  hp, ow, max(1, 512 // (oh * ow)))
+                  hp, ow, max(1, 512 // (oh * ow)), min(nt, (K + mk - 1) // mk))
     return np.ascontiguousarray(gw.transpose(0, 1, 3, 2)).reshape(O, C * kh * kw)
 
 

@@ -240,7 +240,7 @@ def _build_dot(dtype):
     finally:
         numba.config.SLP_VECTORIZE = old
     mod.udot.disable_compile()
-    mod.conv_wdot.compile((A,) * 4 + (i,) * 8)  # g, x, c, acc, 8 ints
+    mod.conv_wdot.compile((A,) * 4 + (i,) * 9)  # g, x, c, acc, 9 ints
     return mod
 
 
