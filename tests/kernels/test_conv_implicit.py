@@ -27,6 +27,9 @@ CASES = {
     "one-channel-strided": (16, 1, 16, 9, 9, (3, 3), (2, 2), (1, 1), (1, 1)),  # K <= SMALL_K
     # 7x7 "same" on 7 columns: the last sliver starts at ox 5, past the image for j = 6
     "sliver-past-the-image": (2, 1, 8, 7, 7, (7, 7), (1, 1), (3, 3), (1, 1)),
+    # stride 1 with dilation and a kernel taller than wide: the row-shifted form's (kh, 1)
+    # kernel keeps the vertical dilation, the shifted planes the horizontal one
+    "dilated-rows": (4, 3, 8, 7, 9, (3, 2), (1, 1), (2, 1), (2, 2)),
     # past GEMM_PAR_MIN: prange tasks over slivers (forward), row groups (weight gradient)
     "parallel": (16, 8, 16, 8, 8, (3, 3), (1, 1), (1, 1), (1, 1)),
 }
