@@ -610,8 +610,6 @@ VARIANTS: dict[str, OpInfo] = {r.name: r for r in [
 NOT_IN_TABLE = {
     "cross_entropy_backward": "internal op of cross_entropy's gradient; "
                               "tests/autodiff/test_composite.py",
-    "relu_backward": "internal op of relu's gradient; relu's finite-difference and PyTorch "
-                     "gradient rows (tests/autodiff), tests/nn/test_layers.py",
     "reshape": "shape op, no numeric reference; tests/test_shape.py",
     "permute": "shape op; tests/test_shape.py",
     "expand": "shape op; tests/test_shape.py",

@@ -67,7 +67,6 @@ INTERNAL["pad_backward"] = "pad"
 # issue 15: the fused softmax of scaled_dot_product_attention
 REACHED_BY["attention_softmax"] = lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True)
 INTERNAL["attention_softmax_backward"] = "attention_softmax"
-INTERNAL["relu_backward"] = "relu"     # (one fused pass for relu's gradient)
 
 
 def _spy(monkeypatch):
@@ -119,7 +118,6 @@ def test_internal_ops_are_reached_by_their_owners_rule(monkeypatch):
     w4 = rt.tensor(np.ones((1, 1, 1, 2)), device=ad).require_grad()
     F.conv2d(x4, w4).sum().backward()
     F.scaled_dot_product_attention(x4, x4, x4, is_causal=True).sum().backward()
-    rt.relu(x4).sum().backward()
     assert set(INTERNAL) <= seen
 
 

@@ -277,7 +277,7 @@ def _grad_sigmoid(c, g):
 neg = _unary("neg", "same", "Neg", lambda c, g: neg(g))
 abs = _unary("abs", "same", "Abs", lambda c, g: mul(g, sign(c.input(0))))
 sign = _unary("sign", "same", "Sign")
-relu = _unary("relu", "same", "Relu", lambda c, g: run("relu_backward", (c.input(0), g)))
+relu = _unary("relu", "same", "Relu", lambda c, g: where(gt(c.input(0), 0), g, 0))
 floor = _unary("floor", "same", "Floor")
 ceil = _unary("ceil", "same", "Ceil")
 exp = _unary("exp", "float", "Exp", lambda c, g: mul(g, c.output()))
@@ -657,12 +657,6 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
 
 silu = _composite("silu", 1, lambda args, attrs: mul(_as_float(args[0]), sigmoid(args[0])),
                   doc="``x * sigmoid(x)`` (swish), differentiated through its decomposition.")
-
-
-# relu's gradient ``where(x > 0, g, 0)``: one fused pass over x and g instead of a ``gt``
-# pass and a ``where`` pass (an internal op: relu's backward rule dispatches it)
-_composite("relu_backward", 2, lambda args, attrs: where(gt(args[0], 0), args[1], 0),
-           result="same", api=False)
 
 
 mish = _composite("mish", 1, lambda args, attrs: mul(_as_float(args[0]), tanh(softplus(args[0]))),
