@@ -362,15 +362,20 @@ def _wdot_applies(dtype, stride, L, K):
 ROWS_MAX_WIDTH = 64
 
 
-def _rows_form(x, kernel, stride, padding, dilation, grid):
+def _rows_form(x, w_shape, stride, padding, dilation, grid):
     """The row-shifted form of a stride-1 conv: ``(x', (kh, 1), (0, 0), (dh, 1))`` with ``x'``
     (N, C*kw, oh + dh*(kh-1), ow) holding each input plane's kw horizontally shifted, padded
     copies (``_shift_rows``), or None where it does not apply.  The conv of x' with the weight
     in (c, j, i) order (``_rows_weight``) and a (kh, 1) kernel without padding is the conv of
     x, and its implicit columns are whole contiguous stretches of x': one copy per sample and
-    row of the columns, no per-image-row runs, no edge zeroing."""
-    (kh, kw), (oh, ow) = kernel, grid
-    if stride != (1, 1) or kw == 1 or ow >= ROWS_MAX_WIDTH or x.size == 0 or oh * ow == 0:
+    row of the columns, no per-image-row runs, no edge zeroing.  Only for the products the
+    packed gemm would do (``matmul.GEMM_MIN`` multiply-adds or more): below that the copy
+    gains nothing and would be one more kernel to compile."""
+    from jit_kernels.cpu import matmul as mm
+    O, _, kh, kw = w_shape
+    oh, ow = grid
+    if stride != (1, 1) or kw == 1 or ow >= ROWS_MAX_WIDTH or x.size == 0 or oh * ow == 0 \
+            or O * x.shape[0] * x.shape[1] * kh * kw * oh * ow < mm.GEMM_MIN:
         return None
     N, C, H, W = x.shape
     dh, dw = dilation
@@ -390,7 +395,7 @@ def conv2d_cols(x, w, bias, stride, padding, dilation, grid):
     stand-in: the same sums in the same order, so the same bits; in the row-shifted form
     where ``conv2d_gemm`` uses it)."""
     from jit_kernels.cpu import matmul as mm
-    rows = _rows_form(x, w.shape[2:], stride, padding, dilation, grid)
+    rows = _rows_form(x, w.shape, stride, padding, dilation, grid)
     if rows is not None:
         return conv2d_cols(rows[0], _rows_weight(w), bias, stride, rows[2], rows[3], grid)
     N, O, L = x.shape[0], w.shape[0], grid[0] * grid[1]
@@ -419,7 +424,7 @@ def conv2d_gemm(x, w, bias, stride, padding, dilation, grid):
     straight from the image, the result written as NCHW plus the bias); im2col + gemm +
     ``swap01`` (the same bits) where it does not apply or is still building; on small images
     at stride 1 in the row-shifted form (``_rows_form``), with its stand-in in the same form."""
-    rows = _rows_form(x, w.shape[2:], stride, padding, dilation, grid)
+    rows = _rows_form(x, w.shape, stride, padding, dilation, grid)
     if rows is not None:
         return _conv_fwd(rows[0], _rows_weight(w), bias, stride, rows[2], rows[3], grid, True)
     return _conv_fwd(x, w, bias, stride, padding, dilation, grid, False)
