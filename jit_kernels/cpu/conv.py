@@ -330,7 +330,7 @@ def _wdot(x, g, kernel, padding, dilation, mm):
     mod = mm.dot_module(x.dtype)
     K = C * kw * kh
     mo, mk = _matmul_gen.DOT_MO, _matmul_gen.DOT_MK
-    acc = _pool.empty((((K + mk - 1) // mk) * ((O + mo - 1) // mo) * mo * mk * DOT_LANES,),
+    acc = _pool.empty((((K + mk - 1) // mk) * ((O + mo - 1) // mo) * mo * mk * _dot_lanes(x.dtype),),
                       x.dtype)
     gw = _pool.empty((O, C, kw, kh), x.dtype)
     # samples per udot call: about 512 positions, so its block of x and g stays in cache;
@@ -341,17 +341,21 @@ def _wdot(x, g, kernel, padding, dilation, mm):
     return np.ascontiguousarray(gw.transpose(0, 1, 3, 2)).reshape(O, C * kh * kw)
 
 
-#: lanes of the dot-product weight gradient per float dtype (one 64-byte vector)
-DOT_LANES = 16
-
-
 def _wdot_applies(dtype, stride, L, K):
     """Whether ``_wdot`` serves: float32 at stride 1 with a grid of at least one vector,
     whose positions past the last whole vector (summed serially) are at most an eighth of it
     (measured, one thread, znver4: 1->16 8x8 N=128, K = 9, 0.07 ms against 0.31 for
     ``_wgrad_small``)."""
-    return (dtype == np.float32 and stride == (1, 1) and K > 0 and L >= DOT_LANES
-            and L % DOT_LANES <= L // 8)
+    if dtype != np.float32:
+        return False
+    v = _dot_lanes(dtype)
+    return stride == (1, 1) and K > 0 and L >= v and L % v <= L // 8
+
+
+def _dot_lanes(dtype):
+    """Lanes of ``udot``'s accumulators: half the gemm's NR (one 64-byte vector)."""
+    from jit_kernels.cpu import matmul as mm
+    return mm._CFG[np.dtype(dtype)][1] // 2
 
 
 #: stride-1 forward convolutions with a kernel wider than one column and an output grid

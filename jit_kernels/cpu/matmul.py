@@ -195,25 +195,33 @@ def _build_gemm_named(what: str) -> None:
     _driver(np.dtype(dt), driver)
 
 
+def _slp_compile(*kernels):
+    """Compile (or load) each ``(dispatcher, signature)`` with ``numba.config.SLP_VECTORIZE``
+    on, then disable further compiles of them: callers compiled later (SLP off) inline this
+    vectorised code, and a second, scalar specialisation must never appear."""
+    import numba
+    old = numba.config.SLP_VECTORIZE
+    numba.config.SLP_VECTORIZE = 1
+    try:
+        # A cache hit loads the SLP-compiled machine code (and its optimised IR, which the
+        # drivers inline); a miss compiles it here, with SLP on.
+        for disp, sig in kernels:
+            disp.compile(sig)
+    finally:
+        numba.config.SLP_VECTORIZE = old
+    for disp, _ in kernels:
+        disp.disable_compile()
+
+
 def _build_gemm(dtype):
     import numba
     from jit_kernels.codegen import load_generated_module
 
     mod = load_generated_module(_gemm_source(dtype)[0], f"cpu_gemm_{dtype.name}")
     T, A, i = _types(dtype)
-    sig = (i, A, i, A, i, A, i, i, numba.boolean, T)
-    old = numba.config.SLP_VECTORIZE
-    numba.config.SLP_VECTORIZE = 1
-    try:
-        # A cache hit loads the SLP-compiled machine code (and its optimised IR, which the
-        # drivers inline); a miss compiles it here, with SLP on.
-        mod.uk.compile(sig)
-        u = numba.uint64
-        mod.copy_run.compile((A, u, A, u, u))  # the conv packers' copy (vector blocks)
-    finally:
-        numba.config.SLP_VECTORIZE = old
-    mod.uk.disable_compile()  # never a second, scalar specialisation
-    mod.copy_run.disable_compile()
+    u = numba.uint64
+    _slp_compile((mod.uk, (i, A, i, A, i, A, i, i, numba.boolean, T)),
+                 (mod.copy_run, (A, u, A, u, u)))  # (the conv packers' vector-block copy)
     return mod
 
 
@@ -230,16 +238,10 @@ def dot_module(dtype):
 
 
 def _build_dot(dtype):
-    import numba
     mod = _gemm_module(dtype)
     T, A, i = _types(dtype)
-    old = numba.config.SLP_VECTORIZE
-    numba.config.SLP_VECTORIZE = 1
-    try:  # g, 4 row offsets, sg, x, 4 row offsets, sx, nb, nch, acc, ao
-        mod.udot.compile((A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i))
-    finally:
-        numba.config.SLP_VECTORIZE = old
-    mod.udot.disable_compile()
+    # udot: g, 4 row offsets, sg, x, 4 row offsets, sx, nb, nch, acc, ao
+    _slp_compile((mod.udot, (A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i)))
     mod.conv_wdot.compile((A,) * 4 + (i,) * 9)  # g, x, c, acc, 9 ints
     return mod
 
