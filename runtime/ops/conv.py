@@ -370,11 +370,14 @@ def _grad_conv2d(c, g):
     attrs = c.attrs
     kernel = w.shape[2:]
     gx = gw = None
-    if c.needs(0):
-        gx = _input_grad(g, w, x.shape, attrs)
+    # the weight gradient first: on cpu it takes the row-shifted copy of x that the forward
+    # left (``jit_kernels.cpu.conv._take_shifted``) before the input gradient's own conv
+    # leaves one of g, which could push it out
     if c.needs(1):
         gw = run("conv2d_weight_grad", (x, g), dict(_window_attrs(attrs, kernel),
                                                     groups=attrs["groups"]))
+    if c.needs(0):
+        gx = _input_grad(g, w, x.shape, attrs)
     return gx, gw, _bias_grad(c, g)
 
 

@@ -161,6 +161,10 @@ def test_weight_gradient_dot_products_values(name):
 # wider than the image, dilation, and pads past the image on both sides
 SHIFTS = [(4, 4, 3, 1, 1, 1, 6, 4), (5, 5, 3, 0, 1, 1, 3, 5), (3, 4, 3, 2, 2, 1, 7, 6),
           (6, 5, 3, 1, 2, 2, 8, 5), (2, 3, 2, 3, 4, 1, 9, 9)]
+# planes as wide as the grid and of at least SAME_MIN elements (``_shift_same``): "same" 3x3,
+# a crop with dilation, a shift past the whole row, more pad rows than image rows
+SAME_SHIFTS = [(8, 8, 3, 1, 1, 1, 10, 8), (9, 8, 3, 0, 3, 2, 7, 8), (8, 9, 2, 0, 9, 1, 8, 9),
+               (1, 64, 3, 2, 1, 1, 5, 64)]
 
 
 @pytest.mark.parametrize("H, W, kw, pt, pl, dw, hp, ow", SHIFTS)
@@ -186,3 +190,47 @@ def test_row_shifted_planes_by_index_map(H, W, kw, pt, pl, dw, hp, ow):
     cv._shift_rows(x.reshape(-1), want, 2, 3, H, W, kw, pt, pl, dw, hp, ow)
     assert kw * hp * ow <= cv.GATHER_MAX
     np.testing.assert_array_equal(cv.shift_rows(x, kw, pt, pl, dw, hp, ow), want)
+
+
+@pytest.mark.parametrize("H, W, kw, pt, pl, dw, hp, ow", SAME_SHIFTS)
+def test_row_shifted_planes_as_wide_as_the_image(H, W, kw, pt, pl, dw, hp, ow):
+    """The block-copy path (``shift_rows`` with ow == W on planes of SAME_MIN elements or more)
+    equals the row copy, every element written (the output starts as NaN)."""
+    x = np.random.default_rng(H * W + pl).standard_normal((2, 3, H, W)).astype(np.float32)
+    want = np.full(2 * 3 * kw * hp * ow, np.nan, np.float32)
+    cv._shift_rows(x.reshape(-1), want, 2, 3, H, W, kw, pt, pl, dw, hp, ow)
+    assert ow == W and H * W >= cv.SAME_MIN
+    got = np.full_like(want, np.nan)
+    cv._shift_same(x.reshape(-1), got, 6, H, W, kw, pt, pl, dw, hp)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(cv.shift_rows(x, kw, pt, pl, dw, hp, ow), want)
+
+
+def test_the_forward_leaves_its_shifted_input_to_one_weight_gradient(drivers):
+    """A row-shifted forward keeps x's shifted planes by the identity of x; the weight gradient
+    of that x takes them (once: the entry goes), with the bits of shifting x again; the entry
+    dies with x, and another array of the same values is not served from it."""
+    import gc
+    drivers(np.float32)
+    rng = np.random.default_rng(7)
+    N, C, O, H = CASES["rows"][:4]
+    x = rng.standard_normal((N, C, H, H)).astype(np.float32)
+    w = rng.standard_normal((O, C, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((N, O, H, H)).astype(np.float32)
+    window = ((1, 1), (1, 1), (1, 1))
+    cv._SHIFTED.clear()
+    cv.conv2d_gemm(x, w, None, *window, (H, H))
+    key = (3, 1, 1, 1, H + 2, H, x.shape, x.dtype)
+    assert cv._SHIFTED[id(x)][1] == key
+    kept = cv._SHIFTED[id(x)][2]
+    np.testing.assert_array_equal(kept, cv.shift_rows(x, 3, 1, 1, 1, H + 2, H))
+    taken = cv.conv2d_weight_gemm(x, g, (3, 3), *window)
+    assert id(x) not in cv._SHIFTED
+    again = cv.conv2d_weight_gemm(x, g, (3, 3), *window)     # shifts x itself
+    np.testing.assert_array_equal(taken, again)
+    # another array with the same values: no entry of its own, so it is shifted afresh
+    cv.conv2d_gemm(x, w, None, *window, (H, H))
+    assert cv._take_shifted(x.copy(), key) is None
+    del x
+    gc.collect()
+    assert not cv._SHIFTED
