@@ -161,10 +161,10 @@ def test_weight_gradient_dot_products_values(name):
 # wider than the image, dilation, and pads past the image on both sides
 SHIFTS = [(4, 4, 3, 1, 1, 1, 6, 4), (5, 5, 3, 0, 1, 1, 3, 5), (3, 4, 3, 2, 2, 1, 7, 6),
           (6, 5, 3, 1, 2, 2, 8, 5), (2, 3, 2, 3, 4, 1, 9, 9)]
-# planes as wide as the grid and of at least SAME_MIN elements (``_shift_same``): "same" 3x3,
-# a crop with dilation, a shift past the whole row, more pad rows than image rows
+# planes as wide as the grid (``_shift_masked``): "same" 3x3, a crop with dilation, a shift
+# past the whole row, more pad rows than image rows, a one-row image
 SAME_SHIFTS = [(8, 8, 3, 1, 1, 1, 10, 8), (9, 8, 3, 0, 3, 2, 7, 8), (8, 9, 2, 0, 9, 1, 8, 9),
-               (1, 64, 3, 2, 1, 1, 5, 64)]
+               (1, 64, 3, 2, 1, 1, 5, 64), (4, 4, 3, 1, 1, 1, 6, 4), (6, 5, 3, 1, 2, 2, 8, 5)]
 
 
 @pytest.mark.parametrize("H, W, kw, pt, pl, dw, hp, ow", SHIFTS)
@@ -182,9 +182,10 @@ def test_row_shifted_planes(H, W, kw, pt, pl, dw, hp, ow):
     np.testing.assert_array_equal(got.reshape(want.shape), want)
 
 
-@pytest.mark.parametrize("H, W, kw, pt, pl, dw, hp, ow", SHIFTS)
+@pytest.mark.parametrize("H, W, kw, pt, pl, dw, hp, ow", [s for s in SHIFTS if s[7] != s[1]])
 def test_row_shifted_planes_by_index_map(H, W, kw, pt, pl, dw, hp, ow):
-    """The small-plane path (``shift_rows`` gathers below ``GATHER_MAX``) equals the row copy."""
+    """The small-plane path of grids wider than the image (``shift_rows`` gathers below
+    ``GATHER_MAX``) equals the row copy."""
     x = np.random.default_rng(H + W).standard_normal((2, 3, H, W)).astype(np.float32)
     want = np.full(2 * 3 * kw * hp * ow, np.nan, np.float32)
     cv._shift_rows(x.reshape(-1), want, 2, 3, H, W, kw, pt, pl, dw, hp, ow)
@@ -194,16 +195,14 @@ def test_row_shifted_planes_by_index_map(H, W, kw, pt, pl, dw, hp, ow):
 
 @pytest.mark.parametrize("H, W, kw, pt, pl, dw, hp, ow", SAME_SHIFTS)
 def test_row_shifted_planes_as_wide_as_the_image(H, W, kw, pt, pl, dw, hp, ow):
-    """The block-copy path (``shift_rows`` with ow == W on planes of SAME_MIN elements or more)
-    equals the row copy, every element written (the output starts as NaN)."""
-    x = np.random.default_rng(H * W + pl).standard_normal((2, 3, H, W)).astype(np.float32)
-    want = np.full(2 * 3 * kw * hp * ow, np.nan, np.float32)
-    cv._shift_rows(x.reshape(-1), want, 2, 3, H, W, kw, pt, pl, dw, hp, ow)
-    assert ow == W and H * W >= cv.SAME_MIN
-    got = np.full_like(want, np.nan)
-    cv._shift_same(x.reshape(-1), got, 6, H, W, kw, pt, pl, dw, hp)
-    np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(cv.shift_rows(x, kw, pt, pl, dw, hp, ow), want)
+    """The masked-copy path (``shift_rows`` with ow == W) equals the row copy, every element
+    written (the output starts as NaN), on 1 plane (first and last at once), 3 and 6."""
+    for n, c in ((1, 1), (1, 3), (2, 3)):
+        x = np.random.default_rng(H * W + pl).standard_normal((n, c, H, W)).astype(np.float32)
+        want = np.full(n * c * kw * hp * ow, np.nan, np.float32)
+        cv._shift_rows(x.reshape(-1), want, n, c, H, W, kw, pt, pl, dw, hp, ow)
+        assert ow == W
+        np.testing.assert_array_equal(cv.shift_rows(x, kw, pt, pl, dw, hp, ow), want)
 
 
 def test_the_forward_leaves_its_shifted_input_to_one_weight_gradient(drivers):
