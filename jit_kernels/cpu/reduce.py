@@ -100,6 +100,19 @@ def _range(base, prow, rshape, rstr, lo, hi, c):
     q = lo // inner
     col = lo - q * inner
     acc = init()
+    if nr == 2:
+        # one outer dim (the common coalesced case: a per-channel reduction over (N, H*W)):
+        # row q starts at q*rstr[0], no division per row (the general walk's two per dim
+        # cost more than a short row's sum)
+        s0 = rstr[0]
+        s1 = rstr[1]
+        while lo < hi:
+            n = min(inner - col, hi - lo)
+            acc = comb(acc, _seg(base, prow + q * s0 + col * s1, s1, n, c))
+            lo += n
+            q += 1
+            col = 0
+        return acc
     while lo < hi:
         p = prow + col * rstr[nr - 1]
         rem = q
