@@ -104,19 +104,24 @@ def _udot(MO: int, MK: int, V: int) -> list:
             o = (a * MK + b) * V
             L.append(f"    As = acc[ao + {o}:ao + {o + V}]")
             L.append("    " + "; ".join(f"c{a}_{b}_{e} = As[{e}]" for e in range(V)))
-    L += ["    for n in range(nb):",
-          "        gp = n * sg",
-          "        xp = n * sx",
-          "        for q in range(nch):",
-          f"            p = q * {V}"]
+    # unsigned offsets and element loads, not slices: a slice per operand row and vector
+    # (Python's negative-start wrap and clamping) was ~70 scalar instructions per 16 FMAs
+    L += [f"    uv = uint64({V})",
+          "    for n in range(uint64(nb)):"]
     for a in range(MO):
-        L.append(f"            G{a} = g[g{a} + gp + p:g{a} + gp + p + {V}]")
+        L.append(f"        G{a} = uint64(g{a}) + n * uint64(sg)")
     for b in range(MK):
-        L.append(f"            X{b} = x[x{b} + xp + p:x{b} + xp + p + {V}]")
+        L.append(f"        X{b} = uint64(x{b}) + n * uint64(sx)")
+    L += ["        for q in range(uint64(nch)):",
+          "            p = q * uv"]
     for a in range(MO):
-        L.append("            " + "; ".join(f"u{a}_{e} = G{a}[{e}]" for e in range(V)))
+        L.append(f"            pg{a} = G{a} + p")
     for b in range(MK):
-        L.append("            " + "; ".join(f"v{b}_{e} = X{b}[{e}]" for e in range(V)))
+        L.append(f"            px{b} = X{b} + p")
+    for a in range(MO):
+        L.append("            " + "; ".join(f"u{a}_{e} = g[pg{a} + uint64({e})]" for e in range(V)))
+    for b in range(MK):
+        L.append("            " + "; ".join(f"v{b}_{e} = x[px{b} + uint64({e})]" for e in range(V)))
     for a in range(MO):
         for b in range(MK):
             L.append("            " + "; ".join(f"c{a}_{b}_{e} += u{a}_{e} * v{b}_{e}"
@@ -745,8 +750,9 @@ def conv_wdot(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax, ntask):
     # ``udot`` for each of its k blocks and each block of DMO rows o: the samples' g rows stay
     # in cache across the task's k blocks (k blocks as the outer loop re-read all of g from
     # memory once per block: at 8x8, 36 times).  Rows past O or K at the edges repeat the last
-    # one and are not stored.  Each sum: the DV lanes in order, then the positions past the
-    # last whole vector, in sample order (deterministic).
+    # one and are not stored.  Each sum: the DV lanes as a fixed pairwise tree (a chain of
+    # DV - 1 dependent adds per element was most of a small batch's time), then the positions
+    # past the last whole vector, in sample order (deterministic).
     L = (hp - dh * (kh - 1)) * ow
     K = Cp * kh
     nko = (K + DMK - 1) // DMK
@@ -787,17 +793,24 @@ def conv_wdot(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax, ntask):
                         k = k0 + b
                         if o < O and k < K:
                             q = (kt * noo + ot) * T + (a * DMK + b) * DV
-                            s = acc[q]
-                            for e in range(1, DV):
-                                s += acc[q + e]
-                            xo = xs[kt - kt0, b]
-                            for n in range(N):
-                                gp = n * sg + o * L
-                                xp = n * sx + xo
-                                for p in range(p1, L):
-                                    s += g[gp + p] * x[xp + p]
+                            s = {LANESUM}
+                            if p1 < L:
+                                xo = xs[kt - kt0, b]
+                                for n in range(N):
+                                    gp = n * sg + o * L
+                                    xp = n * sx + xo
+                                    for p in range(p1, L):
+                                        s += g[gp + p] * x[xp + p]
                             c[o * K + k] = s
 '''
+
+
+def _tree_sum(terms: list) -> str:
+    """The sum of ``terms`` as a fixed pairwise tree (``((t0 + t1) + (t2 + t3))``...)."""
+    if len(terms) == 1:
+        return terms[0]
+    h = (len(terms) + 1) // 2
+    return f"({_tree_sum(terms[:h])} + {_tree_sum(terms[h:])})"
 
 
 def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
@@ -809,4 +822,5 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
     V = NR // 2  # one 64-byte vector
     body = head + _uk(MR, NR) + ["", ""] + _copy_run(V) + ["", ""] + _udot(DOT_MO, DOT_MK, V)
     return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
-            + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V))
+            + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V,
+                           LANESUM=_tree_sum([f"acc[q + {e}]" for e in range(V)])))

@@ -412,6 +412,10 @@ def shift_rows(x, kw, pt, pl, dw, hp, ow, keep=False):
     return out
 
 
+#: positions (samples times oh*ow) per ``udot`` call of ``_wdot``
+WDOT_POSITIONS = 512
+
+
 def _wdot(x, g, kernel, padding, dilation, mm):
     """The stride-1 weight gradient as dot products (``conv_wdot`` of the generated gemm
     module) of g's rows and the row-shifted planes of x (``_shift_rows``), both contiguous
@@ -433,7 +437,7 @@ def _wdot(x, g, kernel, padding, dilation, mm):
     # one task per thread (each re-reads the g block of its samples)
     nt = mm.nthreads() if O * K * N * oh * ow >= mm.GEMM_PAR_MIN else 1
     mod.conv_wdot(_contiguous(g).reshape(-1), xr, gw.reshape(-1), acc, N, O, C * kw, kh, dh,
-                  hp, ow, max(1, 512 // (oh * ow)), min(nt, (K + mk - 1) // mk))
+                  hp, ow, max(1, WDOT_POSITIONS // (oh * ow)), min(nt, (K + mk - 1) // mk))
     return np.ascontiguousarray(gw.transpose(0, 1, 3, 2)).reshape(O, C * kh * kw)
 
 
