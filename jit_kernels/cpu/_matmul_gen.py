@@ -34,13 +34,17 @@ def _uk(MR: int, NR: int) -> list:
     L.append("def uk(kc, Ap, ao, Bp, bo, C, co, ldc, first, zero):")
     for i in range(MR):
         L.append("    " + "; ".join(f"c{i}_{j} = zero" for j in range(NR)))
-    L.append("    for k in range(kc):")
-    L.append(f"        As = Ap[ao + k * {MR}:ao + k * {MR} + {MR}]")
-    L.append(f"        Bs = Bp[bo + k * {NR}:bo + k * {NR} + {NR}]")
+    # unsigned offsets and element loads (a slice per operand and k, with Python's wrap and
+    # clamping of its start, was 16 scalar instructions per MR*NR/16 FMAs)
+    L.append("    pa = uint64(ao)")
+    L.append("    pb = uint64(bo)")
+    L.append("    for k in range(uint64(kc)):")
     for i in range(MR):
-        L.append(f"        a{i} = As[{i}]")
+        L.append(f"        a{i} = Ap[pa + uint64({i})]")
     for j in range(NR):
-        L.append(f"        b{j} = Bs[{j}]")
+        L.append(f"        b{j} = Bp[pb + uint64({j})]")
+    L.append(f"        pa += uint64({MR})")
+    L.append(f"        pb += uint64({NR})")
     for i in range(MR):
         for j in range(NR):
             L.append(f"        c{i}_{j} += a{i} * b{j}")
