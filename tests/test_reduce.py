@@ -119,3 +119,23 @@ def test_large_reductions_parallel_paths():
     np.testing.assert_array_equal(rt.max(t, axis=1).numpy(), x.max(1))
     np.testing.assert_array_equal(rt.argmax(t, axis=1).numpy(), x.argmax(1))
     np.testing.assert_array_equal(rt.argmax(t, axis=0).numpy(), x.argmax(0))
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 5, 6), (64, 16, 9, 8)])   # serial, parallel (split)
+def test_per_channel_reductions_over_one_outer_dim(shape):
+    """Reductions over (0, 2, 3) of NCHW (the conv bias gradient and batch-norm statistics):
+    the reduced dims coalesce to (N, H*W), walked without the per-row index division; also a
+    channel-sliced view (strided rows) and the one-pass ops' kernels for max/min/mean."""
+    x = np.random.default_rng(11).standard_normal(shape).astype(np.float32)
+    t = rt.tensor(x)
+    ref = x.astype(np.float64)
+    np.testing.assert_allclose(rt.sum(t, axis=(0, 2, 3)).numpy(), ref.sum((0, 2, 3)),
+                               rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(rt.mean(t, axis=(0, 2, 3)).numpy(), ref.mean((0, 2, 3)),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(rt.max(t, axis=(0, 2, 3)).numpy(), x.max((0, 2, 3)))
+    np.testing.assert_array_equal(rt.min(t, axis=(0, 2, 3), keepdims=True).numpy(),
+                                  x.min((0, 2, 3), keepdims=True))
+    v = t[:, 1::2]
+    np.testing.assert_allclose(rt.sum(v, axis=(0, 2, 3)).numpy(), ref[:, 1::2].sum((0, 2, 3)),
+                               rtol=1e-5, atol=1e-4)
