@@ -61,6 +61,46 @@ def _uk(MR: int, NR: int) -> list:
     return L
 
 
+def _ukx(MR: int, NR: int) -> list:
+    """``ukx``: ``uk`` with B read straight from the row-shifted planes ``x`` instead of a
+    packed sliver: row k of the sliver is ``x[offs[oo + k] + xb0 + j]`` for its first NR/2
+    columns and ``x[offs[oo + k] + xb1 + j]`` for the others (each half inside one sample).
+    Used by ``conv_fwd`` in the row-shifted form, where packing a 16-row product's slivers cost
+    about as much as its multiply-adds."""
+    V = NR // 2
+    L = ["@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)",
+         "def ukx(kc, Ap, ao, x, offs, oo, xb0, xb1, C, co, ldc, first, zero):"]
+    for i in range(MR):
+        L.append("    " + "; ".join(f"c{i}_{j} = zero" for j in range(NR)))
+    L += ["    pa = uint64(ao)",
+          "    po = uint64(oo)",
+          "    for k in range(uint64(kc)):",
+          "        q = uint64(offs[po + k])",
+          "        p0 = q + uint64(xb0)",
+          "        p1 = q + uint64(xb1)"]
+    for i in range(MR):
+        L.append(f"        a{i} = Ap[pa + uint64({i})]")
+    for j in range(V):
+        L.append(f"        b{j} = x[p0 + uint64({j})]")
+    for j in range(V):
+        L.append(f"        b{V + j} = x[p1 + uint64({j})]")
+    L.append(f"        pa += uint64({MR})")
+    for i in range(MR):
+        for j in range(NR):
+            L.append(f"        c{i}_{j} += a{i} * b{j}")
+    L.append("    if first:")
+    for i in range(MR):
+        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
+        for j in range(NR):
+            L.append(f"        Cs[{j}] = c{i}_{j}")
+    L.append("    else:")
+    for i in range(MR):
+        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
+        for j in range(NR):
+            L.append(f"        Cs[{j}] += c{i}_{j}")
+    return L
+
+
 def _copy_run(V: int) -> list:
     """``copy_run(dst, d, src, s, n)``: dst[d:d+n] = src[s:s+n] (uint64 offsets) in blocks of
     V, each V loads into locals then V stores (the last block overlapping the one before, so a
@@ -261,6 +301,37 @@ def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T, jr0, jr1):
                     else:
                         for j in range(nv):
                             d[j] += s[j]
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def macrox(Ap, aoff, x, offs, oo, xb0, xb1, mc, kc, c, coff, ldc, first, zero, T):
+    """``macro`` for one full NR-wide sliver read straight from the row-shifted planes
+    (``ukx``) instead of a packed B."""
+    nir = (mc + MR - 1) // MR
+    for ir in range(nir):
+        mv = min(MR, mc - ir * MR)
+        co = coff + ir * MR * ldc
+        if mv == MR:
+            D = c
+            do = co
+            dl = ldc
+            f = first
+        else:
+            D = T
+            do = co - co
+            dl = ldc - ldc + NR
+            f = True
+        ukx(kc, Ap, aoff + ir * kc * MR, x, offs, oo, xb0, xb1, D, do, dl, f, zero)
+        if mv < MR:
+            for i in range(mv):
+                d = c[co + i * ldc:co + i * ldc + NR]
+                s = T[i * NR:i * NR + NR]
+                if first:
+                    for j in range(NR):
+                        d[j] = s[j]
+                else:
+                    for j in range(NR):
+                        d[j] += s[j]
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
@@ -540,6 +611,15 @@ def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, d
         pack_a(a, pc, K, z + 1, O, min(KC, K - pc), Ap, pc * Mp)
     ns = (NL + NR - 1) // NR
     kmax = min(K, KC)
+    V = NR // 2
+    # the row-shifted form with whole NR/2-wide halves in one sample each: full slivers are
+    # read straight from x (``macrox``), rows k = c*kh + i at offs[k]
+    xread = rows and L % V == 0
+    offs = np.empty(K, np.int64)
+    for k in range(K):
+        cc = k // kh
+        offs[k] = (cc * H + (k - cc * kh) * dh) * W
+    sxn = C * H * W
     for t in prange(ntask):
         s0 = (ns * t) // ntask
         s1 = (ns * (t + 1)) // ntask
@@ -556,7 +636,22 @@ def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, d
             n0 = j0 // L
             l0 = j0 - n0 * L
             direct = nv == NR and l0 + NR <= L
-            for pc in range(0, K, KC):
+            if xread and nv == NR:
+                n1 = (j0 + V) // L
+                xb0 = n0 * sxn + l0
+                xb1 = n1 * sxn + (j0 + V - n1 * L)
+                for pc in range(0, K, KC):
+                    kc = min(KC, K - pc)
+                    if direct:
+                        D = y
+                        do = n0 * O * L + l0
+                        dl = L
+                    else:
+                        D = S
+                        do = z
+                        dl = NR + z
+                    macrox(Ap, pc * Mp, x, offs, pc, xb0, xb1, O, kc, D, do, dl, pc == 0, zero, T)
+            for pc in range(0, K if not (xread and nv == NR) else 0, KC):
                 kc = min(KC, K - pc)
                 if rows:
                     pack_b_segs(x, Sg, nsg, nv, pc, kc, Bp, H, W, kh, dh)
@@ -824,7 +919,8 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
             "import numpy as np", "from numba import njit, prange, uint64",
             "from jit_kernels.cpu.conv import _span  # im2col's in-image column range", "", ""]
     V = NR // 2  # one 64-byte vector
-    body = head + _uk(MR, NR) + ["", ""] + _copy_run(V) + ["", ""] + _udot(DOT_MO, DOT_MK, V)
+    body = (head + _uk(MR, NR) + ["", ""] + _ukx(MR, NR) + ["", ""] + _copy_run(V) + ["", ""]
+            + _udot(DOT_MO, DOT_MK, V))
     return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
             + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V,
                            LANESUM=_tree_sum([f"acc[q + {e}]" for e in range(V)])))

@@ -221,6 +221,8 @@ def _build_gemm(dtype):
     T, A, i = _types(dtype)
     u = numba.uint64
     _slp_compile((mod.uk, (i, A, i, A, i, A, i, i, numba.boolean, T)),
+                 # (the row-shifted conv's direct-read micro-kernel)
+                 (mod.ukx, (i, A, i, A, numba.int64[::1], i, i, i, A, i, i, numba.boolean, T)),
                  (mod.copy_run, (A, u, A, u, u)))  # (the conv packers' vector-block copy)
     return mod
 

@@ -32,6 +32,10 @@ CASES = {
     "dilated-rows": (4, 3, 8, 7, 9, (3, 2), (1, 1), (2, 1), (2, 2)),
     # past GEMM_PAR_MIN: prange tasks over slivers (forward), row groups (weight gradient)
     "parallel": (16, 8, 16, 8, 8, (3, 3), (1, 1), (1, 1), (1, 1)),
+    # the forward's direct read of the row-shifted planes (``ukx``): 4x4 grids, so each
+    # sliver's halves lie in two samples; and output channels not a multiple of MR
+    "two-samples-per-sliver": (8, 4, 8, 4, 4, (3, 3), (1, 1), (1, 1), (1, 1)),
+    "rows-partial-tile": (4, 4, 12, 8, 8, (3, 3), (1, 1), (1, 1), (1, 1)),
 }
 
 
