@@ -14,10 +14,17 @@
   rows by ``prange``), ``gemm_batch`` (parallel over batch elements, each serial) and
   ``gemm_serial``.
 
+- ``ukx`` / ``macrox``: ``uk`` reading B straight from the row-shifted planes of a stride-1
+  conv (``conv_fwd``'s row-shifted form) through a per-k offset table: no packed B sliver.
 - ``udot`` / ``conv_wdot``: the stride-1 conv weight gradient as dot products of rows that
   are contiguous along the reduction (``jit_kernels.cpu.conv._wdot``).
 
-Only ``uk`` (and ``copy_run``, the implicit-gemm packers' copy, and ``udot``) needs
+The micro-kernels index their operands with unsigned offsets, element by element: a slice per
+operand and step (Python's wrap of a negative start and clamping, about eight scalar
+instructions each) left ``udot`` front-end bound at ~70 scalar instructions per 16 FMAs and
+cost ``uk`` a third of its speed on (32, 144) @ (144, 8192).
+
+Only ``uk`` (and ``ukx``, ``copy_run``, the implicit-gemm packers' copy, and ``udot``) needs
 ``numba.config.SLP_VECTORIZE`` on: ``jit_kernels.cpu.matmul`` compiles it
 eagerly with its one explicit signature inside that window, then disables further compiles of
 it.  Callers compiled later (SLP off) link in and inline its already vectorised IR and keep it
