@@ -35,12 +35,31 @@ variable-typed call site in ``macro`` and the disabled dispatcher.
 from __future__ import annotations
 
 
+def _zero_tile(MR: int, NR: int) -> list:
+    """The MR x NR scalar accumulators of a micro-kernel, zeroed."""
+    return ["    " + "; ".join(f"c{i}_{j} = zero" for j in range(NR)) for i in range(MR)]
+
+
+def _store_tile(MR: int, NR: int) -> list:
+    """A micro-kernel's epilogue: its accumulators into (``first``) or onto C's MR x NR tile."""
+    L = ["    if first:"]
+    for i in range(MR):
+        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
+        for j in range(NR):
+            L.append(f"        Cs[{j}] = c{i}_{j}")
+    L.append("    else:")
+    for i in range(MR):
+        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
+        for j in range(NR):
+            L.append(f"        Cs[{j}] += c{i}_{j}")
+    return L
+
+
 def _uk(MR: int, NR: int) -> list:
     L = []
     L.append("@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)")
     L.append("def uk(kc, Ap, ao, Bp, bo, C, co, ldc, first, zero):")
-    for i in range(MR):
-        L.append("    " + "; ".join(f"c{i}_{j} = zero" for j in range(NR)))
+    L += _zero_tile(MR, NR)
     # unsigned offsets and element loads (a slice per operand and k, with Python's wrap and
     # clamping of its start, was 16 scalar instructions per MR*NR/16 FMAs)
     L.append("    pa = uint64(ao)")
@@ -55,17 +74,7 @@ def _uk(MR: int, NR: int) -> list:
     for i in range(MR):
         for j in range(NR):
             L.append(f"        c{i}_{j} += a{i} * b{j}")
-    L.append("    if first:")
-    for i in range(MR):
-        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
-        for j in range(NR):
-            L.append(f"        Cs[{j}] = c{i}_{j}")
-    L.append("    else:")
-    for i in range(MR):
-        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
-        for j in range(NR):
-            L.append(f"        Cs[{j}] += c{i}_{j}")
-    return L
+    return L + _store_tile(MR, NR)
 
 
 def _ukx(MR: int, NR: int) -> list:
@@ -77,8 +86,7 @@ def _ukx(MR: int, NR: int) -> list:
     V = NR // 2
     L = ["@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)",
          "def ukx(kc, Ap, ao, x, offs, oo, xb0, xb1, C, co, ldc, first, zero):"]
-    for i in range(MR):
-        L.append("    " + "; ".join(f"c{i}_{j} = zero" for j in range(NR)))
+    L += _zero_tile(MR, NR)
     L += ["    pa = uint64(ao)",
           "    po = uint64(oo)",
           "    for k in range(uint64(kc)):",
@@ -95,17 +103,7 @@ def _ukx(MR: int, NR: int) -> list:
     for i in range(MR):
         for j in range(NR):
             L.append(f"        c{i}_{j} += a{i} * b{j}")
-    L.append("    if first:")
-    for i in range(MR):
-        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
-        for j in range(NR):
-            L.append(f"        Cs[{j}] = c{i}_{j}")
-    L.append("    else:")
-    for i in range(MR):
-        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
-        for j in range(NR):
-            L.append(f"        Cs[{j}] += c{i}_{j}")
-    return L
+    return L + _store_tile(MR, NR)
 
 
 def _copy_run(V: int) -> list:
@@ -276,6 +274,29 @@ def pack_a(a, aoff, sam, sak, mc, kc, Ap, dst0):
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
+def tile_dest(c, co, ldc, first, T, full):
+    """Where a micro-kernel writes its tile: (C, co, ldc, first) when the tile is full, else
+    the scratch tile (T, 0, NR, True); non-literal values either way (see ``macro``)."""
+    if full:
+        return c, co, ldc, first
+    return T, co - co, ldc - ldc + NR, first or True
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def tile_out(c, co, ldc, T, mv, nv, first):
+    """The mv x nv corner of the scratch tile T (row stride NR) into (``first``) or onto C."""
+    for i in range(mv):
+        d = c[co + i * ldc:co + i * ldc + nv]
+        s = T[i * NR:i * NR + nv]
+        if first:
+            for j in range(nv):
+                d[j] = s[j]
+        else:
+            for j in range(nv):
+                d[j] += s[j]
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
 def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T, jr0, jr1):
     """C[coff: mc x nc, row stride ldc] (+)= packed A block @ packed B block, for the NR-wide
     column slivers jr0 <= jr < jr1."""
@@ -287,27 +308,10 @@ def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T, jr0, jr1):
             co = coff + ir * MR * ldc + jr * NR
             # One call site with non-literal argument types: the caller must hit the one
             # SLP-compiled specialisation of ``uk`` (its dispatcher refuses to compile more).
-            if mv == MR and nv == NR:
-                D = c
-                do = co
-                dl = ldc
-                f = first
-            else:
-                D = T
-                do = co - co
-                dl = ldc - ldc + NR
-                f = True
+            D, do, dl, f = tile_dest(c, co, ldc, first, T, mv == MR and nv == NR)
             uk(kc, Ap, aoff + ir * kc * MR, Bp, jr * kc * NR, D, do, dl, f, zero)
             if mv < MR or nv < NR:
-                for i in range(mv):
-                    d = c[co + i * ldc:co + i * ldc + nv]
-                    s = T[i * NR:i * NR + nv]
-                    if first:
-                        for j in range(nv):
-                            d[j] = s[j]
-                    else:
-                        for j in range(nv):
-                            d[j] += s[j]
+                tile_out(c, co, ldc, T, mv, nv, first)
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
@@ -318,27 +322,10 @@ def macrox(Ap, aoff, x, offs, oo, xb0, xb1, mc, kc, c, coff, ldc, first, zero, T
     for ir in range(nir):
         mv = min(MR, mc - ir * MR)
         co = coff + ir * MR * ldc
-        if mv == MR:
-            D = c
-            do = co
-            dl = ldc
-            f = first
-        else:
-            D = T
-            do = co - co
-            dl = ldc - ldc + NR
-            f = True
+        D, do, dl, f = tile_dest(c, co, ldc, first, T, mv == MR)
         ukx(kc, Ap, aoff + ir * kc * MR, x, offs, oo, xb0, xb1, D, do, dl, f, zero)
         if mv < MR:
-            for i in range(mv):
-                d = c[co + i * ldc:co + i * ldc + NR]
-                s = T[i * NR:i * NR + NR]
-                if first:
-                    for j in range(NR):
-                        d[j] = s[j]
-                else:
-                    for j in range(NR):
-                        d[j] += s[j]
+            tile_out(c, co, ldc, T, mv, NR, first)
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
@@ -643,36 +630,31 @@ def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, d
             n0 = j0 // L
             l0 = j0 - n0 * L
             direct = nv == NR and l0 + NR <= L
-            if xread and nv == NR:
+            if direct:
+                D = y
+                do = n0 * O * L + l0
+                dl = L
+            else:
+                D = S
+                do = z
+                dl = NR + z
+            xr = xread and nv == NR
+            xb0 = z
+            xb1 = z
+            if xr:
                 n1 = (j0 + V) // L
                 xb0 = n0 * sxn + l0
                 xb1 = n1 * sxn + (j0 + V - n1 * L)
-                for pc in range(0, K, KC):
-                    kc = min(KC, K - pc)
-                    if direct:
-                        D = y
-                        do = n0 * O * L + l0
-                        dl = L
-                    else:
-                        D = S
-                        do = z
-                        dl = NR + z
-                    macrox(Ap, pc * Mp, x, offs, pc, xb0, xb1, O, kc, D, do, dl, pc == 0, zero, T)
-            for pc in range(0, K if not (xread and nv == NR) else 0, KC):
+            for pc in range(0, K, KC):
                 kc = min(KC, K - pc)
+                if xr:
+                    macrox(Ap, pc * Mp, x, offs, pc, xb0, xb1, O, kc, D, do, dl, pc == 0, zero, T)
+                    continue
                 if rows:
                     pack_b_segs(x, Sg, nsg, nv, pc, kc, Bp, H, W, kh, dh)
                 else:
                     pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh,
                                 dw, ow)
-                if direct:
-                    D = y
-                    do = n0 * O * L + l0
-                    dl = L
-                else:
-                    D = S
-                    do = z
-                    dl = NR + z
                 # one call site: each inlines the whole micro-kernel (compile time)
                 macro(Ap, pc * Mp, Bp, O, nv, kc, D, do, dl, pc == 0, zero, T, z, z + 1)
             if direct:
