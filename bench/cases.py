@@ -26,10 +26,12 @@ def _pair(shape, dtype=np.float32, seed=0, positive=False):
 
 
 # the groups of core_cases' rows (``python -m bench --only`` checks a name before building)
-CORE_GROUPS = ("elementwise", "transcendental", "reduction", "matmul", "small op", "allocation")
+CORE_GROUPS = ("elementwise", "transcendental", "reduction", "matmul", "small op", "allocation",
+               "start-up")
 
 
-def core_cases(device=None, quick: bool = False):
+def core_cases(device=None, quick: bool = False, startup: bool | None = None):
+    """The core groups' rows; ``startup`` (default: not ``quick``) adds the fresh-process row."""
     dev = rt.cpu() if device is None else rt.device(device)
     n = 1_000_000 if quick else 10_000_000
     side = 1024 if quick else 4096
@@ -87,7 +89,7 @@ def core_cases(device=None, quick: bool = False):
     # allocation: a fresh 40 MB output (the caching allocator reuses freed blocks)
     out.append(("allocation", f"a+b fresh out 1e{len(str(n)) - 1} f32", lambda: ta + tb,
                 lambda: a + b, (lambda: tt[0] + tt[1]) if torch else None))
-    if not quick:
+    if (not quick) if startup is None else startup:
         out.append(("start-up", "import + first op (fresh proc)", _startup("runtime"),
                     _startup("numpy"), _startup("torch") if torch else None))
     return out

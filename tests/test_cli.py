@@ -68,6 +68,14 @@ def test_bench_unknown_group_names_the_groups():
     assert "matmul" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_bench_core_rows_are_in_the_core_groups():
+    """Every core row's group is one ``--only`` accepts (the start-up row, built only without
+    ``--quick``, once was not, and ``python -m bench`` stopped on its check)."""
+    from bench.cases import CORE_GROUPS, core_cases
+    groups = {r[0] for r in core_cases(quick=True, startup=True)}
+    assert "start-up" in groups and groups <= set(CORE_GROUPS)
+
+
 def test_bench_isolate_runs_each_column_in_its_own_process_and_merges_the_rows(monkeypatch, capsys):
     """``--isolate`` asks one child per (group, column) for that column's times and joins them
     by row name; a failing child stops the table with its command and stderr."""
