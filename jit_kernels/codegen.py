@@ -12,12 +12,14 @@ notice changes to callees, so a changed package gets a fresh directory).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
 import sys
 import tempfile
 import threading
+import time
 
 _LOCK = threading.Lock()
 _MODULES: dict = {}
@@ -93,6 +95,43 @@ def once(cache: dict, lock, key, build):
             value = build(key)
             cache[key] = value
         return value
+
+
+#: how long ``build_lock`` waits for another process's build before building anyway
+BUILD_LOCK_WAIT_S = 600.0
+
+
+@contextlib.contextmanager
+def build_lock(name: str):
+    """Hold ``<cache dir>/<name>.lock`` (an exclusive ``flock``) around an expensive compile,
+    so that processes sharing the disk cache (two test workers, two notebooks) build it once:
+    the second waits, then loads what the first left in the cache.  Locks of different names
+    never nest (a process never waits on itself).  Where ``flock`` or the file is unavailable,
+    or after ``BUILD_LOCK_WAIT_S``, it builds without the lock (a duplicate build, nothing
+    worse); the lock goes with the process that holds it, however it ends."""
+    try:
+        import fcntl
+        f = open(os.path.join(cache_dir(), name + ".lock"), "a+")
+    except (ImportError, OSError):
+        yield
+        return
+    held = False
+    try:
+        deadline = time.monotonic() + BUILD_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = True
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+        yield
+    finally:
+        if held:
+            fcntl.flock(f, fcntl.LOCK_UN)
+        f.close()
 
 
 def _import_source(source: str, modname: str):

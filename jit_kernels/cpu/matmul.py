@@ -37,7 +37,7 @@ import threading
 import numpy as np
 from numba import njit, prange
 
-from jit_kernels.codegen import once
+from jit_kernels.codegen import build_lock, once
 from jit_kernels.cpu import _background, _pool
 from jit_kernels.cpu._layout import flat_base, nthreads
 
@@ -127,7 +127,7 @@ def _driver(dtype, name):
     """The gemm module for ``dtype`` with driver ``name`` compiled (or loaded), in this thread."""
     mod = _gemm_module(dtype)
     if (dtype, name) not in _DRIVERS:
-        with _GEMM_LOCK:
+        with _GEMM_LOCK, build_lock(f"{_gemm_source(dtype)[1]}.{name}"):
             getattr(mod, name).compile(_signature(dtype, name))
             _DRIVERS.add((dtype, name))
             _background.mark_ready(_job(dtype, name))
@@ -214,17 +214,21 @@ def _slp_compile(*kernels):
 
 
 def _build_gemm(dtype):
-    import numba
     from jit_kernels.codegen import load_generated_module
 
     mod = load_generated_module(_gemm_source(dtype)[0], f"cpu_gemm_{dtype.name}")
-    T, A, i = _types(dtype)
+    with build_lock(f"{_gemm_source(dtype)[1]}.uk"):   # (one process builds, the others load)
+        _build_micro_kernels(mod, *_types(dtype))
+    return mod
+
+
+def _build_micro_kernels(mod, T, A, i):
+    import numba
     u = numba.uint64
     _slp_compile((mod.uk, (i, A, i, A, i, A, i, i, numba.boolean, T)),
                  # (the row-shifted conv's direct-read micro-kernel)
                  (mod.ukx, (i, A, i, A, numba.int64[::1], i, i, i, A, i, i, numba.boolean, T)),
                  (mod.copy_run, (A, u, A, u, u)))  # (the conv packers' vector-block copy)
-    return mod
 
 
 _DOT: dict = {}
@@ -242,9 +246,10 @@ def dot_module(dtype):
 def _build_dot(dtype):
     mod = _gemm_module(dtype)
     T, A, i = _types(dtype)
-    # udot: g, 4 row offsets, sg, x, 4 row offsets, sx, nb, nch, acc, ao
-    _slp_compile((mod.udot, (A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i)))
-    mod.conv_wdot.compile((A,) * 4 + (i,) * 9)  # g, x, c, acc, 9 ints
+    with build_lock(f"{_gemm_source(dtype)[1]}.dot"):
+        # udot: g, 4 row offsets, sg, x, 4 row offsets, sx, nb, nch, acc, ao
+        _slp_compile((mod.udot, (A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i)))
+        mod.conv_wdot.compile((A,) * 4 + (i,) * 9)  # g, x, c, acc, 9 ints
     return mod
 
 

@@ -152,3 +152,41 @@ def test_rt_synchronize_of_a_capture_device_is_an_error():
     with pytest.raises(rt.DeviceError) as e:
         rt.synchronize(cap)
     assert str(e.value) == f"synchronize: {cap} runs on no kernel set"
+
+
+HOLD = '''
+import sys
+from jit_kernels import codegen
+with codegen.build_lock(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.readline()         # until the parent says so
+'''
+
+
+def test_build_lock_is_exclusive_across_processes_and_never_blocks_for_good(monkeypatch):
+    """While another process holds a build lock, this one cannot take it (the second build
+    waits instead of compiling the same kernels again); past ``BUILD_LOCK_WAIT_S`` it builds
+    without it; once released, it takes it."""
+    import fcntl
+    name = f"test-build-lock-{uuid.uuid4().hex}"
+    env = dict(os.environ, JIT_KERNELS_CACHE_DIR=codegen.cache_dir())
+    child = subprocess.Popen([sys.executable, "-c", HOLD, name], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline().strip() == "held"
+        path = os.path.join(codegen.cache_dir(), name + ".lock")
+        with open(path) as f:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        monkeypatch.setattr(codegen, "BUILD_LOCK_WAIT_S", 0.0)
+        ran = []
+        with codegen.build_lock(name):      # gives up waiting, builds anyway
+            ran.append(True)
+        assert ran
+    finally:
+        child.communicate("go\n", timeout=60)
+    assert child.returncode == 0
+    with codegen.build_lock(name):
+        with open(path) as f:               # held by this process now
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
