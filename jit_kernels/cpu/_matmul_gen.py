@@ -838,9 +838,9 @@ def conv_wdot(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax, ntask):
     # ``udot`` for each of its k blocks and each block of DMO rows o: the samples' g rows stay
     # in cache across the task's k blocks (k blocks as the outer loop re-read all of g from
     # memory once per block: at 8x8, 36 times).  Rows past O or K at the edges repeat the last
-    # one and are not stored.  Each sum: the DV lanes as a fixed pairwise tree (a chain of
-    # DV - 1 dependent adds per element was most of a small batch's time), then the positions
-    # past the last whole vector, in sample order (deterministic).
+    # one and are not stored.  Each sum: the DV lanes as a fixed pairwise tree (a shorter
+    # dependency chain than DV - 1 adds in a row), then the positions past the last whole
+    # vector, in sample order (deterministic).
     L = (hp - dh * (kh - 1)) * ow
     K = Cp * kh
     nko = (K + DMK - 1) // DMK
