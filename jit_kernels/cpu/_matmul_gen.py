@@ -907,7 +907,7 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
             f"(MR={MR}, NR={NR}, MC={MC}, KC={KC}, NC={NC}).",
             "import numpy as np", "from numba import njit, prange, uint64",
             "from jit_kernels.cpu.conv import _span  # im2col's in-image column range", "", ""]
-    V = NR // 2  # one 64-byte vector
+    V = NR // 2  # one vector register (matmul.gemm_config)
     body = (head + _uk(MR, NR) + ["", ""] + _ukx(MR, NR) + ["", ""] + _copy_run(V) + ["", ""]
             + _udot(DOT_MO, DOT_MK, V))
     return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)

@@ -324,7 +324,7 @@ def _implicit(dt, macs, name):
     ones sum in another order), once its background build is done (``matmul._gemm_now``;
     im2col + gemm, the same bits, serve meanwhile)."""
     from jit_kernels.cpu import matmul as mm
-    if dt not in mm._CFG or macs < mm.GEMM_MIN:
+    if dt not in mm.GEMM_DTYPES or macs < mm.GEMM_MIN:
         return None
     return mm._gemm_now(dt, name)
 
@@ -453,9 +453,9 @@ def _wdot_applies(dtype, stride, L, K):
 
 
 def _dot_lanes(dtype):
-    """Lanes of ``udot``'s accumulators: half the gemm's NR (one 64-byte vector)."""
+    """Lanes of ``udot``'s accumulators: half the gemm's NR (one vector register)."""
     from jit_kernels.cpu import matmul as mm
-    return mm._CFG[np.dtype(dtype)][1] // 2
+    return mm.gemm_config(np.dtype(dtype))[1] // 2
 
 
 #: stride-1 forward convolutions with a kernel wider than one column and an output grid
@@ -547,7 +547,8 @@ def _conv_fwd(x, w, bias, stride, padding, dilation, grid, rows):
     if mod is None or K == 0:
         return conv2d_cols(x, w, bias, stride, padding, dilation, grid)
     b = w.reshape(-1)[:1] if bias is None else _contiguous(bias).astype(x.dtype, copy=False)
-    ns = (N * L + mm._CFG[x.dtype][1] - 1) // mm._CFG[x.dtype][1]
+    NR = mm.gemm_config(x.dtype)[1]
+    ns = (N * L + NR - 1) // NR
     ntask = min(ns, mm.nthreads()) if O * K * N * L >= mm.GEMM_PAR_MIN else 1
     mod.conv_fwd(_contiguous(w).reshape(-1), _contiguous(x).reshape(-1), out.reshape(-1),
                  _contiguous(b), bias is not None, rows, N, C, H, W, O, kh, kw, *stride, *padding,
@@ -578,7 +579,7 @@ def conv2d_weight_gemm(x, g, kernel, stride, padding, dilation):
     mod = _implicit(x.dtype, O * K * N * L, "conv_wgrad")
     if mod is None or N * L == 0:
         return conv2d_weight_cols(x, g, kernel, stride, padding, dilation)
-    MR, NR, _, KC, _ = mm._CFG[x.dtype]
+    MR, NR, _, KC, _ = mm.gemm_config(x.dtype)
     out = _pool.empty((O, K), x.dtype)
     ap = _pool.empty((((O + MR - 1) // MR) * MR * N * L,), x.dtype)
     njr, nir = (K + NR - 1) // NR, (O + MR - 1) // MR
