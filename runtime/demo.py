@@ -211,8 +211,8 @@ def ship(model, x_test, out_dir):
         print(f"  {k:<12} == eager: {v}")
     xt = rt.tensor(x_test)
     rows = [("eager inference", _best(lambda: plain(xt))),
-            ("replayed graph", _best(lambda: graph.run(x_test))),
-            ("compiled graph", _best(lambda: compiled(x_test))),
+            ("replayed graph", _best(lambda: graph.run(xt))),
+            ("compiled graph", _best(lambda: compiled(xt))),
             ("onnxruntime", _best(lambda: sess.run(None, {sess.get_inputs()[0].name: x_test})))]
     return same_ckpt and all(agree.values()), rows, (ckpt, onnx_path)
 
