@@ -201,7 +201,11 @@ def ship(model, x_test, out_dir):
     onnx_path = os.path.join(out_dir, "digits_cnn.onnx")
     graph.to_onnx(onnx_path)
     import onnxruntime as ort
-    sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    opts = ort.SessionOptions()
+    # its worker threads otherwise spin after each run and take the cores from the rows
+    # timed next (on 2 cores: eager inference 3-4x slower right after an onnxruntime call)
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
     (onnx_out,) = sess.run(None, {sess.get_inputs()[0].name: x_test})
     agree = {"replay": np.allclose(replayed.numpy(), eager, rtol=1e-5, atol=1e-5),
              "compiled": np.allclose(comp.numpy(), eager, rtol=1e-4, atol=1e-4),
