@@ -242,27 +242,49 @@ def run_elementwise(prog, arrays):
         else:
             mod.flat_serial(*args, 1)
         return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
-    bases, strides = [], []
+    # the layout (kernel, coalesced shape and strides, split) per program and operand layouts:
+    # worked out once, then each call only finds its operands' memory
+    key = (prog, tuple((a.shape, a.strides) for a in arrays))
+    plan = _STRIDED.get(key)
+    if plan is None:
+        plan = _strided_plan(prog, arrays, S, total, par)
+        if len(_STRIDED) >= STRIDED_PLANS_MAX:
+            _STRIDED.clear()
+        _STRIDED[key] = plan
+    kernel, shp, sts, split = plan
+    args = [shp]
+    for a, st in zip(arrays, sts):
+        if a.flags.c_contiguous and a.flags.writeable and a.size:
+            args += [a.reshape(-1), 0, st]
+        else:
+            b, off, _ = flat_base(a) if a.size else (np.zeros(1, a.dtype), 0, None)
+            args += [b, off, st]
+    kernel(*args, *scs, *flats, split)
+    return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
+
+
+#: (program, operand shapes and strides) -> ``_strided_plan``; cleared when full
+_STRIDED: dict = {}
+STRIDED_PLANS_MAX = 1024
+
+
+def _strided_plan(prog, arrays, S, total, par):
+    """(kernel, shape array, per-operand stride arrays, split) of the strided kernels for
+    ``arrays`` broadcast to ``S``."""
+    strides = []
     for a in arrays:
-        b, off, es = flat_base(a) if a.size else (np.zeros(1, a.dtype), 0, [0] * a.ndim)
-        bases.append((b, off))
+        es = [st // a.itemsize for st in a.strides] if a.size else [0] * a.ndim
         strides.append(broadcast_strides(a.shape, S, es))
     shp, sts = coalesce(S, strides)
     pattern = "".join("1" if st[-1] == 1 else ("0" if st[-1] == 0 else "s") for st in sts)
     mod = _module(prog, "s" + pattern, lambda: _ew_strided_source(prog, pattern))
-    args = [i64(shp)]
-    for (b, off), st in zip(bases, sts):
-        args += [b, off, i64(st)]
-    args += scs + flats
+    if not par:
+        return mod.strided_serial, i64(shp), [i64(st) for st in sts], 1
     inner = shp[-1]
     R = total // inner
-    if par:
-        nt = nthreads()
-        nsplit = 1 if R >= 2 * nt else max(1, min(-(-2 * nt // R), -(-inner // 2048)))
-        mod.strided_par(*args, nsplit)
-    else:
-        mod.strided_serial(*args, 1)
-    return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
+    nt = nthreads()
+    nsplit = 1 if R >= 2 * nt else max(1, min(-(-2 * nt // R), -(-inner // 2048)))
+    return mod.strided_par, i64(shp), [i64(st) for st in sts], nsplit
 
 
 # ------------------------------------------------------------------------------ rows

@@ -125,5 +125,10 @@ def test_strided_and_broadcast_inputs_fuse_exactly():
     exe = g.compile()
     assert len(exe.programs) == 1 and len(exe.programs[0].ops) == 5
     xt = rt.tensor(base.T.copy()).T          # a transposed (non-contiguous) view
-    for x in (base, xt):
+    stepped = rt.tensor(np.repeat(base, 2, axis=1))[:, ::2]    # every other column
+    assert stepped._payload.strides == (400, 8)
+    # each layout again after the others: the kernel's plan is per layout, never another's
+    for x in (base, xt, stepped, base, stepped, xt):
         np.testing.assert_array_equal(exe(x, row, col)[0].numpy(), g.run(x, row, col)[0].numpy())
+        np.testing.assert_array_equal(exe(x, row, col)[0].numpy(),
+                                      exe(base, row, col)[0].numpy())
