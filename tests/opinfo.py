@@ -634,6 +634,8 @@ NOT_IN_TABLE = {
     "max_pool2d_indices": "return_indices of max_pool2d; tested in tests/test_pooling.py",
     "adaptive_max_pool2d": "windowed op with attrs; tested in tests/test_pooling.py",
     "max_pool2d_backward": "internal op of the max pooling gradients; tested in tests/test_pooling.py",
+    "max_pool2d_relu": "made by graph.compile only (from max_pool2d of relu); tested in "
+                       "tests/compile/test_patterns.py",
     "avg_pool2d": "windowed op with attrs; tested in tests/test_pooling.py",
     "adaptive_avg_pool2d": "windowed op with attrs; tested in tests/test_pooling.py",
     "avg_pool2d_backward": "internal op of the average pooling gradients; tested in "

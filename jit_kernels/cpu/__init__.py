@@ -149,6 +149,9 @@ class CpuKernels:
     def max_pool2d(self, x, rows, cols, want_indices):
         return _pooling.max_pool2d(x, rows, cols, want_indices)
 
+    def max_pool2d_relu(self, x, rows, cols):
+        return _pooling.max_pool2d_relu(x, rows, cols)
+
     def max_pool2d_backward(self, x, g, rows, cols):
         return _pooling.max_pool2d_backward(x, g, rows, cols)
 

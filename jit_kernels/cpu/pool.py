@@ -166,7 +166,8 @@ def _take(m, v):
 
 
 @njit(parallel=True, cache=True)
-def _max2_fwd(x, OW, out, nt):
+def _max2_fwd(x, OW, out, nt, relu, zero):
+    # ``relu``: each maximum m stored as relu's kernel has it (``zero if m < zero else m``)
     R = out.shape[0] // OW                   # row pairs
     blk = max(1, _BLOCK // (2 * OW))         # row pairs per block
     nb = (R + blk - 1) // blk
@@ -184,7 +185,8 @@ def _max2_fwd(x, OW, out, nt):
             for r in range(r1 - r0):
                 t = 2 * OW * r
                 for ow in range(OW):
-                    o[OW * r + ow] = _mx(h[t + ow], h[t + OW + ow])
+                    m = _mx(h[t + ow], h[t + OW + ow])
+                    o[OW * r + ow] = zero if relu and m < zero else m
 
 
 @njit(parallel=True, cache=True)
@@ -334,7 +336,7 @@ def max_pool2d(x, rows, cols, want_indices):
     shape = (n, c, oh, ow)
     out = _out(n, c, oh, ow, x.dtype)
     if not want_indices and x.dtype.kind == "f" and _is_2x2(rows, cols, H, W):
-        _max2_fwd(_flat(x), ow, out.reshape(-1), nthreads())
+        _max2_fwd(_flat(x), ow, out.reshape(-1), nthreads(), False, x.dtype.type(0))
         return out.reshape(shape), None
     if not want_indices:
         _max_values(_planes(x), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), out, nthreads())
@@ -343,6 +345,19 @@ def max_pool2d(x, rows, cols, want_indices):
     _max_with_indices(_planes(x), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), out, idx,
                       nthreads())
     return out.reshape(shape), idx.reshape(shape)
+
+
+def max_pool2d_relu(x, rows, cols):
+    """``relu(max_pool2d(x))`` (values only): in the 2x2 pool's pass where that applies (relu
+    on each maximum as it is stored), else the pool, then the relu kernel."""
+    n, c, H, W = x.shape
+    if x.dtype.kind == "f" and _is_2x2(rows, cols, H, W):
+        ow = len(cols[0])
+        out = _out(n, c, len(rows[0]), ow, x.dtype)
+        _max2_fwd(_flat(x), ow, out.reshape(-1), nthreads(), True, x.dtype.type(0))
+        return out.reshape(n, c, len(rows[0]), ow)
+    from jit_kernels.cpu import elementwise
+    return elementwise.unary("relu", max_pool2d(x, rows, cols, False)[0], x.dtype, {})
 
 
 def max_pool2d_backward(x, g, rows, cols):

@@ -7,7 +7,8 @@ plan runner as ``graph.run`` (``plan.build_plan``): fused programs to the kernel
 (one generated kernel each), every other op to the step ``graph.run`` uses for it.  Constant
 folding runs its ops through that runner too.  Results equal ``graph.run``'s
 (elementwise bit for bit; reductions and softmax within rounding; a max pool of a relu runs
-as the relu of the max pool, ``_pool_before_relu``, which may flip the sign of a zero).
+as the relu of the max pool, one op ``max_pool2d_relu`` (``_pool_before_relu``), which may flip
+the sign of a zero).
 
 Compiled graphs are for inference: ``compile`` on an autodiff device raises ``CaptureError``
 kind ``CompileOnAutodiff`` (use ``graph.bind(rt.autodiff(...))`` to train).  A plain device whose
@@ -25,7 +26,7 @@ from ..errors import CaptureError, DeviceError
 from ..ops.catalogue import CATALOGUE
 from ..ops.create import init_attrs
 from .fuse import plan_fusion
-from .ir import CapturedGraph, OperationIr, TensorIr
+from .ir import CapturedGraph, OperationIr
 from .plan import build_plan, spec_of as _spec
 from .replay import Executable
 
@@ -57,7 +58,8 @@ def _pool_before_relu(graph: CapturedGraph) -> CapturedGraph:
     """``max_pool2d(relu(x))`` as ``relu(max_pool2d(x))`` where nothing else reads the relu:
     relu is monotone, so the two agree (a NaN stays a NaN; only the sign of a zero maximum may
     differ), and the relu then runs on the pooled tensor (a quarter of the elements for a
-    2x2 pool) and can fuse with what follows it.  Adaptive max pooling likewise."""
+    2x2 pool), as one op ``max_pool2d_relu`` (the cpu kernels apply it as each maximum is
+    stored).  Adaptive max pooling likewise (the op's attrs say which pool)."""
     ops = graph.operations
     producer = {t.id: op for op in ops for t in op.outputs}
     readers: dict = {}
@@ -75,8 +77,6 @@ def _pool_before_relu(graph: CapturedGraph) -> CapturedGraph:
                 swaps[id(op)] = r
     if not swaps:
         return graph
-    tensors = dict(graph._tensors)
-    nid = max(tensors) + 1
     dropped = {id(r) for r in swaps.values()}
     out_ops = []
     for op in ops:
@@ -86,12 +86,9 @@ def _pool_before_relu(graph: CapturedGraph) -> CapturedGraph:
         if r is None:
             out_ops.append(op)
             continue
-        out = op.outputs[0]
-        t = tensors[nid] = TensorIr(nid, out.shape, out.dtype)
-        nid += 1
-        out_ops.append(OperationIr(op.op, (r.inputs[0],), (t,), dict(op.attrs)))
-        out_ops.append(OperationIr("relu", (t,), (out,), {}))
-    return CapturedGraph(out_ops, graph.inputs, graph.outputs, graph.values, tensors)
+        out_ops.append(OperationIr("max_pool2d_relu", (r.inputs[0],), op.outputs,
+                                   dict(op.attrs)))
+    return CapturedGraph(out_ops, graph.inputs, graph.outputs, graph.values, graph._tensors)
 
 
 class CompiledGraph:

@@ -264,6 +264,28 @@ register(OpSpec("max_pool2d_backward", "pool", _infer_max_backward, _kernel_max_
                 cost="compute", differentiable=False, onnx_skip=_NO_GRAD_ONNX))
 
 
+def _infer_max_relu(args, attrs):
+    return _plan(args[0], _infer_max_out("max_pool2d_relu", args[0], attrs))
+
+
+def _kernel_max_relu(ks, p, args, attrs, plan, device):
+    rows, cols, _ = windows_of("max", args[0].shape, attrs)
+    fused = getattr(ks, "max_pool2d_relu", None)
+    if fused is not None:
+        return fused(p[0], rows, cols)
+    return ks.unary("relu", ks.max_pool2d(p[0], rows, cols, False)[0], plan.dtype.np, {})
+
+
+# ``relu(max_pool2d(x))`` or ``relu(adaptive_max_pool2d(x))`` (its attrs say which): made by
+# graph.compile from ``max_pool2d(relu(x))`` (``runtime.capture.compiled._pool_before_relu``);
+# the captured graph, replay and ONNX keep the two ops.  The cpu set's 2x2 pool applies the
+# relu as it stores each maximum; other kernel sets run the pool, then relu.
+register(OpSpec("max_pool2d_relu", "pool", _infer_max_relu, _kernel_max_relu, cost="compute",
+                differentiable=False,
+                onnx_skip="made by graph.compile only (inference); the captured graph it comes "
+                          "from keeps the pool and the relu"))
+
+
 # --------------------------------------------------------------------------- average pooling
 def _infer_avg(args, attrs):
     return _plan(args[0], _infer_avg_out("avg_pool2d", args[0], attrs))

@@ -5,6 +5,7 @@ import pytest
 
 import runtime as rt
 import runtime.nn.functional as F
+from runtime import dispatch
 
 RNG = np.random.default_rng(11)
 
@@ -215,22 +216,48 @@ def test_compiled_bool_arithmetic_matches_replay(fn):
     np.testing.assert_array_equal(want.numpy(), fn(rt.tensor(x)).numpy())
 
 
-def test_max_pool_of_a_relu_runs_before_the_relu():
+@pytest.mark.parametrize("shape, pool", [((2, 3, 6, 4), lambda t: F.max_pool2d(t, 2)),
+                                         ((2, 3, 7, 5), lambda t: F.max_pool2d(t, 3, 2, 1)),
+                                         ((2, 3, 6, 4), lambda t: F.adaptive_max_pool2d(t, 2))])
+def test_max_pool_of_a_relu_runs_before_the_relu(shape, pool):
     # relu then max pool == max pool then relu: compile swaps them where nothing else reads the
-    # relu (the relu then runs on a quarter of the elements and fuses with what follows)
-    x = RNG.standard_normal((2, 3, 6, 4)).astype(np.float32)
+    # relu, as one op (the relu then runs on the pooled elements, as each maximum is stored on
+    # the cpu's 2x2 pool; the other pools run it after)
+    x = RNG.standard_normal(shape).astype(np.float32)
     x[0, 0, 0, :2] = np.nan
     x[1, 2, 2:4, 2:4] = -np.inf
+    x[1, 1] = -np.abs(x[1, 1])                              # a plane that relu zeroes
 
     def fn(t):
-        a = F.max_pool2d(rt.relu(t * 2.0), 2) + 1.0       # swapped
+        a = pool(rt.relu(t * 2.0)) + 1.0                    # swapped
         y = rt.relu(t)
-        return a, F.max_pool2d(y, 2), y                     # y is read twice: kept
+        return a, pool(y), y                                # y is read twice: kept
 
     g = rt.capture(fn, x)
     exe = g.compile()
     ops = [ln.split(" = ")[1].split("(")[0] for ln in exe.explain().splitlines()
            if " = " in ln]
-    assert ops.count("relu") == 2 and ops.index("max_pool2d") < ops.index("relu")
+    assert ops.count("max_pool2d_relu") == 1 and ops.count("relu") == 1
     for got, want in zip(exe(x), g.run(x)):
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # on a kernel set without the fused pool: the pool, then relu (the same values)
+    ks = dispatch.kernels_for(rt.cpu())
+    monkey = type(ks)
+    fused = monkey.max_pool2d_relu
+    try:
+        del monkey.max_pool2d_relu
+        exe2 = g.compile()
+        for got, want in zip(exe2(x), g.run(x)):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    finally:
+        monkey.max_pool2d_relu = fused
+
+
+def test_max_pool_relu_of_integers():
+    x = RNG.integers(-50, 50, (2, 3, 6, 4)).astype(np.int32)
+    g = rt.capture(lambda t: F.max_pool2d(rt.relu(t), 2), x)
+    exe = g.compile()
+    assert "max_pool2d_relu" in exe.explain()
+    got, want = exe(x)[0], g.run(x)[0]
+    assert got.dtype is want.dtype is rt.int32
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
