@@ -32,7 +32,10 @@ def _target() -> tuple:
     name = numba.config.CPU_NAME or ll.get_host_cpu_name()
     feats = numba.config.CPU_FEATURES
     if feats is None:
-        feats = ll.get_host_cpu_features().flatten()
+        try:
+            feats = ll.get_host_cpu_features().flatten()
+        except RuntimeError:     # a host LLVM cannot read the features of (Numba then uses none)
+            feats = ""
     return name, feats, llvmlite.__version__
 
 
