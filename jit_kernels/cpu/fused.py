@@ -253,11 +253,11 @@ def run_elementwise(prog, arrays):
         _STRIDED[key] = plan
     kernel, shp, sts, split = plan
     args = [shp]
-    for a, st in zip(arrays, sts):
-        if a.flags.c_contiguous and a.flags.writeable and a.size:
+    for a, st in zip(arrays, sts):     # (total > 0: every operand is non-empty)
+        if a.flags.c_contiguous and a.flags.writeable:
             args += [a.reshape(-1), 0, st]
         else:
-            b, off, _ = flat_base(a) if a.size else (np.zeros(1, a.dtype), 0, None)
+            b, off, _ = flat_base(a)
             args += [b, off, st]
     kernel(*args, *scs, *flats, split)
     return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
@@ -273,7 +273,7 @@ def _strided_plan(prog, arrays, S, total, par):
     ``arrays`` broadcast to ``S``."""
     strides = []
     for a in arrays:
-        es = [st // a.itemsize for st in a.strides] if a.size else [0] * a.ndim
+        es = [st // a.itemsize for st in a.strides]
         strides.append(broadcast_strides(a.shape, S, es))
     shp, sts = coalesce(S, strides)
     pattern = "".join("1" if st[-1] == 1 else ("0" if st[-1] == 0 else "s") for st in sts)

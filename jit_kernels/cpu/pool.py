@@ -348,16 +348,15 @@ def max_pool2d(x, rows, cols, want_indices):
 
 
 def max_pool2d_relu(x, rows, cols):
-    """``relu(max_pool2d(x))`` (values only): in the 2x2 pool's pass where that applies (relu
-    on each maximum as it is stored), else the pool, then the relu kernel."""
+    """``relu(max_pool2d(x))`` in the 2x2 pool's pass (relu on each maximum as it is stored),
+    or None where that pass does not apply (the caller runs the pool, then relu)."""
     n, c, H, W = x.shape
-    if x.dtype.kind == "f" and _is_2x2(rows, cols, H, W):
-        ow = len(cols[0])
-        out = _out(n, c, len(rows[0]), ow, x.dtype)
-        _max2_fwd(_flat(x), ow, out.reshape(-1), nthreads(), True, x.dtype.type(0))
-        return out.reshape(n, c, len(rows[0]), ow)
-    from jit_kernels.cpu import elementwise
-    return elementwise.unary("relu", max_pool2d(x, rows, cols, False)[0], x.dtype, {})
+    if x.dtype.kind != "f" or not _is_2x2(rows, cols, H, W):
+        return None
+    ow = len(cols[0])
+    out = _out(n, c, len(rows[0]), ow, x.dtype)
+    _max2_fwd(_flat(x), ow, out.reshape(-1), nthreads(), True, x.dtype.type(0))
+    return out.reshape(n, c, len(rows[0]), ow)
 
 
 def max_pool2d_backward(x, g, rows, cols):

@@ -270,16 +270,17 @@ def _infer_max_relu(args, attrs):
 
 def _kernel_max_relu(ks, p, args, attrs, plan, device):
     rows, cols, _ = windows_of("max", args[0].shape, attrs)
-    fused = getattr(ks, "max_pool2d_relu", None)
-    if fused is not None:
-        return fused(p[0], rows, cols)
+    fused = getattr(ks, "max_pool2d_relu", None)   # (kernel sets may lack it, or decline)
+    y = fused(p[0], rows, cols) if fused is not None else None
+    if y is not None:
+        return y
     return ks.unary("relu", ks.max_pool2d(p[0], rows, cols, False)[0], plan.dtype.np, {})
 
 
 # ``relu(max_pool2d(x))`` or ``relu(adaptive_max_pool2d(x))`` (its attrs say which): made by
 # graph.compile from ``max_pool2d(relu(x))`` (``runtime.capture.compiled._pool_before_relu``);
 # the captured graph, replay and ONNX keep the two ops.  The cpu set's 2x2 pool applies the
-# relu as it stores each maximum; other kernel sets run the pool, then relu.
+# relu as it stores each maximum; other pools and kernel sets run the pool, then relu.
 register(OpSpec("max_pool2d_relu", "pool", _infer_max_relu, _kernel_max_relu, cost="compute",
                 differentiable=False,
                 onnx_skip="made by graph.compile only (inference); the captured graph it comes "
