@@ -17,6 +17,10 @@ os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 import numpy as np
 
+# first: importing _host asks for 512-bit vectors on AVX-512 hosts whose LLVM tuning prefers
+# 256 (``_host.use_full_width``), which must happen before Numba's codegen exists
+from jit_kernels.cpu import _host
+
 from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape
 from jit_kernels.cpu import conv as _conv
 from jit_kernels.cpu import pool as _pooling

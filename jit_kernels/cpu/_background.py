@@ -109,6 +109,11 @@ def _start_worker():
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["JIT_KERNELS_CACHE_DIR"] = codegen.cache_dir()
     env["JIT_KERNELS_BACKGROUND_COMPILE"] = "0"
+    # the worker compiles for this process's codegen (its cache entries serve only that one)
+    from jit_kernels.cpu._host import _target
+    feats = _target()[1]
+    if feats:
+        env["NUMBA_CPU_FEATURES"] = feats
     if numba.config.CACHE_DIR:
         env["NUMBA_CACHE_DIR"] = numba.config.CACHE_DIR
     else:

@@ -11,6 +11,11 @@ compiles every kernel (``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` included) and r
 register its machine code uses.  The answer is kept in the kernel cache directory, keyed by
 the CPU name, its features and the llvmlite version, so a process compiles the probe only
 once per machine.
+
+``use_full_width()`` runs when this module is imported (``jit_kernels.cpu`` imports it first): on an AVX-512 host it
+asks Numba's codegen for the host's features plus ``-prefer-256-bit`` (LLVM's tuning feature),
+so the loops there use ``zmm`` as on Zen 4 (measured on emeraldrapids, one thread, CPU time:
+the 16->32 conv forward + backward 6.1 -> 5.0 ms, 64->64 56x56 124 -> 93 ms).
 """
 from __future__ import annotations
 
@@ -24,18 +29,46 @@ _WIDTH: int | None = None
 _WIDTHS = (16, 32, 64)
 
 
-def _target() -> tuple:
-    """(cpu name, features) Numba compiles for."""
-    import llvmlite
+#: ``JIT_KERNELS_FULL_WIDTH=0`` leaves Numba's features as they are (LLVM's own preference)
+FULL_WIDTH_ENV = "JIT_KERNELS_FULL_WIDTH"
+_NO_256 = "-prefer-256-bit"
+
+
+def full_width_features(host_features: str, env) -> str | None:
+    """The features string for Numba's codegen that lifts LLVM's 256-bit preference, or None
+    to leave Numba's default: only with AVX-512, and not where the user chose (any
+    ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES``, or ``JIT_KERNELS_FULL_WIDTH=0``)."""
+    if env.get(FULL_WIDTH_ENV, "1") == "0" or "NUMBA_CPU_NAME" in env \
+            or "NUMBA_CPU_FEATURES" in env:
+        return None
+    if "+avx512f" not in host_features.split(","):
+        return None
+    return f"{host_features},{_NO_256}"
+
+
+def use_full_width() -> None:
+    """Set ``numba.config.CPU_FEATURES`` as ``full_width_features`` says, before Numba's cpu
+    codegen exists (it reads the features once, when it is made; made earlier -- by other code
+    of this process compiling first -- it keeps its own, and the probe then sees those)."""
     import llvmlite.binding as ll
     import numba
-    name = numba.config.CPU_NAME or ll.get_host_cpu_name()
-    feats = numba.config.CPU_FEATURES
-    if feats is None:
-        try:
-            feats = ll.get_host_cpu_features().flatten()
-        except RuntimeError:     # a host LLVM cannot read the features of (Numba then uses none)
-            feats = ""
+    from numba.core.registry import cpu_target
+    if "_toplevel_target_context" in vars(cpu_target) or numba.config.CPU_FEATURES is not None:
+        return
+    try:
+        host = ll.get_host_cpu_features().flatten()
+    except RuntimeError:         # a host LLVM cannot read the features of
+        return
+    feats = full_width_features(host, os.environ)
+    if feats is not None:
+        numba.config.CPU_FEATURES = feats
+
+
+def _target() -> tuple:
+    """(cpu name, features, llvmlite version) of the code Numba generates: its codegen's own."""
+    import llvmlite
+    from numba.core.registry import cpu_target
+    _, name, feats = cpu_target.target_context.codegen().magic_tuple()
     return name, feats, llvmlite.__version__
 
 
@@ -106,4 +139,6 @@ def vector_registers() -> int:
     return 32 if "+avx512f" in _target()[1].split(",") else 16
 
 
-__all__ = ["vector_bytes", "vector_registers"]
+__all__ = ["full_width_features", "use_full_width", "vector_bytes", "vector_registers"]
+
+use_full_width()
