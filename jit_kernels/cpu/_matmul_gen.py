@@ -314,17 +314,27 @@ def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T, jr0, jr1):
                 tile_out(c, co, ldc, T, mv, nv, first)
 
 
-@njit(cache=True, error_model='numpy', nogil=True)
-def macrox(Ap, aoff, x, offs, oo, xb0, xb1, mc, kc, c, coff, ldc, first, zero, T):
+# inlined into conv_fwd's loop: a call increfs and decrefs each of its six arrays (12 atomic
+# operations per sliver)
+@njit(cache=True, error_model='numpy', nogil=True, inline='always')
+def macrox(Ap, aoff, x, offs, oo, xb0, xb1, mc, kc, c, S, direct, coff, ldc, first, zero, T):
     """``macro`` for one full NR-wide sliver read straight from the row-shifted planes
-    (``ukx``) instead of a packed B."""
+    (``ukx``) instead of a packed B: into C (``direct``) or into the scratch sliver S (rows
+    padded to whole tiles)."""
     nir = (mc + MR - 1) // MR
+    z = mc - mc   # non-literal values (see ``macro``)
     for ir in range(nir):
         mv = min(MR, mc - ir * MR)
         co = coff + ir * MR * ldc
-        D, do, dl, f = tile_dest(c, co, ldc, first, T, mv == MR)
-        ukx(kc, Ap, aoff + ir * kc * MR, x, offs, oo, xb0, xb1, D, do, dl, f, zero)
-        if mv < MR:
+        a0 = aoff + ir * kc * MR
+        # each destination array at its own call (an array-valued choice cost a reference
+        # count pair per tile)
+        if not direct:
+            ukx(kc, Ap, a0, x, offs, oo, xb0, xb1, S, co, ldc, first, zero)
+        elif mv == MR:
+            ukx(kc, Ap, a0, x, offs, oo, xb0, xb1, c, co, ldc, first, zero)
+        else:
+            ukx(kc, Ap, a0, x, offs, oo, xb0, xb1, T, z, z + NR, first or True, zero)
             tile_out(c, co, ldc, T, mv, NR, first)
 
 
@@ -625,45 +635,53 @@ def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, d
         for s in range(s0, s1):
             j0 = s * NR
             nv = min(NR, NL - j0)
-            nr = conv_runs(j0, nv, L, ow, R)
-            nsg = row_segments(R, nr, L, ow, C * H * W, Sg, rows)
             n0 = j0 // L
             l0 = j0 - n0 * L
             direct = nv == NR and l0 + NR <= L
+            xr = xread and nv == NR
+            # the runs and segments serve the packing and the scatter of a scratch tile only
+            # (a tenth of a 1->16 8x8 conv's time when computed for every sliver)
+            nr = 0
+            nsg = 0
+            if not (xr and direct):
+                nr = conv_runs(j0, nv, L, ow, R)
+                nsg = row_segments(R, nr, L, ow, C * H * W, Sg, rows)
             if direct:
-                D = y
                 do = n0 * O * L + l0
                 dl = L
             else:
-                D = S
                 do = z
                 dl = NR + z
-            xr = xread and nv == NR
-            xb0 = z
-            xb1 = z
             if xr:
+                # y or the scratch sliver S chosen inside (an array-valued variable here cost
+                # a reference count pair per sliver)
                 n1 = (j0 + V) // L
                 xb0 = n0 * sxn + l0
                 xb1 = n1 * sxn + (j0 + V - n1 * L)
-            for pc in range(0, K, KC):
-                kc = min(KC, K - pc)
-                if xr:
-                    macrox(Ap, pc * Mp, x, offs, pc, xb0, xb1, O, kc, D, do, dl, pc == 0, zero, T)
-                    continue
-                if rows:
-                    pack_b_segs(x, Sg, nsg, nv, pc, kc, Bp, H, W, kh, dh)
-                else:
-                    pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh,
-                                dw, ow)
-                # one call site: each inlines the whole micro-kernel (compile time)
-                macro(Ap, pc * Mp, Bp, O, nv, kc, D, do, dl, pc == 0, zero, T, z, z + 1)
+                for pc in range(0, K, KC):
+                    macrox(Ap, pc * Mp, x, offs, pc, xb0, xb1, O, min(KC, K - pc), y, S, direct,
+                           do, dl, pc == 0, zero, T)
+            else:
+                D = y if direct else S
+                for pc in range(0, K, KC):
+                    kc = min(KC, K - pc)
+                    if rows:
+                        pack_b_segs(x, Sg, nsg, nv, pc, kc, Bp, H, W, kh, dh)
+                    else:
+                        pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl,
+                                    dh, dw, ow)
+                    # one call site: each inlines the whole micro-kernel (compile time)
+                    macro(Ap, pc * Mp, Bp, O, nv, kc, D, do, dl, pc == 0, zero, T, z, z + 1)
             if direct:
                 if hasb:
+                    # offsets, not a view per row (a reference count pair each), and nv (= NR)
+                    # as the bound: at the constant NR the loop was unrolled into scalar adds
+                    # before the loop vectoriser saw it (a quarter of a 1->16 conv's time)
                     for o in range(O):
                         v = bias[o]
-                        d = y[(n0 * O + o) * L + l0:(n0 * O + o) * L + l0 + NR]
-                        for e in range(NR):
-                            d[e] += v
+                        p = uint64((n0 * O + o) * L + l0)
+                        for e in range(uint64(nv)):
+                            y[p + e] += v
             else:  # one copy per segment (per sample in the row-shifted form)
                 for o in range(O):
                     v = bias[o] if hasb else zero
