@@ -683,18 +683,20 @@ def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, d
                         for e in range(uint64(nv)):
                             y[p + e] += v
             else:  # one copy per segment (per sample in the row-shifted form)
+                # unsigned offsets: with signed ones (a negative index wraps) the vectorised
+                # copy gathered element by element (a fifth of a 16->32 4x4 conv's time)
                 for o in range(O):
                     v = bias[o] if hasb else zero
                     for q in range(nsg):
-                        t0 = Sg[0, q]
-                        m = Sg[2, q]
-                        p = (Sg[3, q] * O + o) * L + Sg[4, q]
+                        t0 = uint64(o * NR + Sg[0, q])
+                        m = uint64(Sg[2, q])
+                        p = uint64((Sg[3, q] * O + o) * L + Sg[4, q])
                         if hasb:
                             for e in range(m):
-                                y[p + e] = S[o * NR + t0 + e] + v
+                                y[p + e] = S[t0 + e] + v
                         else:
                             for e in range(m):
-                                y[p + e] = S[o * NR + t0 + e]
+                                y[p + e] = S[t0 + e]
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
