@@ -12,10 +12,11 @@ register its machine code uses.  The answer is kept in the kernel cache director
 the CPU name, its features and the llvmlite version, so a process compiles the probe only
 once per machine.
 
-``use_full_width()`` runs when this module is imported (``jit_kernels.cpu`` imports it first): on an AVX-512 host it
-asks Numba's codegen for the host's features plus ``-prefer-256-bit`` (LLVM's tuning feature),
-so the loops there use ``zmm`` as on Zen 4 (measured on emeraldrapids, one thread, CPU time:
-the 16->32 conv forward + backward 6.1 -> 5.0 ms, 64->64 56x56 124 -> 93 ms).
+``use_full_width()`` runs when this module is imported (``jit_kernels.cpu`` imports it
+first): on an AVX-512 host it asks Numba's codegen for the host's features plus
+``-prefer-256-bit`` (LLVM's tuning feature), so the loops there use ``zmm`` as on Zen 4
+(measured on emeraldrapids, one thread, CPU time: the 16->32 conv forward + backward
+6.1 -> 5.0 ms, 64->64 56x56 124 -> 93 ms).
 """
 from __future__ import annotations
 
