@@ -18,7 +18,7 @@ from .ops.shapes import MAX_ELEMENTS as _MAX_ELEMENTS
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "kernels_for", "kernels_for_kind", "common_device", "run_fused",
-           "plain_step"]
+           "plain_step", "pieces"]
 
 _KERNELS: dict = {}
 
@@ -331,6 +331,30 @@ def run_fused(device: PlainDevice, program, tensors) -> tuple:
     outs = fused(program, [t._payload for t in tensors])
     return tuple(Tensor._wrap(o, shape, D.as_dtype(dt), device)
                  for o, shape, dt in zip(outs, program.output_shapes, program.output_dtypes))
+
+
+def pieces(t: Tensor, shapes) -> list:
+    """The consecutive stretches of 1-D tensor ``t`` on a plain device as tensors of
+    ``shapes`` (their sizes add up to ``t``'s length): views where the kernel set's ``index``
+    and ``reshape`` give views.  An optimiser cuts its batched update's flat results so; one
+    catalogue op per piece cost more than the update of a small model's parameters."""
+    sizes = []
+    for shape in shapes:
+        n = 1
+        for d in shape:
+            n *= d
+        sizes.append(n)
+    if len(t.shape) != 1 or sum(sizes) != t.shape[0]:
+        raise ShapeError(f"pieces: shapes {list(shapes)} do not cut a tensor of shape {t.shape}")
+    device, dt, p = t.device, t.dtype, t._payload
+    ks = kernels_for_kind(device.kind)
+    index, reshape = ks.index, ks.reshape
+    out, start = [], 0
+    for shape, n in zip(shapes, sizes):
+        out.append(Tensor._wrap(reshape(index(p, (slice(start, start + n, 1),)), shape),
+                                tuple(shape), dt, device))
+        start += n
+    return out
 
 
 def dlpack_plain(device: PlainDevice, t: Tensor, kwargs):

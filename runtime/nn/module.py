@@ -63,6 +63,15 @@ class Parameter:
 
     data = value
 
+    def _replace(self, value: Tensor) -> None:
+        """Hold ``value``, a tensor nothing else holds yet (an optimiser's result lifted onto
+        the parameter's device): tracked in place when it requires grad, not through a
+        detached copy as the setter must for a tensor the caller keeps."""
+        if self.requires_grad and value.device.family == "autodiff" and not value.requires_grad:
+            self._value = value.require_grad()
+        else:
+            self._value = _track(value, self.requires_grad)
+
     def requires_grad_(self, requires_grad: bool = True) -> "Parameter":
         """Freeze (False) or unfreeze this parameter; returns it."""
         self.requires_grad = bool(requires_grad)
@@ -379,8 +388,8 @@ def _plain(t: Tensor) -> Tensor:
 def _onto(value: Tensor, dev) -> Tensor:
     """``value`` (any device) on ``dev``: through the plain inner device for autodiff targets."""
     value = _plain(value)
-    if dev.family == "autodiff":
-        return value.to(dev.inner).to(dev)
+    if dev.family == "autodiff" and value.device is not dev.inner:
+        value = value.to(dev.inner)
     return value.to(dev)
 
 

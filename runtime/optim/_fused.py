@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 
+from .. import dispatch
 from ..capture.device import CaptureDevice
 from ..ops import api
 
@@ -69,7 +70,7 @@ def run_update(fn, variant, tensors, scalars):
 def _compiled_many(fn, variant, n_tensors, n_scalars, shapes, dtype, device, flat_kinds):
     """The graph of ``run_update_many``: operand kind ``k`` comes as one flat tensor when
     ``flat_kinds[k]``, else one tensor per parameter (flattened and concatenated here); the
-    outputs are the per-parameter pieces (output by output), then the flat outputs."""
+    outputs are the flat ones (``dispatch.pieces`` cuts them)."""
     sizes = [math.prod(s) for s in shapes]
     cap = CaptureDevice()
     with cap.capture_scope() as scope:
@@ -84,13 +85,7 @@ def _compiled_many(fn, variant, n_tensors, n_scalars, shapes, dtype, device, fla
                 flat.append(api.cat([api.reshape(t, (n,)) for t, n in zip(ts, sizes)]))
         scalars = [scope.placeholder((), dtype) for _ in range(n_scalars)]
         outs = list(fn(variant, *flat, *scalars))
-        pieces = []
-        for out in outs:
-            start = 0
-            for s, n in zip(shapes, sizes):
-                pieces.append(api.reshape(out[start:start + n], s))
-                start += n
-        scope.complete(inputs=inputs + scalars, outputs=pieces + outs)
+        scope.complete(inputs=inputs + scalars, outputs=outs)
     return scope.graph.compile(device)
 
 
@@ -113,8 +108,6 @@ def run_update_many(fn, variant, tensor_lists, scalars, flat=None):
             args.append(flat[k])
         else:
             args += [ts[k] for ts in tensor_lists]
-    outs = exe(*args, *[_scalar(float(s), dtype, device) for s in scalars])
-    n = len(shapes)
-    n_out = len(outs) // (n + 1)
-    return ([tuple(outs[j * n + i] for j in range(n_out)) for i in range(n)],
-            tuple(outs[n * n_out:]))
+    outs = tuple(exe(*args, *[_scalar(float(s), dtype, device) for s in scalars]))
+    cut = [dispatch.pieces(o, shapes) for o in outs]
+    return [tuple(c[i] for c in cut) for i in range(len(shapes))], outs

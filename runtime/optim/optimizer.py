@@ -80,7 +80,7 @@ class Optimizer:
                 items.append((p, value, g, self.state.setdefault(p, {})))
             if items:
                 for (p, _, _, _), new in zip(items, self._update_group(items, group)):
-                    p.value = _onto(new, p.value.device)
+                    p._replace(_onto(new, p.value.device))
 
     def _update(self, p: Tensor, g: Tensor, state: dict, group: dict) -> Tensor:
         raise NotImplementedError

@@ -309,3 +309,34 @@ def test_adam_batches_small_parameters_bit_for_bit(monkeypatch, amsgrad):
         for k, v in ob.state[b].items():
             w = oa.state[a][k]
             assert v == w if k == "step" else np.array_equal(v.numpy(), w.numpy())
+
+
+def test_pieces_cut_a_flat_tensor_into_shapes_and_refuse_a_wrong_cut():
+    # how the batched update cuts its flat results: consecutive stretches, in order
+    from runtime import dispatch
+    t = rt.arange(10, dtype=rt.float32)
+    a, b, c = dispatch.pieces(t, [(2, 3), (), (3,)])
+    assert (a.shape, b.shape, c.shape) == ((2, 3), (), (3,))
+    np.testing.assert_array_equal(a.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert b.item() == 6.0
+    np.testing.assert_array_equal(c.numpy(), [7, 8, 9])
+    with pytest.raises(rt.ShapeError, match=r"^pieces: shapes \[\(2, 3\)\] do not cut a tensor "
+                                            r"of shape \(10,\)$"):
+        dispatch.pieces(t, [(2, 3)])
+    with pytest.raises(rt.ShapeError, match=r"^pieces: shapes \[\(10,\)\] do not cut a tensor "
+                                            r"of shape \(2, 5\)$"):
+        dispatch.pieces(t.reshape(2, 5), [(10,)])
+
+
+def test_a_stepped_parameter_is_a_fresh_tracked_leaf():
+    # the optimiser's result is tracked in place (no detached copy); the value it replaced and
+    # the gradients of the last step are untouched
+    p = nn.Parameter(rt.tensor(np.ones(3, np.float32)).to(AD))
+    old = p.value
+    opt = rt.optim.SGD([p], lr=0.5)
+    grads = (p.value * 2.0).sum().backward()
+    opt.step(grads)
+    assert p.value is not old and p.value.requires_grad and p.value.device == AD
+    np.testing.assert_array_equal(p.value.inner().numpy(), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(old.grad(grads).numpy(), [2.0, 2.0, 2.0])
+    assert p.grad(grads) is None           # a new leaf: the old gradients are not its own
