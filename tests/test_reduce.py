@@ -139,3 +139,15 @@ def test_per_channel_reductions_over_one_outer_dim(shape):
     v = t[:, 1::2]
     np.testing.assert_allclose(rt.sum(v, axis=(0, 2, 3)).numpy(), ref[:, 1::2].sum((0, 2, 3)),
                                rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("info", [r for r in rows("reduce") if r.dtypes], ids=lambda r: r.name)
+@pytest.mark.parametrize("shape", [(40, 3, 2, 3), (9, 2, 4, 4), (5, 1, 1, 7)])
+def test_reduce_over_all_but_the_channel_axis(info, shape, rng):
+    # a conv bias gradient's reduction: short contiguous rows per channel, summed column by
+    # column; few channels, so the work of one is split between tasks, mid-row
+    dtype = info.dtypes[0]
+    (x,) = info.inputs(shape, dtype, rng)
+    got = info.fn(rt.tensor(x), axis=(0, 2, 3))
+    assert_close(got, info.reference(x, axis=(0, 2, 3), keepdims=False), info.out(dtype),
+                 tol=info.tol)

@@ -46,6 +46,7 @@ from jit_kernels.cpu.reduce import _row_pos
 
 A = {A}
 FM = {{"reassoc", "contract"}}
+_LANES_MAX = 256     # the widest row _range sums column by column (its accumulators stay in L1)
 
 
 @njit(inline="always", error_model="numpy")
@@ -106,6 +107,28 @@ def _range(base, prow, rshape, rstr, lo, hi, c):
         # cost more than a short row's sum)
         s0 = rstr[0]
         s1 = rstr[1]
+        if s1 == 1 and inner <= _LANES_MAX and hi - lo >= 4 * inner:
+            # short contiguous rows (a conv bias's gradient: (N, H*W) per channel): each row
+            # steps one accumulator per column (vectorised over the row), then the columns
+            # combine in order; a per-row _seg spent more on its set-up than on a 16-wide sum
+            if col != 0:
+                n = inner - col
+                acc = comb(acc, _seg(base, prow + q * s0 + col, 1, n, c))
+                lo += n
+                q += 1
+                col = 0
+            a = np.empty(inner, A)
+            for j in range(inner):
+                a[j] = init()
+            while lo + inner <= hi:
+                p0 = prow + q * s0
+                v = base[p0:p0 + inner]
+                for j in range(inner):
+                    a[j] = step(a[j], {conv_vj}, c)
+                lo += inner
+                q += 1
+            for j in range(inner):
+                acc = comb(acc, a[j])
         while lo < hi:
             n = min(inner - col, hi - lo)
             acc = comb(acc, _seg(base, prow + q * s0 + col * s1, s1, n, c))
