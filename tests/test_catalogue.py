@@ -59,7 +59,7 @@ REACHED_BY = {
 # Reached only inside another op's gradient: that op's backward rule dispatches it.
 INTERNAL = {"cross_entropy_backward": "cross_entropy", "max_pool2d_backward": "max_pool2d",
             "avg_pool2d_backward": "avg_pool2d", "interpolate_backward": "interpolate",
-            "conv2d_weight_grad": "conv2d"}
+            "conv2d_weight_grad": "conv2d", "relu_backward": "relu"}
 # issue 16: advanced-index assignment and the native pad
 REACHED_BY["pad"] = lambda x: rt.pad(x, (1, 1), mode="reflect")
 REACHED_BY["put"] = lambda x: x.slice_assign(([0, 1], [2, 0]), 1.0)
@@ -124,6 +124,7 @@ def test_internal_ops_are_reached_by_their_owners_rule(monkeypatch):
     ad = rt.autodiff(rt.cpu())
     x = rt.tensor(np.zeros((2, 3), np.float32), device=ad).require_grad()
     F.cross_entropy(x, rt.tensor([0, 1], device=ad)).backward()
+    rt.relu(x).sum().backward()
     x4 = rt.tensor(np.zeros((1, 1, 2, 3)), device=ad).require_grad()   # float64: test_pool's
     for pool in (lambda t: F.max_pool2d(t, 2, 1), lambda t: F.avg_pool2d(t, 2, 1),
                  lambda t: F.interpolate(t, size=(3, 4))):

@@ -15,7 +15,7 @@ import math
 
 from ..dispatch import dispatch as run
 from .. import dtypes as D
-from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError
+from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import operand, tensor_arg
 from .registry import Meta, OpSpec, Plan, dtype_names, float_of, front_end, register, shape_of
@@ -277,7 +277,7 @@ def _grad_sigmoid(c, g):
 neg = _unary("neg", "same", "Neg", lambda c, g: neg(g))
 abs = _unary("abs", "same", "Abs", lambda c, g: mul(g, sign(c.input(0))))
 sign = _unary("sign", "same", "Sign")
-relu = _unary("relu", "same", "Relu", lambda c, g: where(gt(c.input(0), 0), g, 0))
+relu = _unary("relu", "same", "Relu", lambda c, g: run("relu_backward", (c.input(0), g)))
 floor = _unary("floor", "same", "Floor")
 ceil = _unary("ceil", "same", "Ceil")
 exp = _unary("exp", "float", "Exp", lambda c, g: mul(g, c.output()))
@@ -839,3 +839,21 @@ def round(x, decimals: int = 0) -> Tensor:
         raise ArgumentValueError(f"round: negative decimals need a float tensor, got "
                                  f"{x.dtype.name}")
     return run("round", (x,), {"decimals": decimals} if decimals else None)
+
+
+# ------------------------------------------------------------------------- relu's gradient
+# ``where(x > 0, g, 0)`` as one record (PyTorch's ``threshold_backward``): on a plain device one
+# fused pass over x and g, where the comparison and the select were two kernels, a bool tensor
+# between them and two dispatches per relu of every training step.  Capture records its
+# decomposition, so graphs, compile and ONNX see the where and the comparison (and autodiff
+# differentiates through it).
+def _infer_relu_backward(args, attrs):
+    x, g = args
+    if x.shape != g.shape or x.dtype is not g.dtype:
+        raise ShapeError(f"relu_backward: the input ({x.shape} {x.dtype.name}) and the gradient "
+                         f"({g.shape} {g.dtype.name}) differ")
+    return Plan(g.shape, g.dtype, g.dtype, "same")
+
+
+register(OpSpec("relu_backward", "binary", _infer_relu_backward,
+                decompose=lambda args, attrs: where(gt(args[0], 0), args[1], 0)))

@@ -252,3 +252,23 @@ def test_an_elementwise_composite_runs_flattened_one_runner_per_size():
     np.testing.assert_array_equal(rt.silu(t).numpy(), a.numpy().T)
     assert composite._one_shape(CATALOGUE["silu"], (rt.tensor(x),)) == (3, 4)
     assert composite._one_shape(CATALOGUE["softmin"], (rt.tensor(x),)) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_backward_op_matches_its_decomposition_and_relus_gradient(rng, dtype):
+    from runtime.dispatch import dispatch
+    x = rng.normal(size=(6, 7)).astype(dtype)
+    x[0, :3] = [0.0, -0.0, np.nan]                 # the kink passes nothing, as PyTorch's
+    g = rng.normal(size=(6, 7)).astype(dtype)
+    got = dispatch("relu_backward", (rt.tensor(x), rt.tensor(g)))
+    want = _decomposed("relu_backward", rt.tensor(x), rt.tensor(g))
+    assert got.dtype is want.dtype and got.shape == (6, 7)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(got.numpy(), np.where(x > 0, g, 0).astype(dtype))
+    t = rt.tensor(x, device=AD).require_grad()
+    grads = (rt.relu(t) * rt.tensor(g, device=AD)).sum().backward()
+    np.testing.assert_array_equal(t.grad(grads).numpy(), np.where(x > 0, g, 0).astype(dtype))
+    with pytest.raises(rt.ShapeError, match=r"^relu_backward: the input \(\(6, 7\) "
+                                            rf"{np.dtype(dtype).name}\) and the gradient "
+                                            rf"\(\(7,\) {np.dtype(dtype).name}\) differ$"):
+        dispatch("relu_backward", (rt.tensor(x), rt.tensor(g[0])))
