@@ -849,9 +849,12 @@ def round(x, decimals: int = 0) -> Tensor:
 # differentiates through it).
 def _infer_relu_backward(args, attrs):
     x, g = args
-    if x.shape != g.shape or x.dtype is not g.dtype:
-        raise ShapeError(f"relu_backward: the input ({x.shape} {x.dtype.name}) and the gradient "
-                         f"({g.shape} {g.dtype.name}) differ")
+    if x.shape != g.shape:
+        raise ShapeError(f"relu_backward: the input's shape {x.shape} and the gradient's "
+                         f"{g.shape} differ")
+    if x.dtype is not g.dtype:
+        raise DTypeError(f"relu_backward: the input's dtype {x.dtype.name} and the gradient's "
+                         f"{g.dtype.name} differ")
     return Plan(g.shape, g.dtype, g.dtype, "same")
 
 

@@ -258,7 +258,7 @@ def test_an_elementwise_composite_runs_flattened_one_runner_per_size():
 def test_relu_backward_op_matches_its_decomposition_and_relus_gradient(rng, dtype):
     from runtime.dispatch import dispatch
     x = rng.normal(size=(6, 7)).astype(dtype)
-    x[0, :3] = [0.0, -0.0, np.nan]                 # the kink passes nothing, as PyTorch's
+    x[0, :3] = [0.0, -0.0, np.nan]   # nothing passes at 0 (PyTorch's) nor at NaN (x > 0 is False)
     g = rng.normal(size=(6, 7)).astype(dtype)
     got = dispatch("relu_backward", (rt.tensor(x), rt.tensor(g)))
     want = _decomposed("relu_backward", rt.tensor(x), rt.tensor(g))
@@ -268,7 +268,11 @@ def test_relu_backward_op_matches_its_decomposition_and_relus_gradient(rng, dtyp
     t = rt.tensor(x, device=AD).require_grad()
     grads = (rt.relu(t) * rt.tensor(g, device=AD)).sum().backward()
     np.testing.assert_array_equal(t.grad(grads).numpy(), np.where(x > 0, g, 0).astype(dtype))
-    with pytest.raises(rt.ShapeError, match=r"^relu_backward: the input \(\(6, 7\) "
-                                            rf"{np.dtype(dtype).name}\) and the gradient "
-                                            rf"\(\(7,\) {np.dtype(dtype).name}\) differ$"):
+    with pytest.raises(rt.ShapeError, match=r"^relu_backward: the input's shape \(6, 7\) and "
+                                            r"the gradient's \(7,\) differ$"):
         dispatch("relu_backward", (rt.tensor(x), rt.tensor(g[0])))
+    other = np.float64 if dtype == np.float32 else np.float32
+    with pytest.raises(rt.DTypeError, match=rf"^relu_backward: the input's dtype "
+                                            rf"{np.dtype(dtype).name} and the gradient's "
+                                            rf"{np.dtype(other).name} differ$"):
+        dispatch("relu_backward", (rt.tensor(x), rt.tensor(g.astype(other))))
