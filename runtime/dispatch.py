@@ -14,7 +14,7 @@ from . import lowprec as _lowprec
 from .device import Device, PlainDevice
 from .errors import DeviceError, DeviceMismatchError, ShapeError
 from .ops.registry import CATALOGUE, Meta as _Meta, OpSpec
-from .ops.shapes import MAX_ELEMENTS as _MAX_ELEMENTS
+from .ops.shapes import MAX_ELEMENTS as _MAX_ELEMENTS, prod as _prod
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "kernels_for", "kernels_for_kind", "common_device", "run_fused",
@@ -338,12 +338,7 @@ def pieces(t: Tensor, shapes) -> list:
     ``shapes`` (their sizes add up to ``t``'s length): views where the kernel set's ``index``
     and ``reshape`` give views.  An optimiser cuts its batched update's flat results so; one
     catalogue op per piece cost more than the update of a small model's parameters."""
-    sizes = []
-    for shape in shapes:
-        n = 1
-        for d in shape:
-            n *= d
-        sizes.append(n)
+    sizes = [_prod(shape) for shape in shapes]
     if len(t.shape) != 1 or sum(sizes) != t.shape[0]:
         raise ShapeError(f"pieces: shapes {list(shapes)} do not cut a tensor of shape {t.shape}")
     device, dt, p = t.device, t.dtype, t._payload
