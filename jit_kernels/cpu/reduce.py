@@ -21,6 +21,9 @@ as ``out_dtype``; ``var`` is two-pass (mean, then squared deviations) and divide
 non-empty axis).  ``logsumexp`` is max-shifted: all -inf → -inf, any +inf → +inf, NaN → NaN.
 ``argmax``/``argmin`` return the first index of the extreme; the first NaN wins (NumPy).
 ``softmax``/``log_softmax`` are max-shifted along one axis, exponentials summed in float64.
+An int/bool input of a float-accumulating reduction is converted to float64
+first and runs the float64 input's modules (``_shared``: one compile fewer per dtype, the same
+bits).
 """
 from __future__ import annotations
 
@@ -315,8 +318,26 @@ def _kernel_plan(op, shape, es, axes, in_dt, acc_dt, out_dt):
     return mod.rows_serial, (os_, ost, rs, rst), (), R, K
 
 
+def _shared(in_dt, acc_dt, out_dt):
+    """(input dtype, kernel result dtype) of the generated module that serves a reduction of
+    ``in_dt`` accumulated in ``acc_dt`` and stored as ``out_dt``, so one module serves several
+    dtype triples (fewer first-call compiles): an int/bool input of a float accumulation is
+    converted to the accumulator first (the kernel converts each element the same way), and a
+    result dtype other than the accumulator's is cast afterwards where the input is already in
+    the accumulator's dtype (the kernel rounds each result the same way).  Bit for bit what the
+    triple's own module gives."""
+    if in_dt.kind in "biu" and acc_dt.kind == "f":
+        in_dt = acc_dt
+    return in_dt, (acc_dt if in_dt == acc_dt else out_dt)
+
+
 def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
     """Reduce ``x`` over ``axes`` with op; returns a flat C-ordered array of kept-dims outputs."""
+    in_dt, k_dt = _shared(x.dtype, acc_dt, out_dt)
+    if in_dt != x.dtype:
+        x = x.astype(in_dt)
+    if k_dt != out_dt:
+        return _run(op, x, axes, acc_dt, k_dt, fa, center).astype(out_dt)
     base, off, es = flat_base(x)
     fn, args, tail, R, K = _kernel_plan(op, x.shape, es, axes, x.dtype, acc_dt, out_dt)
     out = np.empty(R, dtype=out_dt)
@@ -339,6 +360,8 @@ def _one_pass_plan(op, x, axes, keepdims, out_dt):
     if K == 0 or R == 0:
         return None
     acc_dt = _plan.acc_dtype(op, x.dtype, out_dt)
+    if _shared(x.dtype, acc_dt, out_dt) != (x.dtype, out_dt):
+        return None                 # a shared module's conversions: ``_run``'s general path
     fa = _plan._fa(optable.REDUCTIONS[op], K, None)
     es = [st // x.itemsize for st in x.strides]
     fn, args, tail, R, K = _kernel_plan(op, x.shape, es, axes, x.dtype, acc_dt, out_dt)
@@ -347,6 +370,8 @@ def _one_pass_plan(op, x, axes, keepdims, out_dt):
 
 
 def reduce(op, x, axes, keepdims, out_dtype, attrs):
+    if x.dtype.kind in "biu" and _plan.acc_dtype(op, x.dtype, np.dtype(out_dtype)).kind == "f":
+        x = x.astype(np.float64)     # once for both passes of var/logsumexp (``_shared``)
     if op in _ONE_PASS and type(x) is np.ndarray and x.flags.c_contiguous and x.flags.writeable:
         key = (op, x.shape, x.dtype, axes, keepdims, out_dtype)
         p = _RPLANS.get(key)

@@ -413,6 +413,24 @@ def test_reduce_int_bool(dt):
     check(K.reduce("mean", x, (1,), False, F32, {}), np.mean(x.astype(np.float64), axis=1), F32)
 
 
+def test_int_inputs_of_float_reductions_share_the_float64_modules():
+    """An int/bool input of mean/var/logsumexp/norm runs the float64 input's kernels (no module of
+    its own) and gives what the float64 conversion of the input gives, bit for bit (int64 values
+    past 2**53 round on conversion; the center of logsumexp too)."""
+    from jit_kernels.cpu import reduce as red
+    big = np.array([[2 ** 62 + 1, -3, 2 ** 53 + 1], [7, 2 ** 60 - 1, -(2 ** 61)]], np.int64)
+    cases = [big, sample(I32, (5, 7), 3), sample(B, (5, 7), 4)]
+    for x in cases:
+        for op in ("mean", "var", "logsumexp", "norm"):
+            for axes in [(0,), (1,), (0, 1)]:
+                got = K.reduce(op, x, axes, False, F32, {})
+                want = K.reduce(op, x.astype(np.float64), axes, False, F64, {}).astype(F32)
+                np.testing.assert_array_equal(got, want)
+                assert got.dtype == F32
+    mods = {k[:2] for k in red._MODS}
+    assert not any(dt.kind in "biu" for op, dt in mods if op in ("mean", "sqdev", "sumexp", "norm"))
+
+
 def test_reduce_special_values():
     x = np.array([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0], [-np.inf, -np.inf, -np.inf],
                   [np.inf, 1.0, 2.0]], np.float64)
