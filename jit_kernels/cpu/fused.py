@@ -37,7 +37,7 @@ from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import matmul as _matmul
 from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
                                      nthreads, scalar_array, size_of)
-from jit_kernels.cpu.elementwise import _body, _kind
+from jit_kernels.cpu.elementwise import _body
 from jit_kernels.optable import ROW_OPS
 
 BOOL = np.dtype(np.bool_)
@@ -109,7 +109,7 @@ class _Gen(FusedGen):
 
     def body(self, name: str, cdt: np.dtype) -> str:
         """Source of op ``name``'s scalar function body computing in ``cdt``."""
-        return _body(name, _kind(cdt))
+        return _body(name, cdt)
 
 
 def _module(prog, variant, source_fn):

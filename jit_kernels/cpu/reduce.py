@@ -265,7 +265,7 @@ def cols_serial(base, off, N, rshape, rstr, center, out, K, fa):
 def _spec(op, in_dt, acc_dt):
     """(init, step, comb, fin) source for op with accumulation dtype ``acc_dt``: the op table's
     (``jit_kernels.optable.REDUCTIONS``) rendered in cpu terms."""
-    return tuple(render(p) for p in optable.reduction_spec(op, acc_dt))
+    return tuple(render(p, acc_dt) for p in optable.reduction_spec(op, acc_dt))
 
 
 _MODS: dict = {}
