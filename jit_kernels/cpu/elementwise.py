@@ -7,8 +7,10 @@ same-shape operands, strided serial/parallel for everything else), writes it to 
 
 Layout: operands are read by strides, never materialised when broadcast (stride 0); Python
 scalars are 0-d arrays (stride 0).  The strided kernels coalesce adjacent dims and walk "rows"
-(all dims but the last) with fast branches for inner strides 1/0.  Negative strides are read in
-place.  Zero-size outputs are returned without calling a kernel.  Above ``PAR_THRESHOLD``
+(all dims but the last) with fast branches for inner strides 1/0 -- except for ops calling a
+transcendental (``_HEAVY``), whose segments are gathered in blocks into scratch and computed by
+one vectorised loop (one inlined copy of the op to compile, not four).  Negative strides are
+read in place.  Zero-size outputs are returned without calling a kernel.  Above ``PAR_THRESHOLD``
 elements the work is split into contiguous chunks run with ``prange`` (from an empty cache the
 serial kernel serves meanwhile, the same bits, while the parallel one builds in the background:
 ``_background.parallel_ready``).
@@ -89,7 +91,7 @@ def f({xs}):
 
 
 @njit(error_model="numpy")
-def _seg({seg_args}, out, po, n):
+def _seg({seg_args}, out, po, n{scratch_args}):
     o = out[po:po + n]
 {seg_body}
 
@@ -100,6 +102,7 @@ def _range(lo, hi, shape, {op_args}, out):
     inner = shape[nd - 1]
     r = lo // inner
     c = lo - r * inner
+{scratch_init}
     while lo < hi:
         rem = r
 {pos_init}
@@ -108,7 +111,7 @@ def _range(lo, hi, shape, {op_args}, out):
             rem = rem // shape[d]
 {pos_step}
         n = min(inner - c, hi - lo)
-        _seg({seg_call}, out, lo, n)
+        _seg({seg_call}, out, lo, n{scratch_args})
         lo += n
         r += 1
         c = 0
@@ -166,6 +169,12 @@ def _masks(n):
     return out
 
 
+#: the table's math functions whose inlined code is large (each copy costs seconds to compile):
+#: an op calling one gets a strided segment kernel with a single copy (``_gen_source``)
+_HEAVY = tuple(f for f in optable.MATH_FUNCS if f not in ("FLOOR", "CEIL", "SQRT", "COPYSIGN"))
+_SCRATCH = 256   # elements per gathered block of a heavy op's strided segment
+
+
 def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
     n = len(in_dts)
     res_dt = _result_dtype(op, cv_dts)
@@ -180,6 +189,20 @@ def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
     pats = {1: [(1,), (0,)], 2: [(1, 1), (1, 0), (0, 1)],
             3: [(1, 1, 1), (1, 0, 0), (1, 1, 0), (1, 0, 1)]}[n]
     lines = []
+    heavy = any(f"{name}(" in optable.body(op, _kind(cdt)) for name in _HEAVY)
+    if heavy:
+        # one inlined copy of f: each block of the segment gathered into scratch (``t{i}``,
+        # made once per ``_range``), then one contiguous, vectorised loop -- the fast
+        # branches below inline f once each, and for erf each copy compiled for ~5 s
+        lines.append(f"    for q in range(0, n, {_SCRATCH}):")
+        lines.append(f"        m = min({_SCRATCH}, n - q)")
+        for i in range(n):
+            lines.append("        for i in range(m):")
+            lines.append(f"            t{i}[i] = b{i}[p{i} + (q + i) * s{i}]")
+        lines.append("        w = o[q:q + m]")
+        lines.append("        for i in range(m):")
+        lines.append(f"            w[i] = {call([f't{i}[i]' for i in range(n)])}")
+        pats = []
     for j, pat in enumerate(pats):
         cond = " and ".join(f"s{i} == {p}" for i, p in enumerate(pat))
         lines.append(f"    {'if' if j == 0 else 'elif'} {cond}:")
@@ -193,9 +216,10 @@ def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
                 reads.append(f"c{i}")
         lines.append("        for i in range(n):")
         lines.append(f"            o[i] = {call(reads)}")
-    lines.append("    else:")
-    lines.append("        for i in range(n):")
-    lines.append(f"            o[i] = {call([f'b{i}[p{i} + i * s{i}]' for i in range(n)])}")
+    if not heavy:
+        lines.append("    else:")
+        lines.append("        for i in range(n):")
+        lines.append(f"            o[i] = {call([f'b{i}[p{i} + i * s{i}]' for i in range(n)])}")
 
     flat_fns = []
     for mask in _masks(n):
@@ -217,6 +241,9 @@ def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
         pos_init="\n".join(f"        p{i} = o{i} + c * s{i}[nd - 1]" for i in range(n)),
         pos_step="\n".join(f"            p{i} += k * s{i}[d]" for i in range(n)),
         seg_call=", ".join(f"b{i}, p{i}, s{i}[nd - 1]" for i in range(n)),
+        scratch_args="".join(f", t{i}" for i in range(n)) if heavy else "",
+        scratch_init="\n".join(f"    t{i} = np.empty(min(inner, {_SCRATCH}), b{i}.dtype)"
+                               for i in range(n)) if heavy else "",
     )
 
 

@@ -186,6 +186,24 @@ def test_unary_views_and_edge_shapes():
     check(K.unary("tanh", big[::-2], F32, {}), np.tanh(big[::-2].astype(np.float64)), F32, rtol=3e-6)
 
 
+def test_strided_heavy_ops_give_the_contiguous_bits():
+    """A transcendental on views (transposed, reversed, broadcast, rows longer than one gathered
+    block) gives bit for bit what it gives on the contiguous copy (the strided kernel gathers
+    blocks, then runs the same vectorised loop)."""
+    x = sample(F32, (3, 700), 5) / 3
+    y = np.abs(sample(F32, (700,), 6)) + 0.5
+    xt = np.ascontiguousarray(x.T).T                  # (3, 700) with strides (4, 12)
+    for v in (xt, x[:, ::-1], x[::-1, 5:650:2], np.broadcast_to(x[1], (2, 700))):
+        c = np.ascontiguousarray(v)
+        for op in ("erf", "tanh", "exp"):
+            np.testing.assert_array_equal(K.unary(op, v, F32, {}), K.unary(op, c, F32, {}))
+        yb = np.broadcast_to(y[:v.shape[1]], v.shape)
+        np.testing.assert_array_equal(K.binary("pow", yb, v, F32, F32),
+                                      K.binary("pow", np.ascontiguousarray(yb), c, F32, F32))
+        np.testing.assert_array_equal(K.binary("atan2", v, np.float32(0.5), F32, F32),
+                                      K.binary("atan2", c, np.full(c.shape, 0.5, F32), F32, F32))
+
+
 # -- binary ------------------------------------------------------------------------------------
 
 REF_BINARY = {
