@@ -335,7 +335,7 @@ def macrox(Ap, aoff, x, offs, oo, xb0, xb1, mc, kc, c, S, direct, coff, ldc, fir
             ukx(kc, Ap, a0, x, offs, oo, xb0, xb1, c, co, ldc, first, zero)
         else:
             ukx(kc, Ap, a0, x, offs, oo, xb0, xb1, T, z, z + NR, first or True, zero)
-            tile_out(c, co, ldc, T, mv, NR, first)
+            tile_out(c, co, ldc, T, mv, z + NR, first)
 
 
 @njit(cache=True, error_model='numpy', nogil=True)

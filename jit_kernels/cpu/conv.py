@@ -154,7 +154,7 @@ def _shift_rows(x, out, N, C, H, W, kw, pt, pl, dw, hp, ow):
             ob = (t * kw + j) * P
             dst = out[ob:ob + P]
             xoff = j * dw - pl
-            lo, hi = _span(xoff, 1, W, ow)
+            lo, hi = _span(xoff, np.int64(1), W, ow)
             ulo, uhi = uint64(lo), uint64(hi)
             for y in range(hp):
                 o = uint64(y * ow)

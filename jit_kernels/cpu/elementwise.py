@@ -119,7 +119,7 @@ def _range(lo, hi, shape, {op_args}, out):
 
 @njit(cache=True, error_model="numpy")
 def strided_serial(shape, {op_args}, out):
-    _range(0, out.shape[0], shape, {op_args}, out)
+    _range(np.int64(0), out.shape[0], shape, {op_args}, out)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")

@@ -116,7 +116,7 @@ def _range(base, prow, rshape, rstr, lo, hi, c):
             # combine in order; a per-row _seg spent more on its set-up than on a 16-wide sum
             if col != 0:
                 n = inner - col
-                acc = comb(acc, _seg(base, prow + q * s0 + col, 1, n, c))
+                acc = comb(acc, _seg(base, prow + q * s0 + col, s1, n, c))
                 lo += n
                 q += 1
                 col = 0
@@ -255,7 +255,8 @@ def cols_par(base, off, N, rshape, rstr, center, out, K, fa, nsplit, jb):
 @njit(cache=True, error_model="numpy")
 def cols_serial(base, off, N, rshape, rstr, center, out, K, fa):
     acc = np.empty(N, A)
-    _cols_block(base, off, N, rshape, rstr, center, acc, 0, K, 0, N)
+    z = np.int64(0)
+    _cols_block(base, off, N, rshape, rstr, center, acc, z, K, z, N)
     for j in range(N):
         c = center[j]
         out[j] = {store_acc}
@@ -283,7 +284,8 @@ def _module(op, in_dt, acc_dt, out_dt):
             conv_w=conv_expr("w[i]", in_dt, acc_dt), conv_s=conv_expr("base[p + i * s]", in_dt, acc_dt),
             conv_vj=conv_expr("v[j]", in_dt, acc_dt), conv_v1=conv_expr("v1[j]", in_dt, acc_dt),
             conv_v2=conv_expr("v2[j]", in_dt, acc_dt), conv_v3=conv_expr("v3[j]", in_dt, acc_dt),
-            store=store_expr("fin(_range(base, _row_pos(off, oshape, ostr, r), rshape, rstr, 0, K, c), fa, c)"),
+            store=store_expr("fin(_range(base, _row_pos(off, oshape, ostr, r), rshape, rstr, "
+                             "np.int64(0), K, c), fa, c)"),
             store_a=store_expr("fin(a, fa, c)"), store_acc=store_expr("fin(acc[j], fa, c)"),
         )
         mod = load_generated_module(src, f"red_{op}_{in_dt.name}_{acc_dt.name}_{out_dt.name}")
@@ -655,7 +657,8 @@ def _softmax_serial(xb, xoff, oshape, xostr, sx, ob, oostr, so, K, log):
         R *= oshape[d]
     for r in range(R):
         ri = np.int64(r)
-        _softmax_row(xb, _row_pos(xoff, oshape, xostr, ri), sx, ob, _row_pos(0, oshape, oostr, ri), so, K, log)
+        _softmax_row(xb, _row_pos(xoff, oshape, xostr, ri), sx, ob,
+                     _row_pos(np.int64(0), oshape, oostr, ri), so, K, log)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -665,7 +668,8 @@ def _softmax_par(xb, xoff, oshape, xostr, sx, ob, oostr, so, K, log):
         R *= oshape[d]
     for r in prange(R):
         ri = np.int64(r)
-        _softmax_row(xb, _row_pos(xoff, oshape, xostr, ri), sx, ob, _row_pos(0, oshape, oostr, ri), so, K, log)
+        _softmax_row(xb, _row_pos(xoff, oshape, xostr, ri), sx, ob,
+                     _row_pos(np.int64(0), oshape, oostr, ri), so, K, log)
 
 
 _SPLANS: dict = {}   # (shape, dtype, axis, log) of a C-contiguous input -> layout arguments

@@ -61,7 +61,7 @@ def _copy_range(lo, hi, shape, sb, so, ss, db, do, ds):
 
 @njit(cache=True, error_model="numpy")
 def _copy_serial(total, shape, sb, so, ss, db, do, ds):
-    _copy_range(0, total, shape, sb, so, ss, db, do, ds)
+    _copy_range(np.int64(0), total, shape, sb, so, ss, db, do, ds)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
