@@ -335,9 +335,7 @@ def _shared(in_dt, acc_dt, out_dt):
 
 def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
     """Reduce ``x`` over ``axes`` with op; returns a flat C-ordered array of kept-dims outputs."""
-    in_dt, k_dt = _shared(x.dtype, acc_dt, out_dt)
-    if in_dt != x.dtype:
-        x = x.astype(in_dt)
+    k_dt = _shared(x.dtype, acc_dt, out_dt)[1]     # (``reduce`` converted the input already)
     if k_dt != out_dt:
         return _run(op, x, axes, acc_dt, k_dt, fa, center).astype(out_dt)
     base, off, es = flat_base(x)
@@ -372,8 +370,9 @@ def _one_pass_plan(op, x, axes, keepdims, out_dt):
 
 
 def reduce(op, x, axes, keepdims, out_dtype, attrs):
-    if x.dtype.kind in "biu" and _plan.acc_dtype(op, x.dtype, np.dtype(out_dtype)).kind == "f":
-        x = x.astype(np.float64)     # once for both passes of var/logsumexp (``_shared``)
+    in_dt = _shared(x.dtype, _plan.acc_dtype(op, x.dtype, np.dtype(out_dtype)), None)[0]
+    if in_dt != x.dtype:
+        x = x.astype(in_dt)          # once for both passes of var/logsumexp (``_shared``)
     if op in _ONE_PASS and type(x) is np.ndarray and x.flags.c_contiguous and x.flags.writeable:
         key = (op, x.shape, x.dtype, axes, keepdims, out_dtype)
         p = _RPLANS.get(key)
