@@ -55,7 +55,30 @@ from numba.core.errors import NumbaIRAssumptionWarning as _IRWarning
 _warnings.filterwarnings("ignore", message=r"variable '_generic__locals__", category=_IRWarning)
 
 # =============================================================================================
-# LLVM helpers: bit reinterpretation, fma, floor.  All vectorise (bitcast, llvm.fma, llvm.floor).
+# LLVM helpers: select, bit reinterpretation, fma, floor.  All vectorise (select, bitcast,
+# llvm.fma, llvm.floor).
+
+
+@_intrinsic
+def _sel(typingctx, c, a, b):
+    """``a if c else b`` as one LLVM ``select`` of the two values (both computed; the helpers
+    below use it where neither branch divides).  The same value as the conditional
+    expression, with the branch types unified as Numba unifies them, but straight-line code:
+    a conditional expression is a branch and a phi in Numba's IR, which LLVM must if-convert
+    in every loop that inlines the function (a float32 erf loop compiled in 0.71 s against
+    1.44 s, emeraldrapids, 2026-12-03)."""
+    if not isinstance(c, (_types.Boolean, _types.Integer)):
+        return None
+    t = typingctx.unify_types(a, b)
+    if t is None or not isinstance(t, (_types.Float, _types.Integer, _types.Boolean)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        cond = context.cast(builder, args[0], sig.args[0], _types.boolean)
+        x = context.cast(builder, args[1], sig.args[1], t)
+        y = context.cast(builder, args[2], sig.args[2], t)
+        return builder.select(cond, x, y)
+    return t(c, a, b), codegen
 
 
 @_intrinsic
@@ -186,8 +209,8 @@ def exp_f32(x):
     Vectorisable; exact specials: exp(nan)=nan, exp(inf)=inf, exp(-inf)=0, overflow to inf for
     x > 88.72284, gradual underflow to denormals, 0 below -103.97208.
     """
-    xc = _EXP_HI32 if x > _EXP_HI32 else x
-    xc = _EXP_LO32 if xc < _EXP_LO32 else xc
+    xc = _sel(x > _EXP_HI32, _EXP_HI32, x)
+    xc = _sel(xc < _EXP_LO32, _EXP_LO32, xc)
     z = _fma(xc, _LOG2E32, _SHIFT32)
     kf = z - _SHIFT32
     r = _fma(kf, -_LN2HI32, xc)
@@ -244,8 +267,8 @@ def _exp_poly64(r):
 def exp_f64(x):
     """float64 e**x.  Max error 1 ulp (measured 0.85 ulp); same method and specials as
     ``exp_f32`` (overflow above 709.78271, underflow to denormals, 0 below -745.13322)."""
-    xc = _EXP_HI64 if x > _EXP_HI64 else x
-    xc = _EXP_LO64 if xc < _EXP_LO64 else xc
+    xc = _sel(x > _EXP_HI64, _EXP_HI64, x)
+    xc = _sel(xc < _EXP_LO64, _EXP_LO64, xc)
     z = _fma(xc, _LOG2E64, _SHIFT64)
     kf = z - _SHIFT64
     r = _fma(kf, -_LN2HI64, xc)
@@ -293,9 +316,9 @@ _ZERO32 = _f32(0.0)
 def log_f32(x):
     """float32 natural log.  Max error 1 ulp (measured 0.78 ulp).  Vectorisable."""
     tiny = x < _FLT_MIN
-    xs = x * _TWO23 if tiny else x
+    xs = _sel(tiny, x * _TWO23, x)
     ix = np.int32(_f32_bits(xs) - _SQRTH32_BITS)   # np.int32: keep the vector lanes 32-bit
-    e = np.int32((ix >> 23) - (23 if tiny else 0))
+    e = np.int32((ix >> 23) - (_sel(tiny, 23, 0)))
     m = _as_f32((ix & 0x007FFFFF) + _SQRTH32_BITS)
     f = m - _ONE32
     ef = _f32(e)
@@ -313,9 +336,9 @@ def log_f32(x):
     y = _fma(-_HALF32, z, y)
     r = f + y
     r = _fma(ef, _LN2HI32, r)
-    r = x if not (x < _INF32) else r          # +inf, nan
-    r = _NAN32 if x < _ZERO32 else r
-    return _NINF32 if x == _ZERO32 else r
+    r = _sel(not (x < _INF32), x, r)          # +inf, nan
+    r = _sel(x < _ZERO32, _NAN32, r)
+    return _sel(x == _ZERO32, _NINF32, r)
 
 
 _SQRTH64_BITS = 0x3FE6A09E667F3BCD   # bits of sqrt(0.5)
@@ -334,9 +357,9 @@ _LG7 = 1.479819860511658591e-01
 def log_f64(x):
     """float64 natural log.  Max error 1 ulp (measured 0.79 ulp).  Vectorisable."""
     tiny = x < _DBL_MIN
-    xs = x * _TWO54 if tiny else x
+    xs = _sel(tiny, x * _TWO54, x)
     ix = _f64_bits(xs) - _SQRTH64_BITS
-    e = (ix >> 52) - (54 if tiny else 0)
+    e = (ix >> 52) - (_sel(tiny, 54, 0))
     m = _as_f64((ix & 0x000FFFFFFFFFFFFF) + _SQRTH64_BITS)
     f = m - 1.0
     k = np.float64(e)
@@ -348,9 +371,9 @@ def log_f64(x):
     rr = t2 + t1
     hfsq = 0.5 * f * f
     r = k * _LN2HI64 - ((hfsq - (s * (hfsq + rr) + k * _LN2LO64)) - f)
-    r = x if not (x < _INF64) else r
-    r = _NAN64 if x < 0.0 else r
-    return _NINF64 if x == 0.0 else r
+    r = _sel(not (x < _INF64), x, r)
+    r = _sel(x < 0.0, _NAN64, r)
+    return _sel(x == 0.0, _NINF64, r)
 
 # =============================================================================================
 # tanh, sigmoid
@@ -379,14 +402,14 @@ def tanh_f32(x):
     p = _fma(p, z, _T32[3])
     p = _fma(p, z, _T32[4])
     small = _fma(p * z, x, x)
-    small = x if x == _ZERO32 else small             # keeps -0
+    small = _sel(x == _ZERO32, x, small)             # keeps -0
     # large: 1 - 2/(e^(2a)+1)
-    ac = _TANH_CLAMP32 if a > _TANH_CLAMP32 else a
-    ac = _TANH_SMALL32 if ac < _TANH_SMALL32 else ac     # keeps the unused lane in range
+    ac = _sel(a > _TANH_CLAMP32, _TANH_CLAMP32, a)
+    ac = _sel(ac < _TANH_SMALL32, _TANH_SMALL32, ac)     # keeps the unused lane in range
     e = _exp_core32(_TWO32 * ac)
     big = _ONE32 - _TWO32 / (e + _ONE32)
-    big = -big if x < _ZERO32 else big
-    return small if a < _TANH_SMALL32 else (big if a == a else x)
+    big = _sel(x < _ZERO32, -big, big)
+    return _sel(a < _TANH_SMALL32, small, _sel(a == a, big, x))
 
 
 _TP = (-9.64399179425052238628E-1, -9.92877231001918586564E1, -1.61468768441708447952E3)
@@ -402,13 +425,13 @@ def tanh_f64(x):
     p = _fma(_fma(_TP[0], z, _TP[1]), z, _TP[2])
     q = _fma(_fma(z + _TQ[0], z, _TQ[1]), z, _TQ[2])
     small = _fma(x * z, p / q, x)
-    small = x if x == 0.0 else small                 # keeps -0
-    ac = 22.0 if a > 22.0 else a
-    ac = 0.625 if ac < 0.625 else ac
+    small = _sel(x == 0.0, x, small)                 # keeps -0
+    ac = _sel(a > 22.0, 22.0, a)
+    ac = _sel(ac < 0.625, 0.625, ac)
     e = _exp_core64(2.0 * ac)
     big = 1.0 - 2.0 / (e + 1.0)
-    big = -big if x < 0.0 else big
-    return small if a < 0.625 else (big if a == a else x)
+    big = _sel(x < 0.0, -big, big)
+    return _sel(a < 0.625, small, _sel(a == a, big, x))
 
 
 @njit(inline="always", error_model="numpy")
@@ -416,7 +439,7 @@ def sigmoid_f32(x):
     """float32 logistic 1/(1+e^-x).  Max error 2.5 ulp (measured 2.19 ulp, x < 0).  sigmoid(inf)=1,
     sigmoid(-inf)=0, denormal results kept, nan -> nan.  Vectorisable."""
     z = exp_f32(-_fabs(x))
-    num = _ONE32 if x >= _ZERO32 else z
+    num = _sel(x >= _ZERO32, _ONE32, z)
     return num / (_ONE32 + z)
 
 
@@ -424,7 +447,7 @@ def sigmoid_f32(x):
 def sigmoid_f64(x):
     """float64 logistic.  Max error 2.5 ulp (measured up to 2.02 ulp); as ``sigmoid_f32``."""
     z = exp_f64(-_fabs(x))
-    num = 1.0 if x >= 0.0 else z
+    num = _sel(x >= 0.0, 1.0, z)
     return num / (1.0 + z)
 
 # =============================================================================================
@@ -479,33 +502,33 @@ def erf_f64(x):
                    t, _QA[0]), t, 1.0)
     v2 = _ERX + pa / qa
     # 1.25 <= |x| < 6
-    ac = 1.25 if a < 1.25 else (6.0 if not (a < 6.0) else a)
+    ac = _sel(a < 1.25, 1.25, _sel(not (a < 6.0), 6.0, a))
     lo = ac < _ERF_MID
     u = 1.0 / (ac * ac)
-    rr = _RA[7] if lo else _RB[7]
-    rr = _fma(rr, u, _RA[6] if lo else _RB[6])
-    rr = _fma(rr, u, _RA[5] if lo else _RB[5])
-    rr = _fma(rr, u, _RA[4] if lo else _RB[4])
-    rr = _fma(rr, u, _RA[3] if lo else _RB[3])
-    rr = _fma(rr, u, _RA[2] if lo else _RB[2])
-    rr = _fma(rr, u, _RA[1] if lo else _RB[1])
-    rr = _fma(rr, u, _RA[0] if lo else _RB[0])
-    ss = _SA[7] if lo else _SB[7]
-    ss = _fma(ss, u, _SA[6] if lo else _SB[6])
-    ss = _fma(ss, u, _SA[5] if lo else _SB[5])
-    ss = _fma(ss, u, _SA[4] if lo else _SB[4])
-    ss = _fma(ss, u, _SA[3] if lo else _SB[3])
-    ss = _fma(ss, u, _SA[2] if lo else _SB[2])
-    ss = _fma(ss, u, _SA[1] if lo else _SB[1])
-    ss = _fma(ss, u, _SA[0] if lo else _SB[0])
+    rr = _sel(lo, _RA[7], _RB[7])
+    rr = _fma(rr, u, _sel(lo, _RA[6], _RB[6]))
+    rr = _fma(rr, u, _sel(lo, _RA[5], _RB[5]))
+    rr = _fma(rr, u, _sel(lo, _RA[4], _RB[4]))
+    rr = _fma(rr, u, _sel(lo, _RA[3], _RB[3]))
+    rr = _fma(rr, u, _sel(lo, _RA[2], _RB[2]))
+    rr = _fma(rr, u, _sel(lo, _RA[1], _RB[1]))
+    rr = _fma(rr, u, _sel(lo, _RA[0], _RB[0]))
+    ss = _sel(lo, _SA[7], _SB[7])
+    ss = _fma(ss, u, _sel(lo, _SA[6], _SB[6]))
+    ss = _fma(ss, u, _sel(lo, _SA[5], _SB[5]))
+    ss = _fma(ss, u, _sel(lo, _SA[4], _SB[4]))
+    ss = _fma(ss, u, _sel(lo, _SA[3], _SB[3]))
+    ss = _fma(ss, u, _sel(lo, _SA[2], _SB[2]))
+    ss = _fma(ss, u, _sel(lo, _SA[1], _SB[1]))
+    ss = _fma(ss, u, _sel(lo, _SA[0], _SB[0]))
     ss = _fma(ss, u, 1.0)
     hd = _as_f64(_f64_bits(ac) & np.int64(-4294967296))    # low 32 bits cleared
     e = _exp_core64(-hd * hd - 0.5625) * _exp_core64((hd - ac) * (hd + ac) + rr / ss)
     v3 = 1.0 - e / ac
-    v = v2 if a < 1.25 else (v3 if a < 6.0 else 1.0)
-    v = -v if x < 0.0 else v
-    v = v1 if a < 0.84375 else v
-    return v if a == a else x
+    v = _sel(a < 1.25, v2, _sel(a < 6.0, v3, 1.0))
+    v = _sel(x < 0.0, -v, v)
+    v = _sel(a < 0.84375, v1, v)
+    return _sel(a == a, v, x)
 
 
 @njit(inline="always", error_model="numpy")
@@ -578,7 +601,7 @@ def _reduce_pio2_f32(ax):
     b = _f32_bits(ax)
     e = b >> 23
     mant = b & 0x007FFFFF
-    m = np.float64(mant | (0x00800000 if e > 0 else 0))
+    m = np.float64(mant | (_sel(e > 0, 0x00800000, 0)))
     ch = _C2PI_HI[e]
     cl = _C2PI_LO[e]
     p = m * ch
@@ -612,8 +635,8 @@ def _sincos64(x, shift):
     r, q = _reduce_pio2(x)
     q = q + shift
     z = r * r
-    v = _cos_k64(z) if q & 1 else _sin_k64(r, z)
-    return -v if q & 2 else v
+    v = _sel(q & 1, _cos_k64(z), _sin_k64(r, z))
+    return _sel(q & 2, -v, v)
 
 
 @njit(inline="always", error_model="numpy")
@@ -633,8 +656,8 @@ def _sincos32(ax, shift):
     r, q = _reduce_pio2_f32(ax)
     q = q + shift
     z = r * r
-    v = _cos_t(z) if q & 1 else _sin_t(r, z)
-    return -v if q & 2 else v
+    v = _sel(q & 1, _cos_t(z), _sin_t(r, z))
+    return _sel(q & 2, -v, v)
 
 
 @_intrinsic
@@ -657,8 +680,8 @@ def _libm_call(typingctx, x, which):
 def sin_f32(x):
     """float32 sine, whole range, no branch.  Max error 1 ulp (measured 0.50 ulp)."""
     v = _f32(_sincos32(_fabs(x), 0))
-    v = -v if x < _ZERO32 else v
-    return x if x == _ZERO32 else v                  # keeps -0
+    v = _sel(x < _ZERO32, -v, v)
+    return _sel(x == _ZERO32, x, v)                  # keeps -0
 
 
 @njit(inline="always", error_model="numpy")
@@ -673,7 +696,7 @@ def sin_f64(x):
     if _fabs(x) > _TRIG_BIG64 and _fabs(x) < _INF64:
         return _libm_call(x, "sin")
     v = _sincos64(x, 0)
-    return x if x == 0.0 else v                      # keeps -0
+    return _sel(x == 0.0, x, v)                      # keeps -0
 
 
 @njit(inline="always", error_model="numpy")
@@ -704,9 +727,9 @@ def pow_f32(x, y):
     yint = _floor(yd) == yd                      # ±inf count as even integers
     hy = 0.5 * yd
     yodd = yint and _floor(hy) != hy
-    r = -r if (yodd and _f64_bits(xd) < 0) else r      # negative base (incl. -0, -inf), odd y
-    r = _NAN64 if (xd < 0.0 and ax < _INF64 and not yint) else r
-    r = 1.0 if (yd == 0.0 or xd == 1.0 or (xd == -1.0 and _fabs(yd) == _INF64)) else r
+    r = _sel(yodd and _f64_bits(xd) < 0, -r, r)      # negative base (incl. -0, -inf), odd y
+    r = _sel(xd < 0.0 and ax < _INF64 and not yint, _NAN64, r)
+    r = _sel(yd == 0.0 or xd == 1.0 or (xd == -1.0 and _fabs(yd) == _INF64), 1.0, r)
     return _f32(r)
 
 
@@ -853,8 +876,8 @@ def tan_f32(x):
     s = _sin_t(r, z)
     c = _cos_t(z)
     v = _f32(-c / s if q & 1 else s / c)
-    v = -v if x < _ZERO32 else v
-    return x if x == _ZERO32 else v                  # keeps -0
+    v = _sel(x < _ZERO32, -v, v)
+    return _sel(x == _ZERO32, x, v)                  # keeps -0
 
 
 @njit(inline="always", error_model="numpy")
@@ -890,8 +913,8 @@ def _atan_pos64(t):
     p = _fma(p, z, _ATAN_C[2])
     p = _fma(p, z, _ATAN_C[1])
     a = _fma(u * z, p, u)
-    a = a + _PIO4 if mid else a
-    return _PIO2 - a if big else a
+    a = _sel(mid, a + _PIO4, a)
+    return _sel(big, _PIO2 - a, a)
 
 
 @njit(inline="always", error_model="numpy")
@@ -959,10 +982,10 @@ def sinh_f32(x):
     a = _fabs(xd)
     e = exp_f64(a)
     big = 0.5 * (e - 1.0 / e)
-    big = -big if xd < 0.0 else big
-    ac = 0.5 if a > 0.5 else a
+    big = _sel(xd < 0.0, -big, big)
+    ac = _sel(a > 0.5, 0.5, a)
     small = _sinh_small64(_copysign(ac, xd))
-    return _f32(small if a <= 0.5 else big)
+    return _f32(_sel(a <= 0.5, small, big))
 
 
 @njit(inline="always", error_model="numpy")
@@ -999,8 +1022,8 @@ def asinh_f32(x):
     z = xd * xd                  # x - x^3/6 + 3x^5/40 - 5x^7/112 (|x| < 2^-7: < 1e-18 rel.)
     small = _fma(xd * z, _fma(_fma(-5.0 / 112.0, z, 3.0 / 40.0), z, -1.0 / 6.0), xd)
     big = _copysign(big, xd)
-    small = xd if a == 0.0 else small                # keeps -0
-    return _f32(small if a < 0.0078125 else big)
+    small = _sel(a == 0.0, xd, small)                # keeps -0
+    return _f32(_sel(a < 0.0078125, small, big))
 
 
 @njit(inline="always", error_model="numpy")
@@ -1017,7 +1040,7 @@ def acosh_f32(x):
     acosh(1) = 0, acosh(inf) = inf.  Vectorisable."""
     xd = np.float64(x)
     r = log_f64(xd + math.sqrt(_fma(xd, xd, -1.0)))
-    return _f32(_NAN64 if xd < 1.0 else r)
+    return _f32(_sel(xd < 1.0, _NAN64, r))
 
 
 @njit(inline="always", error_model="numpy")
@@ -1037,7 +1060,7 @@ def atanh_f32(x):
     big = _copysign(0.5 * log_f64((1.0 + a) / (1.0 - a)), xd)
     z = xd * xd                  # x + x^3/3 + x^5/5 + x^7/7 (|x| < 2^-7: < 1e-17 rel.)
     small = _fma(xd * z, _fma(_fma(1.0 / 7.0, z, 1.0 / 5.0), z, 1.0 / 3.0), xd)
-    return _f32(small if a < 0.0078125 else big)
+    return _f32(_sel(a < 0.0078125, small, big))
 
 
 @njit(inline="always", error_model="numpy")
@@ -1068,7 +1091,7 @@ def expm1_f32(x):
     xd = np.float64(x)
     a = _fabs(xd)
     big = exp_f64(xd) - 1.0
-    xs = _copysign(0.5 if a > 0.5 else a, xd)
+    xs = _copysign(_sel(a > 0.5, 0.5, a), xd)
     p = _fma(_E64[13], xs, _E64[12])
     p = _fma(p, xs, _E64[11])
     p = _fma(p, xs, _E64[10])
@@ -1081,8 +1104,8 @@ def expm1_f32(x):
     p = _fma(p, xs, _E64[3])
     p = _fma(p, xs, _E64[2])
     small = _fma(xs * xs, p, xs)                 # x + x^2 (1/2 + x/6 + ... + x^11/13!)
-    small = xd if a == 0.0 else small            # keeps -0
-    return _f32(small if a <= 0.5 else big)
+    small = _sel(a == 0.0, xd, small)            # keeps -0
+    return _f32(_sel(a <= 0.5, small, big))
 
 
 @njit(inline="always", error_model="numpy")
@@ -1143,7 +1166,7 @@ def hypot_f32(x, y):
     yd = np.float64(y)
     h = math.sqrt(_fma(xd, xd, yd * yd))
     inf = _fabs(xd) == _INF64 or _fabs(yd) == _INF64
-    return _f32(_INF64 if inf else h)
+    return _f32(_sel(inf, _INF64, h))
 
 
 @njit(inline="always", error_model="numpy")
