@@ -425,3 +425,21 @@ def test_public_api_large_contiguous_f32():
     xp = np.abs(x) + np.float32(1e-3)
     got = rt.log(rt.tensor(xp)).numpy()
     assert ulp_error(got, np.log(xp.astype(np.float64)), F32).max() <= 1.0
+
+
+@njit(cache=True)
+def _sel_cases(c, x32, x64):
+    """Each select beside the conditional expression it stands for (mixed widths, int
+    literals, an int condition)."""
+    return (sm._sel(c, x32, x64), x32 if c else x64,
+            sm._sel(c, 23, 0), 23 if c else 0,
+            sm._sel(c, x32, np.float32(-0.0)), x32 if c else np.float32(-0.0),
+            sm._sel(c & 2, x64, -x64), x64 if c & 2 else -x64)
+
+
+@pytest.mark.parametrize("c", [0, 1, 2, 3])
+def test_select_gives_the_conditional_expressions_value_and_type(c):
+    got = _sel_cases(c, np.float32(1.5), 2.25)
+    for sel, ifexp in zip(got[::2], got[1::2]):
+        assert type(sel) is type(ifexp)
+        assert np.array(sel).tobytes() == np.array(ifexp).tobytes()
