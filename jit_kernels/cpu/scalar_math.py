@@ -65,8 +65,8 @@ def _sel(typingctx, c, a, b):
     below use it where neither branch divides).  The same value as the conditional
     expression, with the branch types unified as Numba unifies them, but straight-line code:
     a conditional expression is a branch and a phi in Numba's IR, which LLVM must if-convert
-    in every loop that inlines the function (a float32 erf loop compiled in 0.71 s against
-    1.44 s, emeraldrapids, 2026-12-03)."""
+    in every loop that inlines the function (a float32 erf kernel compiled in 1.3 s against
+    2.7 s, float64 0.6 against 1.6 s; emeraldrapids, 2026-12-03)."""
     if not isinstance(c, (_types.Boolean, _types.Integer)):
         return None
     t = typingctx.unify_types(a, b)
@@ -318,7 +318,7 @@ def log_f32(x):
     tiny = x < _FLT_MIN
     xs = _sel(tiny, x * _TWO23, x)
     ix = np.int32(_f32_bits(xs) - _SQRTH32_BITS)   # np.int32: keep the vector lanes 32-bit
-    e = np.int32((ix >> 23) - (_sel(tiny, 23, 0)))
+    e = np.int32((ix >> 23) - _sel(tiny, 23, 0))
     m = _as_f32((ix & 0x007FFFFF) + _SQRTH32_BITS)
     f = m - _ONE32
     ef = _f32(e)
@@ -359,7 +359,7 @@ def log_f64(x):
     tiny = x < _DBL_MIN
     xs = _sel(tiny, x * _TWO54, x)
     ix = _f64_bits(xs) - _SQRTH64_BITS
-    e = (ix >> 52) - (_sel(tiny, 54, 0))
+    e = (ix >> 52) - _sel(tiny, 54, 0)
     m = _as_f64((ix & 0x000FFFFFFFFFFFFF) + _SQRTH64_BITS)
     f = m - 1.0
     k = np.float64(e)
@@ -595,7 +595,7 @@ def _reduce_pio2_f32(ax):
     b = _f32_bits(ax)
     e = b >> 23
     mant = b & 0x007FFFFF
-    m = np.float64(mant | (_sel(e > 0, 0x00800000, 0)))
+    m = np.float64(mant | _sel(e > 0, 0x00800000, 0))
     ch = _C2PI_HI[e]
     cl = _C2PI_LO[e]
     p = m * ch
