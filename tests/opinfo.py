@@ -637,6 +637,10 @@ NOT_IN_TABLE = {
     "max_pool2d_backward": "internal op of the max pooling gradients; tested in tests/test_pooling.py",
     "max_pool2d_relu": "made by graph.compile only (from max_pool2d of relu); tested in "
                        "tests/compile/test_patterns.py",
+    "winograd_weight": "made by graph.compile only (a constant conv weight's transform); "
+                       "tested in tests/compile/test_winograd.py",
+    "conv2d_winograd": "made by graph.compile only (from a constant-weight 3x3 conv2d); tested "
+                       "in tests/compile/test_winograd.py",
     "avg_pool2d": "windowed op with attrs; tested in tests/test_pooling.py",
     "adaptive_avg_pool2d": "windowed op with attrs; tested in tests/test_pooling.py",
     "avg_pool2d_backward": "internal op of the average pooling gradients; tested in "

@@ -149,6 +149,19 @@ class CpuKernels:
     def conv2d_weight_gemm(self, x, g, kernel, stride, padding, dilation):
         return _conv.conv2d_weight_gemm(x, g, kernel, stride, padding, dilation)
 
+    # -- Winograd F(2x2, 3x3) convolution (graph.compile's rewrite of constant-weight convs)
+    def winograd_applies(self, x_shape, out_channels, grid, dtype, pool):
+        from jit_kernels.cpu import winograd
+        return winograd.applies(x_shape, out_channels, grid, dtype, pool)
+
+    def winograd_weight(self, w):
+        from jit_kernels.cpu import winograd
+        return winograd.winograd_weight(w)
+
+    def conv2d_winograd(self, x, u, bias, padding, grid, pool):
+        from jit_kernels.cpu import winograd
+        return winograd.conv2d_winograd(x, u, bias, padding, grid, pool)
+
     # -- pooling and resampling
     def max_pool2d(self, x, rows, cols, want_indices):
         return _pooling.max_pool2d(x, rows, cols, want_indices)

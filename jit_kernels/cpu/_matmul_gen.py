@@ -921,15 +921,200 @@ def _tree_sum(terms: list) -> str:
     return f"({_tree_sum(terms[:h])} + {_tree_sum(terms[h:])})"
 
 
+def _win_in(V: int) -> list:
+    """``win_in(Xt, qs, l0, Vb, vo, cn)``: the input transform B^T d B of V lanes: patch element
+    k (4i + j) of lane l at ``Xt[qs[k] + l0 + l]``, transformed element xi at ``Vb[vo + xi*cn + l]``.
+    Straight-line code per lane, compiled with SLP on (``wino_fwd``'s lane loop did not
+    vectorise: 32 pointers of unknown distance were too many for LLVM's runtime alias
+    checks); all loads come first, so SLP need not prove Xt and Vb apart."""
+    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
+         "def win_in(Xt, qs, l0, Vb, vo, cn):"]
+    L += [f"    q{k} = uint64(qs[{k}]) + l0" for k in range(16)]
+    for ln in range(V):
+        L += [f"    d{k}_{ln} = Xt[q{k} + uint64({ln})]" for k in range(16)]
+    rows = [("{a}0", "-", "{a}2"), ("{a}1", "+", "{a}2"), ("{a}2", "-", "{a}1"),
+            ("{a}1", "-", "{a}3")]
+    for ln in range(V):
+        d = [[f"d{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
+        e = [[f"e{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
+        # B^T d: rows (d0 - d2, d1 + d2, d2 - d1, d1 - d3), then the same on columns
+        for j in range(4):
+            for i, (p, op, q) in enumerate(rows):
+                L.append(f"    {e[i][j]} = {d[int(p[-1])][j]} {op} {d[int(q[-1])][j]}")
+        for i in range(4):
+            for j, (p, op, q) in enumerate(rows):
+                L.append(f"    v{4 * i + j}_{ln} = {e[i][int(p[-1])]} {op} {e[i][int(q[-1])]}")
+    for xi in range(16):
+        L.append(f"    o = vo + uint64({xi}) * cn")
+        L += [f"    Vb[o + uint64({ln})] = v{xi}_{ln}" for ln in range(V)]
+    return L
+
+
+def _win_out(V: int) -> list:
+    """``win_out(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c)``: the output transform A^T m A (+
+    ``bv``) of V lanes: element xi of lane l at ``Mb[q + xi*mn + l]``; the 2x2 outputs at
+    ``Yt[y0 + l]``, ``Yt[y0 + V*2 + l]``... (row 0 at y0, row 1 at y1, the second column NR
+    further; ``two_r``/``two_c``: whether the second row/column lies inside the output).  As
+    ``win_in``: straight-line, SLP, loads first."""
+    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
+         "def win_out(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c):"]
+    L += [f"    p{xi} = q + uint64({xi}) * mn" for xi in range(16)]
+    for ln in range(V):
+        L += [f"    m{xi}_{ln} = Mb[p{xi} + uint64({ln})]" for xi in range(16)]
+    for ln in range(V):
+        m = [[f"m{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
+        # A^T m: rows (m0 + m1 + m2, m1 - m2 - m3), then the same on columns
+        for j in range(4):
+            L.append(f"    s0{j}_{ln} = {m[0][j]} + {m[1][j]} + {m[2][j]}")
+            L.append(f"    s1{j}_{ln} = {m[1][j]} - {m[2][j]} - {m[3][j]}")
+        for i in range(2):
+            L.append(f"    r{i}0_{ln} = s{i}0_{ln} + s{i}1_{ln} + s{i}2_{ln} + bv")
+            L.append(f"    r{i}1_{ln} = s{i}1_{ln} - s{i}2_{ln} - s{i}3_{ln} + bv")
+    L += [f"    Yt[y0 + uint64({ln})] = r00_{ln}" for ln in range(V)]
+    L.append("    if two_c:")
+    L += [f"        Yt[y0 + uint64({ln} + NR)] = r01_{ln}" for ln in range(V)]
+    L.append("    if two_r:")
+    L += [f"        Yt[y1 + uint64({ln})] = r10_{ln}" for ln in range(V)]
+    L.append("        if two_c:")
+    L += [f"            Yt[y1 + uint64({ln} + NR)] = r11_{ln}" for ln in range(V)]
+    return L
+
+
+def _win_pool(V: int) -> list:
+    """``win_pool(Mb, q, mn, Yt, y0, bv, zero)``: ``win_out``'s 2x2 outputs (+ ``bv``) of V
+    lanes reduced as ``max_pool2d_relu`` reduces a 2x2 window (the row maxima, then theirs,
+    NaN-propagating; then relu) into ``Yt[y0 + l]``: a pool whose windows are the tiles."""
+    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
+         "def win_pool(Mb, q, mn, Yt, y0, bv, zero):"]
+    L += [f"    p{xi} = q + uint64({xi}) * mn" for xi in range(16)]
+    for ln in range(V):
+        L += [f"    m{xi}_{ln} = Mb[p{xi} + uint64({ln})]" for xi in range(16)]
+    for ln in range(V):
+        m = [[f"m{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
+        for j in range(4):
+            L.append(f"    s0{j}_{ln} = {m[0][j]} + {m[1][j]} + {m[2][j]}")
+            L.append(f"    s1{j}_{ln} = {m[1][j]} - {m[2][j]} - {m[3][j]}")
+        for i in range(2):
+            L.append(f"    r{i}0_{ln} = s{i}0_{ln} + s{i}1_{ln} + s{i}2_{ln} + bv")
+            L.append(f"    r{i}1_{ln} = s{i}1_{ln} - s{i}2_{ln} - s{i}3_{ln} + bv")
+        L.append(f"    h_{ln} = fmax_nan(fmax_nan(r00_{ln}, r01_{ln}), fmax_nan(r10_{ln}, r11_{ln}))")
+        L.append(f"    g_{ln} = zero if h_{ln} < zero else h_{ln}")
+    L += [f"    Yt[y0 + uint64({ln})] = g_{ln}" for ln in range(V)]
+    return L
+
+
+_WINO = '''
+# -- the stride-1 3x3 convolution as Winograd F(2x2, 3x3) (``jit_kernels.cpu.winograd``) -------
+@njit(cache=True, error_model='numpy', nogil=True, parallel=True)
+def wino_fwd(u, x, y, bias, hasb, pool, N, C, H, W, O, pt, pl, oh, ow, ntask, zero):
+    # y (N, O, oh, ow) = the stride-1 3x3 convolution of x (N, C, H, W) with leading pads pt,
+    # pl (+ bias[o]), as Winograd F(2x2, 3x3).  u (16, O, C): the transformed weight G g G^T
+    # of each (o, c), element xi = 4a + b.  The lanes are samples: per block of NR samples
+    # the images are transposed to (c, iy, ix, lane); per 2x2 output tile the input transform
+    # B^T d B of the tile's 4x4 patch, all lanes at once, gives V[xi] (C, NR), which is the
+    # micro-kernel's packed B sliver; the 16 products M[xi] (O, NR) = U[xi] @ V[xi]; the
+    # output transform A^T m A (+ bias) into the block's (o, oy, ox, lane) result, transposed
+    # back into y.  Patch elements outside the image read a zero row (Xt's last NR).
+    # ``pool`` (oh, ow even): y (N, O, oh/2, ow/2) is max_pool2d_relu of that result, its 2x2
+    # windows being the tiles (``win_pool``).
+    HW = H * W
+    L = (oh // 2) * (ow // 2) if pool else oh * ow
+    OW = ow // 2 if pool else ow
+    nir = (O + MR - 1) // MR
+    Mp = nir * MR
+    z = O - O
+    Ap = np.empty(16 * Mp * C, y.dtype)
+    for xi in range(16):
+        for pc in range(0, C, KC):
+            pack_a(u, xi * O * C + pc, C, z + 1, O, min(KC, C - pc), Ap, xi * Mp * C + pc * Mp)
+    nsb = (N + NR - 1) // NR
+    un = uint64(NR)
+    CN = C * NR
+    MN = Mp * NR
+    ZOFF = C * HW * NR
+    V = NR // 2
+    cn = uint64(CN)
+    mn = uint64(MN)
+    for task in prange(ntask):
+        s0 = (nsb * task) // ntask
+        s1 = (nsb * (task + 1)) // ntask
+        Xt = np.empty(ZOFF + NR, y.dtype)
+        Vb = np.empty(16 * CN, y.dtype)
+        Mb = np.empty(16 * MN, y.dtype)
+        Yt = np.empty(O * L * NR, y.dtype)
+        offs = np.empty(16, np.int64)
+        qs = np.empty(16, np.int64)
+        for e in range(NR):
+            Xt[ZOFF + e] = zero
+        for sb in range(s0, s1):
+            n0 = sb * NR
+            nl = min(NR, N - n0)
+            for ln in range(nl):
+                src = uint64((n0 + ln) * C * HW)
+                for e in range(uint64(C * HW)):
+                    Xt[e * un + uint64(ln)] = x[src + e]
+            for ln in range(nl, NR):
+                for e in range(uint64(C * HW)):
+                    Xt[e * un + uint64(ln)] = zero
+            for ty in range(0, oh, 2):
+                for tx in range(0, ow, 2):
+                    for i in range(4):
+                        iy = ty - pt + i
+                        for j in range(4):
+                            ix = tx - pl + j
+                            if iy >= 0 and iy < H and ix >= 0 and ix < W:
+                                offs[4 * i + j] = (iy * W + ix) * NR
+                            else:
+                                offs[4 * i + j] = -1
+                    for c in range(C):
+                        cb = c * HW * NR
+                        # (a patch element outside the image reads the zero row)
+                        for k in range(16):
+                            qs[k] = ZOFF if offs[k] < 0 else cb + offs[k]
+                        for h in range(NR // V):
+                            win_in(Xt, qs, uint64(h * V), Vb, uint64(c * NR + h * V), cn)
+                    # one call site (the one SLP-compiled specialisation of ``uk``, see ``macro``)
+                    for xi in range(16):
+                        for ir in range(nir):
+                            for pc in range(0, C, KC):
+                                kc = min(KC, C - pc)
+                                uk(kc, Ap, xi * Mp * C + pc * Mp + ir * kc * MR, Vb,
+                                   xi * CN + pc * NR, Mb, xi * MN + ir * MR * NR, NR + z,
+                                   pc == 0, zero)
+                    two_r = ty + 1 < oh
+                    two_c = tx + 1 < ow
+                    for oc in range(O):
+                        bv = bias[oc] if hasb else zero
+                        if pool:
+                            y0 = (oc * L + (ty // 2) * OW + tx // 2) * NR
+                            for h in range(NR // V):
+                                win_pool(Mb, uint64(oc * NR + h * V), mn, Yt,
+                                         uint64(y0 + h * V), bv, zero)
+                            continue
+                        y0 = (oc * L + ty * OW + tx) * NR
+                        for h in range(NR // V):
+                            win_out(Mb, uint64(oc * NR + h * V), mn, Yt, uint64(y0 + h * V),
+                                    uint64(y0 + OW * NR + h * V), bv, two_r, two_c)
+            for ln in range(nl):
+                dst = uint64((n0 + ln) * O * L)
+                for e in range(uint64(O * L)):
+                    y[dst + e] = Yt[e * un + uint64(ln)]
+'''
+
+
+
 def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
     assert MC % MR == 0
     head = ["# Generated by jit_kernels.cpu._matmul_gen: the packed float gemm "
             f"(MR={MR}, NR={NR}, MC={MC}, KC={KC}, NC={NC}).",
             "import numpy as np", "from numba import njit, prange, uint64",
-            "from jit_kernels.cpu.conv import _span  # im2col's in-image column range", "", ""]
+            "from jit_kernels.cpu.conv import _span  # im2col's in-image column range",
+            "from jit_kernels.cpu.scalar_math import fmax_nan  # NaN-propagating max", "", ""]
     V = NR // 2  # one vector register (matmul.gemm_config)
     body = (head + _uk(MR, NR) + ["", ""] + _ukx(MR, NR) + ["", ""] + _copy_run(V) + ["", ""]
-            + _udot(DOT_MO, DOT_MK, V))
+            + _udot(DOT_MO, DOT_MK, V) + ["", ""] + _win_in(V) + ["", ""] + _win_out(V)
+            + ["", ""] + _win_pool(V))
     return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
             + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V,
-                           LANESUM=_tree_sum([f"acc[q + {e}]" for e in range(V)])))
+                           LANESUM=_tree_sum([f"acc[q + {e}]" for e in range(V)]))
+            + _WINO)

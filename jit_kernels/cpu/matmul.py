@@ -143,6 +143,8 @@ def _driver(dtype, name):
     mod = _gemm_module(dtype)
     if (dtype, name) not in _DRIVERS:
         with _GEMM_LOCK, build_lock(f"{_gemm_source(dtype)[1]}.{name}"):
+            if name == "wino_fwd":   # its SLP-compiled transforms first (as ``uk``)
+                _build_wino_transforms(mod, *_types(dtype))
             getattr(mod, name).compile(_signature(dtype, name))
             _DRIVERS.add((dtype, name))
             _background.mark_ready(_job(dtype, name))
@@ -156,6 +158,8 @@ def _signature(dtype, name):
         return (A, A, A, A, numba.boolean, numba.boolean) + (i,) * 16 + (T,)
     if name == "conv_wgrad":   # g, x, c, Ap, 16 ints (shapes, window, ngroups), zero
         return (A, A, A, A) + (i,) * 16 + (T,)
+    if name == "wino_fwd":     # u, x, y, bias, hasb, pool, 10 ints (shapes, pads, grid, ntask), zero
+        return (A, A, A, A, numba.boolean, numba.boolean) + (i,) * 10 + (T,)
     sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
     return sig + (i,) if name == "gemm_rows" else sig
 
@@ -244,6 +248,14 @@ def _build_micro_kernels(mod, T, A, i):
                  # (the row-shifted conv's direct-read micro-kernel)
                  (mod.ukx, (i, A, i, A, numba.int64[::1], i, i, i, A, i, i, numba.boolean, T)),
                  (mod.copy_run, (A, u, A, u, u)))  # (the conv packers' vector-block copy)
+
+
+def _build_wino_transforms(mod, T, A, i):
+    import numba
+    u = numba.uint64
+    _slp_compile((mod.win_in, (A, numba.int64[::1], u, A, u, u)),
+                 (mod.win_out, (A, u, u, A, u, u, T, numba.boolean, numba.boolean)),
+                 (mod.win_pool, (A, u, u, A, u, T, T)))
 
 
 _DOT: dict = {}

@@ -8,7 +8,8 @@ plan runner as ``graph.run`` (``plan.build_plan``): fused programs to the kernel
 folding runs its ops through that runner too.  Results equal ``graph.run``'s
 (elementwise bit for bit; reductions and softmax within rounding; a max pool of a relu runs
 as the relu of the max pool, one op ``max_pool2d_relu`` (``_pool_before_relu``), which may flip
-the sign of a zero).
+the sign of a zero; a constant-weight 3x3 stride-1 conv2d may run as Winograd F(2x2, 3x3),
+with such a pool after it fused in (``winograd.winograd_rewrite``): within rounding).
 
 Compiled graphs are for inference: ``compile`` on an autodiff device raises ``CaptureError``
 kind ``CompileOnAutodiff`` (use ``graph.bind(rt.autodiff(...))`` to train).  A plain device whose
@@ -29,6 +30,7 @@ from .fuse import plan_fusion
 from .ir import CapturedGraph, OperationIr
 from .plan import build_plan, spec_of as _spec
 from .replay import Executable
+from .winograd import winograd_rewrite
 
 __all__ = ["CompiledGraph"]
 
@@ -115,7 +117,10 @@ class CompiledGraph:
         self._input_irs = tuple(graph.tensor(t) for t in graph.inputs)
         self.params: dict = {}
         self.folded: list = []
-        work = self._fold(graph) if fold_constants else graph
+        # max_pool2d(relu(x)) as one op first: the Winograd rewrite takes such a pool into the
+        # conv before it (whose constant weight transform the fold then computes)
+        work = winograd_rewrite(_pool_before_relu(graph), ks)
+        work = self._fold(work) if fold_constants else work
         for op in work.operations:
             if op.op == "init":
                 tid = op.outputs[0].id

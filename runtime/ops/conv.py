@@ -418,6 +418,75 @@ register(OpSpec("conv_transpose2d", "conv", _infer_conv_transpose2d, _kernel_con
                 cost="compute", backward=_grad_conv_transpose2d, onnx="ConvTranspose"))
 
 
+
+# --------------------------------------------------------------------------- Winograd (compile)
+# ``conv2d`` with a constant 3x3 weight at stride 1 as ``conv2d_winograd(x,
+# winograd_weight(w)[, b])``: made by graph.compile only (``runtime.capture.winograd``), which
+# folds ``winograd_weight`` of the constant; where the conv's only reader is a 2x2
+# ``max_pool2d_relu``, ``pool=True`` takes that too.  Captured graphs, replay and ONNX keep conv2d.
+_WINOGRAD_ONLY = ("made by graph.compile only (inference); the captured graph it comes from "
+                  "keeps conv2d")
+
+
+def _infer_winograd_weight(args, attrs):
+    w = args[0]
+    if not w.dtype.is_float:
+        raise DTypeError(f"winograd_weight: weight must be float32 or float64, got {w.dtype.name}")
+    if len(w.shape) != 4 or tuple(w.shape[2:]) != (3, 3):
+        raise ShapeError(f"winograd_weight: weight must be (O, C, 3, 3), got {tuple(w.shape)}")
+    return Plan((16, w.shape[0], w.shape[1]), w.dtype, w.dtype)
+
+
+def _kernel_winograd_weight(ks, p, args, attrs, plan, device):
+    return ks.winograd_weight(p[0])
+
+
+def _pair(op, name, v, low):
+    if (not isinstance(v, tuple) or len(v) != 2
+            or not all(type(k) is int and k >= low for k in v)):
+        raise ArgumentValueError(f"{op}: {name} must be a pair of ints >= {low}, got {v!r}")
+    return v
+
+
+def _infer_conv2d_winograd(args, attrs):
+    op = "conv2d_winograd"
+    x, u = args[0], args[1]
+    pt, pl = _pair(op, "padding", attrs.get("padding"), 0)
+    oh, ow = _pair(op, "grid", attrs.get("grid"), 1)
+    pool = attrs.get("pool")
+    if type(pool) is not bool:
+        raise ArgumentValueError(f"{op}: pool must be a bool, got {pool!r}")
+    if not x.dtype.is_float or u.dtype is not x.dtype:
+        raise DTypeError(f"{op}: input and transformed weight must share a float dtype, got "
+                         f"{x.dtype.name} and {u.dtype.name}")
+    if len(x.shape) != 4 or len(u.shape) != 3 or u.shape[0] != 16 or u.shape[2] != x.shape[1]:
+        raise ShapeError(f"{op}: input (N, C, H, W) and transformed weight (16, O, C) expected, "
+                         f"got {tuple(x.shape)} and {tuple(u.shape)}")
+    # the grid of a 3x3 stride-1 conv with these leading pads and trailing pads of at most 2
+    H, W = x.shape[2:]
+    if not (H + pt - 2 <= oh <= H + pt) or not (W + pl - 2 <= ow <= W + pl):
+        raise ShapeError(f"{op}: grid {(oh, ow)} is not a 3x3 conv's of a {(H, W)} input with "
+                         f"leading pads {(pt, pl)}")
+    if pool and (oh % 2 or ow % 2):
+        raise ShapeError(f"{op}: pool=True needs an even grid, got {(oh, ow)}")
+    if len(args) == 3 and (tuple(args[2].shape) != (u.shape[1],) or args[2].dtype is not x.dtype):
+        raise ShapeError(f"{op}: bias must be ({u.shape[1]},) {x.dtype.name}, got "
+                         f"{tuple(args[2].shape)} {args[2].dtype.name}")
+    grid = (oh // 2, ow // 2) if pool else (oh, ow)
+    return Plan((x.shape[0], u.shape[1]) + grid, x.dtype, x.dtype)
+
+
+def _kernel_conv2d_winograd(ks, p, args, attrs, plan, device):
+    return ks.conv2d_winograd(p[0], p[1], p[2] if len(args) == 3 else None, attrs["padding"],
+                              attrs["grid"], attrs["pool"])
+
+
+register(OpSpec("winograd_weight", "conv", _infer_winograd_weight, _kernel_winograd_weight,
+                cost="compute", differentiable=False, onnx_skip=_WINOGRAD_ONLY))
+register(OpSpec("conv2d_winograd", "conv", _infer_conv2d_winograd, _kernel_conv2d_winograd,
+                cost="compute", differentiable=False, onnx_skip=_WINOGRAD_ONLY))
+
+
 # --------------------------------------------------------------------------- front ends
 def _window_args(op, kernel_size, dilation, padding, stride):
     return {"kernel_size": _ints(op, "kernel_size", kernel_size, 2, 1),
