@@ -77,6 +77,27 @@ def _uk(MR: int, NR: int) -> list:
     return L + _store_tile(MR, NR)
 
 
+def _ukd(MR: int, V: int) -> list:
+    """``ukd``: the narrow path's ``ukn`` reading A in place (rows ``sam`` apart, columns
+    ``sak``) instead of a packed sliver: a product at most one vector wide uses each A element
+    N times, so packing A cost as much as the multiply-adds.  Whole MR-row panels only."""
+    L = ["@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)",
+         "def ukd(kc, A, ao, sam, sak, Bp, bo, C, co, ldc, first, zero):"]
+    L += _zero_tile(MR, V)
+    L += ["    pa = uint64(ao)", "    pb = uint64(bo)", "    us = uint64(sam)",
+          "    uq = uint64(sak)", "    for k in range(uint64(kc)):"]
+    for i in range(MR):
+        L.append(f"        a{i} = A[pa + uint64({i}) * us]")
+    for j in range(V):
+        L.append(f"        b{j} = Bp[pb + uint64({j})]")
+    L.append("        pa += uq")
+    L.append(f"        pb += uint64({V})")
+    for i in range(MR):
+        for j in range(V):
+            L.append(f"        c{i}_{j} += a{i} * b{j}")
+    return L + _store_tile(MR, V)
+
+
 def _ukx(MR: int, NR: int) -> list:
     """``ukx``: ``uk`` with B read straight from the row-shifted planes ``x`` instead of a
     packed sliver: row k of the sliver is ``x[offs[oo + k] + xb0 + j]`` for its first NR/2
@@ -1003,6 +1024,80 @@ def _win_pool(V: int) -> list:
     return L
 
 
+_NARROW = """
+# -- products at most one vector wide (N <= NR/2, K <= KC): ``matmul``'s narrow path --------
+@njit(cache=True, error_model='numpy', nogil=True)
+def narrow_pack_b(b, bo, sbk, sbn, K, N, Bp, dst):
+    # B (K x N at bo, strides sbk, sbn) as one V-wide sliver at Bp[dst:] (k-major, zero
+    # columns past N)
+    V = NR // 2
+    for k in range(K):
+        d = dst + k * V
+        for j in range(N):
+            Bp[d + j] = b[bo + k * sbk + j * sbn]
+        for j in range(N, V):
+            Bp[d + j] = 0
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def narrow_rows(a, ao, sam, sak, Bp, bp0, c, co, M, N, K, zero, ir0, ir1, Ap, T):
+    # row panels ir0 <= ir < ir1 (MR rows each) of c[co:] (M x N, row stride N) = A @ B with
+    # B packed at Bp[bp0:] (``narrow_pack_b``): each element summed in K order from zero, as
+    # ``uk`` sums it (the same bits as the packed gemm for K <= KC)
+    V = NR // 2
+    z = M - M
+    for ir in range(ir0, ir1):
+        r0 = ir * MR
+        mv = min(MR, M - r0)
+        # one call site each with non-literal arguments (the one SLP-compiled specialisation)
+        if mv == MR:      # A read in place
+            ukd(K, a, ao + r0 * sam, sam, sak, Bp, bp0, T, z, V + z, z == z, zero)
+        else:             # the last, partial panel: packed (zero rows past M)
+            pack_a(a, ao + r0 * sam, sam, sak, mv, K, Ap, z)
+            ukn(K, Ap, z, Bp, bp0, T, z, V + z, z == z, zero)
+        for i in range(mv):
+            d = co + (r0 + i) * N
+            for j in range(N):
+                c[d + j] = T[i * V + j]
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def gemm_narrow(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero):
+    V = NR // 2
+    z = M - M
+    Ap = np.empty(MR * K, c.dtype)
+    Bp = np.empty(V * K, c.dtype)
+    T = np.empty(MR * V, c.dtype)
+    nir = (M + MR - 1) // MR
+    for bi in range(B):
+        narrow_pack_b(b, bo + bi * sbb, sbk, sbn, K, N, Bp, z)
+        narrow_rows(a, ao + bi * sab, sam, sak, Bp, z, c, bi * M * N, M, N, K, zero, z, nir,
+                    Ap, T)
+
+
+@njit(cache=True, error_model='numpy', nogil=True, parallel=True)
+def gemm_narrow_par(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, ntask):
+    # tasks of consecutive row panels over all batch elements (B packed once per element)
+    V = NR // 2
+    nir = (M + MR - 1) // MR
+    Bp = np.empty(B * V * K, c.dtype)
+    for bi in range(B):
+        narrow_pack_b(b, bo + bi * sbb, sbk, sbn, K, N, Bp, bi * V * K)
+    npan = B * nir
+    for t in prange(ntask):
+        Ap = np.empty(MR * K, c.dtype)
+        T = np.empty(MR * V, c.dtype)
+        p = (npan * t) // ntask
+        p1 = (npan * (t + 1)) // ntask
+        while p < p1:
+            bi = p // nir
+            ir = p - bi * nir
+            ie = min(nir, ir + p1 - p)
+            narrow_rows(a, ao + bi * sab, sam, sak, Bp, bi * V * K, c, bi * M * N, M, N, K,
+                        zero, ir, ie, Ap, T)
+            p += ie - ir
+"""
+
 _WINO = '''
 # -- the stride-1 3x3 convolution as Winograd F(2x2, 3x3) (``jit_kernels.cpu.winograd``) -------
 @njit(cache=True, error_model='numpy', nogil=True, parallel=True)
@@ -1111,10 +1206,13 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
             "from jit_kernels.cpu.conv import _span  # im2col's in-image column range",
             "from jit_kernels.cpu.scalar_math import fmax_nan  # NaN-propagating max", "", ""]
     V = NR // 2  # one vector register (matmul.gemm_config)
-    body = (head + _uk(MR, NR) + ["", ""] + _ukx(MR, NR) + ["", ""] + _copy_run(V) + ["", ""]
+    ukn = [ln.replace("def uk(", "def ukn(") for ln in _uk(MR, V)]  # (the narrow path's)
+    body = (head + _uk(MR, NR) + ["", ""] + ukn + ["", ""] + _ukd(MR, V) + ["", ""]
+            + _ukx(MR, NR) + ["", ""]
+            + _copy_run(V) + ["", ""]
             + _udot(DOT_MO, DOT_MK, V) + ["", ""] + _win_in(V) + ["", ""] + _win_out(V)
             + ["", ""] + _win_pool(V))
     return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
             + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V,
                            LANESUM=_tree_sum([f"acc[q + {e}]" for e in range(V)]))
-            + _WINO)
+            + _NARROW + _WINO)

@@ -232,3 +232,33 @@ def test_stand_in_kernel_gives_the_gemms_bits(M, N, K, dtype, la, lb, batch, see
     finally:
         mm._gemm_now = orig
     np.testing.assert_array_equal(stand_in, fast)
+
+
+@pytest.mark.parametrize("M, N, K, batch", [(256, 10, 128, 1), (37, 16, 300, 1), (64, 1, 512, 3),
+                                            (1000, 7, 200, 2), (8, 8, 512, 1), (3000, 5, 100, 1)])
+@pytest.mark.parametrize("la", LAYOUTS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_narrow_products_give_the_full_tiles_bits(M, N, K, batch, la, dtype):
+    """Products at most one vector wide (N <= NR/2, K <= KC) take the narrow drivers (A read in
+    place, a partial last panel packed; parallel past GEMM_PAR_MIN): the same sums in the same
+    order as the full-tile gemm, so the same bits (strided and negative A layouts, batches)."""
+    MR, NR = mm.gemm_config(np.dtype(dtype))[:2]
+    N = min(N, NR // 2)
+    rng = np.random.default_rng(M * N + K)
+    a = _operand(rng, batch, M, K, dtype, la, False)
+    b = _operand(rng, batch, K, N, dtype, "c", batch > 1 and M % 2 == 0)
+    seen = []
+    orig = mm._gemm_now
+    mm._gemm_now = lambda dt, driver: seen.append(driver) or orig(dt, driver)
+    try:
+        got = mm.matmul(a, b)
+    finally:
+        mm._gemm_now = orig
+    big = batch * M * N * K >= mm.GEMM_PAR_MIN
+    assert seen == ["gemm_narrow_par" if big else "gemm_narrow"]
+    mod = mm._driver(np.dtype(dtype), "gemm_serial")
+    out = np.empty_like(got)
+    want = mm._gemm(mod.gemm_serial, 0, a, b, out, batch, M, N, K)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, np.matmul(a.astype(np.float64), b), rtol=0,
+                               atol=1e-5 * np.sqrt(K) if dtype == np.float32 else 1e-12 * K)
