@@ -147,6 +147,15 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
         attrs = {}
     spec = CATALOGUE[name]
     device = common_device(name, args) if key is None else dev
+    rkey = None
+    if attrs and spec.family in _RULE_FAMILIES:
+        # an op with attrs (conv, pool, loss, reduction...): its rule's plan by operand
+        # signature and attrs, so a training loop's second step runs no rule
+        rkey = _rule_key(name, device, args, attrs)
+        if rkey is not None:
+            hit = _RULES.get(rkey)
+            if hit is not None and hit[0] is spec:
+                return device.execute(spec, args, attrs, hit[1])
     plan = spec.infer(args, attrs)
     _check_size(name, plan.shape)
     out = device.execute(spec, args, attrs, plan)
@@ -154,7 +163,58 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
         if len(_INFER) >= _FAST_MAX:
             _evict_oldest(_INFER)
         _INFER[key] = (spec, plan)
+    elif rkey is not None:
+        if len(_RULES) >= _FAST_MAX:
+            _evict_oldest(_RULES)
+        _RULES[rkey] = (spec, plan)
     return out
+
+
+# Plans of ops with attrs, by (name, device, operand signature, attrs): the rules of these
+# families read only operand shapes and dtypes and the attrs (no values, no random state), so
+# a plan they gave once holds for the same key (a rule that raised caches nothing).  Measured
+# (znver4, the demo CNN's training step): the rules took 126 us of a 2.3 ms step.
+_RULES: dict = {}
+_RULE_FAMILIES = frozenset(("conv", "pool", "loss", "reduce", "arg_reduce", "softmax",
+                            "linalg", "shape", "scan", "attention"))
+_PLAIN_ATTR = (int, float, bool, str, type(None))
+
+
+def _frozen(v):
+    """``v`` as a hashable key that tells 1 from 1.0 and True (the types ride along), or None
+    when it is not a plain value or a tuple of them."""
+    t = type(v)
+    if t in _PLAIN_ATTR:
+        return (t, v)
+    if t is tuple:
+        out = []
+        for x in v:
+            f = _frozen(x)
+            if f is None:
+                return None
+            out.append(f)
+        return tuple(out)
+    return None
+
+
+def _rule_key(name, device, args, attrs):
+    key = [name, device]
+    for a in args:
+        t = type(a)
+        if t is Tensor:
+            key.append(a.shape)
+            key.append(a.dtype)
+        elif t in _PLAIN_ATTR:
+            key.append((t, a))
+        else:
+            return None
+    for k, v in attrs.items():
+        f = _frozen(v)
+        if f is None:
+            return None
+        key.append(k)
+        key.append(f)
+    return tuple(key)
 
 
 def _check_size(name, shape) -> None:
@@ -281,6 +341,7 @@ def clear_dispatch_cache() -> None:
     """Forget the cached per-op decisions of the small-op fast path and the cached inference."""
     _FAST.clear()
     _INFER.clear()
+    _RULES.clear()
 
 
 def synchronize(device=None) -> None:
@@ -308,6 +369,7 @@ def empty_cache() -> None:
     from .ops import composite
     _FAST.clear()
     _INFER.clear()
+    _RULES.clear()
     composite.clear()
     for ks in list(_KERNELS.values()):
         fn = getattr(ks, "empty_cache", None)

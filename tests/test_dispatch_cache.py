@@ -71,3 +71,56 @@ def test_full_caches_drop_their_oldest_entries(monkeypatch):
     newest = [k for k in dispatch._FAST if k[0] == "add" and k[2] == (10,)]
     assert newest, "the newest shape must be cached"
     rt.empty_cache()
+
+
+# ---- the plans of ops with attrs (``dispatch._RULES``) ----------------------------------------
+def _counting(monkeypatch, name):
+    from runtime.ops.catalogue import CATALOGUE
+    spec = CATALOGUE[name]
+    calls = []
+
+    def infer(args, attrs, _f=spec.infer):
+        calls.append(dict(attrs))
+        return _f(args, attrs)
+    monkeypatch.setattr(spec, "infer", infer)
+    dispatch.clear_dispatch_cache()
+    return calls
+
+
+@pytest.mark.parametrize("dev", [rt.cpu(), rt.autodiff(rt.cpu())], ids=["cpu", "autodiff"])
+def test_an_op_with_attrs_runs_its_rule_once_per_signature(dev, monkeypatch):
+    # (a capture device is keyed by itself: each new one runs the rule again)
+    import runtime.nn.functional as F
+    calls = _counting(monkeypatch, "max_pool2d")
+    x = rt.tensor(np.array([[[[0.5, 1.5, 2.5]]]], np.float32), device=dev)
+    outs = [F.max_pool2d(x, (1, 2), 1) for _ in range(3)]
+    assert all(o.shape == (1, 1, 1, 2) and o.dtype is rt.float32 for o in outs)
+    np.testing.assert_array_equal(outs[2].numpy(), [[[[1.5, 2.5]]]])
+    assert len(calls) == 1
+    F.max_pool2d(x, (1, 3), 1)                          # other attrs: the rule again
+    assert len(calls) == 2
+    dispatch.clear_dispatch_cache()
+    F.max_pool2d(x, (1, 2), 1)
+    assert len(calls) == 3
+
+
+def test_a_rule_that_raised_raises_again(run_on):
+    import runtime.nn.functional as F
+    msg = ("max_pool2d: kernel of size (1, 5) (kernel_size (1, 5), dilation (1, 1)) is larger "
+           "than the input of shape (1, 1, 1, 3) with padding (0, 0): the output would be 1x-1")
+    for _ in range(3):
+        with pytest.raises(rt.ShapeError) as e:
+            run_on(lambda x, y: F.max_pool2d(rt.reshape(y, (1, 1, 1, 3)), (1, 5), 1))
+        assert str(e.value) == msg
+
+
+def test_attr_keys_tell_the_types_apart():
+    dev = rt.cpu()
+    x = rt.zeros((2, 3))
+    keys = {dispatch._rule_key("sum", dev, (x,), {"axes": (0,), "keepdims": v})
+            for v in (1, True, 1.0)}
+    assert len(keys) == 3
+    assert dispatch._rule_key("sum", dev, (x,), {"axes": [0]}) is None        # not a plain value
+    assert dispatch._rule_key("sum", dev, (x, object()), {"axes": (0,)}) is None
+    assert dispatch._rule_key("sum", dev, (x,), {"axes": (0,)}) != \
+        dispatch._rule_key("sum", dev, (rt.zeros((2, 3), dtype=rt.float64),), {"axes": (0,)})
