@@ -971,26 +971,39 @@ def _win_in(V: int) -> list:
     return L
 
 
-def _win_out(V: int) -> list:
-    """``win_out(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c)``: the output transform A^T m A (+
-    ``bv``) of V lanes: element xi of lane l at ``Mb[q + xi*mn + l]``; the 2x2 outputs at
-    ``Yt[y0 + l]``, ``Yt[y0 + V*2 + l]``... (row 0 at y0, row 1 at y1, the second column NR
-    further; ``two_r``/``two_c``: whether the second row/column lies inside the output).  As
-    ``win_in``: straight-line, SLP, loads first."""
-    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
-         "def win_out(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c):"]
-    L += [f"    p{xi} = q + uint64({xi}) * mn" for xi in range(16)]
+def _win_loads(V: int) -> list:
+    """The 16 transformed elements of V lanes, ``m{xi}_{l} = Mb[q + xi*mn + l]`` (loads first)."""
+    L = [f"    p{xi} = q + uint64({xi}) * mn" for xi in range(16)]
     for ln in range(V):
         L += [f"    m{xi}_{ln} = Mb[p{xi} + uint64({ln})]" for xi in range(16)]
+    return L
+
+
+def _win_tile(ln: int) -> list:
+    """Lane ``ln``'s output transform A^T m A + bv: its 2x2 tile ``r{i}{j}_{ln}``."""
+    m = [[f"m{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
+    L = []
+    # A^T m: rows (m0 + m1 + m2, m1 - m2 - m3), then the same on columns
+    for j in range(4):
+        L.append(f"    s0{j}_{ln} = {m[0][j]} + {m[1][j]} + {m[2][j]}")
+        L.append(f"    s1{j}_{ln} = {m[1][j]} - {m[2][j]} - {m[3][j]}")
+    for i in range(2):
+        L.append(f"    r{i}0_{ln} = s{i}0_{ln} + s{i}1_{ln} + s{i}2_{ln} + bv")
+        L.append(f"    r{i}1_{ln} = s{i}1_{ln} - s{i}2_{ln} - s{i}3_{ln} + bv")
+    return L
+
+
+def _win_out(V: int) -> list:
+    """``win_out(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c)``: the output transform A^T m A (+
+    ``bv``) of V lanes: element xi of lane l at ``Mb[q + xi*mn + l]``; the tile's first row at
+    ``Yt[y0 + l]`` and ``Yt[y0 + NR + l]``, its second at ``y1`` likewise (``two_r``/``two_c``:
+    whether the second row/column lies inside the output).  As ``win_in``: straight-line, SLP,
+    loads first."""
+    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
+         "def win_out(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c):"]
+    L += _win_loads(V)
     for ln in range(V):
-        m = [[f"m{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
-        # A^T m: rows (m0 + m1 + m2, m1 - m2 - m3), then the same on columns
-        for j in range(4):
-            L.append(f"    s0{j}_{ln} = {m[0][j]} + {m[1][j]} + {m[2][j]}")
-            L.append(f"    s1{j}_{ln} = {m[1][j]} - {m[2][j]} - {m[3][j]}")
-        for i in range(2):
-            L.append(f"    r{i}0_{ln} = s{i}0_{ln} + s{i}1_{ln} + s{i}2_{ln} + bv")
-            L.append(f"    r{i}1_{ln} = s{i}1_{ln} - s{i}2_{ln} - s{i}3_{ln} + bv")
+        L += _win_tile(ln)
     L += [f"    Yt[y0 + uint64({ln})] = r00_{ln}" for ln in range(V)]
     L.append("    if two_c:")
     L += [f"        Yt[y0 + uint64({ln} + NR)] = r01_{ln}" for ln in range(V)]
@@ -1007,17 +1020,9 @@ def _win_pool(V: int) -> list:
     NaN-propagating; then relu) into ``Yt[y0 + l]``: a pool whose windows are the tiles."""
     L = ["@njit(cache=True, error_model='numpy', nogil=True)",
          "def win_pool(Mb, q, mn, Yt, y0, bv, zero):"]
-    L += [f"    p{xi} = q + uint64({xi}) * mn" for xi in range(16)]
+    L += _win_loads(V)
     for ln in range(V):
-        L += [f"    m{xi}_{ln} = Mb[p{xi} + uint64({ln})]" for xi in range(16)]
-    for ln in range(V):
-        m = [[f"m{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
-        for j in range(4):
-            L.append(f"    s0{j}_{ln} = {m[0][j]} + {m[1][j]} + {m[2][j]}")
-            L.append(f"    s1{j}_{ln} = {m[1][j]} - {m[2][j]} - {m[3][j]}")
-        for i in range(2):
-            L.append(f"    r{i}0_{ln} = s{i}0_{ln} + s{i}1_{ln} + s{i}2_{ln} + bv")
-            L.append(f"    r{i}1_{ln} = s{i}1_{ln} - s{i}2_{ln} - s{i}3_{ln} + bv")
+        L += [x for x in _win_tile(ln) if not x.lstrip().startswith("#")]
         L.append(f"    h_{ln} = fmax_nan(fmax_nan(r00_{ln}, r01_{ln}), fmax_nan(r10_{ln}, r11_{ln}))")
         L.append(f"    g_{ln} = zero if h_{ln} < zero else h_{ln}")
     L += [f"    Yt[y0 + uint64({ln})] = g_{ln}" for ln in range(V)]
