@@ -19,7 +19,7 @@ from __future__ import annotations
 import operator
 
 from ..dispatch import dispatch as run
-from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..errors import ArgumentValueError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import tensor_arg
 from .linalg import matmul
@@ -418,7 +418,6 @@ register(OpSpec("conv_transpose2d", "conv", _infer_conv_transpose2d, _kernel_con
                 cost="compute", backward=_grad_conv_transpose2d, onnx="ConvTranspose"))
 
 
-
 # --------------------------------------------------------------------------- Winograd (compile)
 # ``conv2d`` with a constant 3x3 weight at stride 1 as ``conv2d_winograd(x,
 # winograd_weight(w)[, b])``: made by graph.compile only (``runtime.capture.winograd``), which
@@ -437,8 +436,18 @@ def _infer_winograd_weight(args, attrs):
     return Plan((16, w.shape[0], w.shape[1]), w.dtype, w.dtype)
 
 
+def _winograd_kernel(ks, name, device):
+    """The kernel set's ``name``, or a ``DeviceError`` (a graph file may name the op on any
+    device; only kernel sets whose compile makes it have it)."""
+    fn = getattr(ks, name, None)
+    if fn is None:
+        raise DeviceError(f"{name}: {device} has no Winograd kernels (graph.compile makes this op "
+                          f"on cpu only); run the graph the op was compiled from")
+    return fn
+
+
 def _kernel_winograd_weight(ks, p, args, attrs, plan, device):
-    return ks.winograd_weight(p[0])
+    return _winograd_kernel(ks, "winograd_weight", device)(p[0])
 
 
 def _pair(op, name, v, low):
@@ -477,8 +486,9 @@ def _infer_conv2d_winograd(args, attrs):
 
 
 def _kernel_conv2d_winograd(ks, p, args, attrs, plan, device):
-    return ks.conv2d_winograd(p[0], p[1], p[2] if len(args) == 3 else None, attrs["padding"],
-                              attrs["grid"], attrs["pool"])
+    return _winograd_kernel(ks, "conv2d_winograd", device)(
+        p[0], p[1], p[2] if len(args) == 3 else None, attrs["padding"], attrs["grid"],
+        attrs["pool"])
 
 
 register(OpSpec("winograd_weight", "conv", _infer_winograd_weight, _kernel_winograd_weight,

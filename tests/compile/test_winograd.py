@@ -211,3 +211,20 @@ def test_rules_reject_bad_operands(op, args, attrs, exc, msg):
     with pytest.raises(exc) as e:
         _rule(op, *args, **attrs)
     assert str(e.value) == msg
+
+
+def test_a_kernel_set_without_winograd_kernels_raises_a_device_error(monkeypatch):
+    # a graph file may name the compile-made ops; a kernel set without them says so
+    from runtime import dispatch
+    from runtime.errors import DeviceError
+    from runtime.ops.conv import _kernel_conv2d_winograd, _kernel_winograd_weight
+
+    class Bare:
+        pass
+    for kernel, name in ((_kernel_conv2d_winograd, "conv2d_winograd"),
+                         (_kernel_winograd_weight, "winograd_weight")):
+        with pytest.raises(DeviceError) as e:
+            kernel(Bare(), (None, None), (None, None), GOOD, None, rt.cpu())
+        assert str(e.value) == (f"{name}: cpu has no Winograd kernels (graph.compile makes this "
+                                f"op on cpu only); run the graph the op was compiled from")
+    assert dispatch.kernels_for(rt.cpu()).conv2d_winograd is not None
