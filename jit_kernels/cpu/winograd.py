@@ -5,8 +5,9 @@ Each 2x2 block of outputs is ``A^T [(G g G^T) * (B^T d B)] A`` of its 4x4 input 
 weight transform ``G g G^T`` (``winograd_weight``) is computed once, in float64, when the
 graph is compiled (the weight is a constant there, so the compiler folds it); the driver
 (``wino_fwd`` of the generated gemm module, ``_matmul_gen``) runs the input transform, the
-16 products on the gemm's micro-kernel and the output transform per block of tiles, in one
-pass.  Its sums are not the direct convolution's: results agree within rounding (the
+16 products on the gemm's micro-kernel and the output transform (with a 2x2 max pool and
+relu, when fused) per block of NR samples, in one pass: the vector lanes are samples, so the
+transforms are straight-line vector code with no gathers.  Its sums are not the direct convolution's: results agree within rounding (the
 transforms' additions), as the compiled graph's other reductions do.
 """
 from __future__ import annotations
