@@ -7,8 +7,9 @@ graph is compiled (the weight is a constant there, so the compiler folds it); th
 (``wino_fwd`` of the generated gemm module, ``_matmul_gen``) runs the input transform, the
 16 products on the gemm's micro-kernel and the output transform (with a 2x2 max pool and
 relu, when fused) per block of NR samples, in one pass: the vector lanes are samples, so the
-transforms are straight-line vector code with no gathers.  Its sums are not the direct convolution's: results agree within rounding (the
-transforms' additions), as the compiled graph's other reductions do.
+transforms are straight-line vector code with no gathers.  Its sums are not the direct
+convolution's: results agree within rounding (the transforms' additions), as the compiled
+graph's other reductions do.
 """
 from __future__ import annotations
 
