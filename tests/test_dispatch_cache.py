@@ -124,3 +124,18 @@ def test_attr_keys_tell_the_types_apart():
     assert dispatch._rule_key("sum", dev, (x, object()), {"axes": (0,)}) is None
     assert dispatch._rule_key("sum", dev, (x,), {"axes": (0,)}) != \
         dispatch._rule_key("sum", dev, (rt.zeros((2, 3), dtype=rt.float64),), {"axes": (0,)})
+
+
+def test_pieces_cut_views_with_or_without_the_kernel_sets_split(monkeypatch):
+    shapes = [(2, 3), (4,), (1, 1, 2)]
+    t = rt.tensor(np.arange(12, dtype=np.float32))
+    fast = dispatch.pieces(t, shapes)
+    monkeypatch.delattr(type(dispatch.kernels_for(rt.cpu())), "split")
+    slow = dispatch.pieces(t, shapes)
+    want = [np.arange(6).reshape(2, 3), np.arange(6, 10), np.arange(10, 12).reshape(1, 1, 2)]
+    for a, b, w in zip(fast, slow, want):
+        assert a.shape == b.shape == w.shape and a.dtype is b.dtype is rt.float32
+        np.testing.assert_array_equal(a.numpy(), w)
+        np.testing.assert_array_equal(b.numpy(), w)
+    with pytest.raises(rt.ShapeError):
+        dispatch.pieces(t, [(5,)])

@@ -63,6 +63,9 @@ class CpuKernels:
     def expand(self, x, shp):
         return shape.expand(x, shp)
 
+    def split(self, x, sizes, shapes):
+        return shape.split(x, sizes, shapes)
+
     def index(self, x, key):
         return shape.index(x, key)
 

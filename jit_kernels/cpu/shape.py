@@ -128,6 +128,15 @@ def index(x, key):
     return x[_numpy_key(key)]
 
 
+def split(x, sizes, shapes):
+    """The consecutive stretches of 1-D ``x`` of ``sizes`` as views of ``shapes``."""
+    out, start = [], 0
+    for n, shp in zip(sizes, shapes):
+        out.append(x[start:start + n].reshape(shp))
+        start += n
+    return out
+
+
 def slice_assign(x, key, value):
     out = copy(x)
     dst = out[_numpy_key(key)]
