@@ -189,6 +189,10 @@ def cuda_aware() -> bool:
         return False
 
 
+#: seconds an aborting rank waits after printing its error, before MPI_Abort
+ABORT_GRACE_S = 0.5
+
+
 def _install_abort_hook() -> None:
     """An uncaught exception on one rank aborts every rank (after printing it with the rank),
     so the others never wait for a rank that is gone."""
@@ -204,6 +208,10 @@ def _install_abort_hook() -> None:
             sys.stderr.flush()
         finally:
             if c is not None and c.Get_size() > 1:
+                # mpiexec relays each rank's output through its proxies, which the abort
+                # tears down: without a pause the message was sometimes cut after its first
+                # line (1 run in 6 of tests/distributed/test_divergence.py)
+                time.sleep(ABORT_GRACE_S)
                 c.Abort(1)
             previous(etype, value, tb)
 
