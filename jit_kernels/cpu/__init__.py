@@ -24,6 +24,7 @@ from jit_kernels.cpu import _host
 from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape
 from jit_kernels.cpu import conv as _conv
 from jit_kernels.cpu import pool as _pooling
+from jit_kernels.cpu import winograd as _winograd
 
 
 class CpuKernels:
@@ -154,16 +155,13 @@ class CpuKernels:
 
     # -- Winograd F(2x2, 3x3) convolution (graph.compile's rewrite of constant-weight convs)
     def winograd_applies(self, x_shape, out_channels, grid, dtype, pool):
-        from jit_kernels.cpu import winograd
-        return winograd.applies(x_shape, out_channels, grid, dtype, pool)
+        return _winograd.applies(x_shape, out_channels, grid, dtype, pool)
 
     def winograd_weight(self, w):
-        from jit_kernels.cpu import winograd
-        return winograd.winograd_weight(w)
+        return _winograd.winograd_weight(w)
 
     def conv2d_winograd(self, x, u, bias, padding, grid, pool):
-        from jit_kernels.cpu import winograd
-        return winograd.conv2d_winograd(x, u, bias, padding, grid, pool)
+        return _winograd.conv2d_winograd(x, u, bias, padding, grid, pool)
 
     # -- pooling and resampling
     def max_pool2d(self, x, rows, cols, want_indices):

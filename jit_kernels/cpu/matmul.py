@@ -252,17 +252,13 @@ def _build_micro_kernels(mod, T, A, i):
                  (mod.copy_run, (A, u, A, u, u)))  # (the conv packers' vector-block copy)
 
 
-_NARROW_BUILT: set = set()
-
-
 def _build_narrow_kernel(mod, T, A, i):
-    """``ukn`` (``uk`` one vector wide) with SLP on, once per module (both narrow drivers
-    inline it)."""
+    """``ukn`` and ``ukd`` (``uk`` one vector wide) with SLP on, once per module (both narrow
+    drivers inline them)."""
     import numba
-    if id(mod) not in _NARROW_BUILT:
+    if not mod.ukd.signatures:
         _slp_compile((mod.ukn, (i, A, i, A, i, A, i, i, numba.boolean, T)),
                      (mod.ukd, (i, A, i, i, i, A, i, A, i, i, numba.boolean, T)))
-        _NARROW_BUILT.add(id(mod))
 
 
 def _build_wino_transforms(mod, T, A, i):
@@ -343,7 +339,6 @@ def matmul(a, b):
     dt = out.dtype
     standin = False
     if dt in GEMM_DTYPES and M >= 4:
-        driver, ngroups = _plan_gemm(dt, Bo, M, N, K)
         MR, NR = gemm_config(dt)[:2]
         if N <= NR // 2 and K <= KC:
             # at most one vector of columns: a tile one vector wide, A read in place (the
@@ -352,6 +347,8 @@ def matmul(a, b):
             par = Bo * M * N * K >= GEMM_PAR_MIN
             driver = "gemm_narrow_par" if par else "gemm_narrow"
             ngroups = min(nthreads(), Bo * ((M + MR - 1) // MR)) if par else 0
+        else:
+            driver, ngroups = _plan_gemm(dt, Bo, M, N, K)
         mod = _gemm_now(dt, driver)
         if mod is not None:
             return _gemm(getattr(mod, driver), ngroups, a, b, out, Bo, M, N, K)

@@ -69,10 +69,11 @@ def winograd_rewrite(graph: CapturedGraph, ks) -> CapturedGraph:
         rd = readers.get(y.id, [])
         pool = (len(rd) == 1 and _pool_window(rd[0]) and y.id not in keep_out
                 and grid[0] % 2 == 0 and grid[1] % 2 == 0)
-        if not applies(tuple(x.shape), w.shape[0], grid, x.dtype.np, pool):
-            if not pool or not applies(tuple(x.shape), w.shape[0], grid, x.dtype.np, False):
-                continue
+        shape, o, dt = tuple(x.shape), w.shape[0], x.dtype.np
+        if pool and not applies(shape, o, grid, dt, True):
             pool = False
+        if not pool and not applies(shape, o, grid, dt, False):
+            continue
         u = TensorIr(next_id, (16, w.shape[0], w.shape[1]), w.dtype)
         tensors[u.id] = u
         next_id += 1
