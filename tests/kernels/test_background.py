@@ -7,6 +7,7 @@ import importlib
 import os
 import subprocess
 import sys
+import time
 import uuid
 
 import numpy as np
@@ -75,6 +76,11 @@ def test_job_runs_in_the_worker_and_is_marked_ready(job):
     assert bg._worker is not None and bg._worker[1] != os.getpid()
     bg.wait(name)
     assert bg.is_ready(name)
+    # the worker removes its lock just after it writes the ready marker, which ends the wait:
+    # give it a moment (a lock that is never removed still fails here)
+    deadline = time.monotonic() + 30.0
+    while os.path.exists(_path(name, ".building")) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert not os.path.exists(_path(name, ".building"))
     assert bg.submit(name, spec) is False  # ready: nothing more to do
 
