@@ -209,9 +209,23 @@ def _rule_key(name, device, args, attrs):
         else:
             return None
     for k, v in attrs.items():
-        f = _frozen(v)
+        t = type(v)
+        f = None
+        if t is tuple:
+            # the common attr (stride, padding, axes, a shape): a tuple of ints keys as itself,
+            # which nothing else can equal (a tagged scalar starts with a type, a tagged tuple
+            # holds tuples)
+            for x in v:
+                if type(x) is not int:
+                    break
+            else:
+                f = v
+        elif t in _PLAIN_ATTR:
+            f = (t, v)
         if f is None:
-            return None
+            f = _frozen(v)
+            if f is None:
+                return None
         key.append(k)
         key.append(f)
     return tuple(key)

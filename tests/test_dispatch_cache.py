@@ -120,6 +120,11 @@ def test_attr_keys_tell_the_types_apart():
     keys = {dispatch._rule_key("sum", dev, (x,), {"axes": (0,), "keepdims": v})
             for v in (1, True, 1.0)}
     assert len(keys) == 3
+    # a tuple of ints keys as itself: no other attr value may equal it
+    tuples = [(0, 1), (False, True), (0.0, 1.0), (0, True), (int, 1), 0, ((0, 1),), ()]
+    keys = [dispatch._rule_key("sum", dev, (x,), {"axes": v}) for v in tuples]
+    assert keys[4] is None                                # a type is not a plain value
+    assert len({k for k in keys if k is not None}) == len(tuples) - 1
     assert dispatch._rule_key("sum", dev, (x,), {"axes": [0]}) is None        # not a plain value
     assert dispatch._rule_key("sum", dev, (x, object()), {"axes": (0,)}) is None
     assert dispatch._rule_key("sum", dev, (x,), {"axes": (0,)}) != \
