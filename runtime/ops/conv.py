@@ -360,8 +360,14 @@ def _input_grad(g, w, x_shape, attrs):
     if stride != (1, 1) or min(fpads) < 0:
         opad = _output_padding(x_shape[2:], g.shape[2:], (kh, kw), attrs)
         return run("conv_transpose2d", (g, w), dict(attrs, output_padding=opad))
-    swapped = permute(reshape(w, (groups, o // groups, cg, kh, kw)), (0, 2, 1, 3, 4))
-    flipped = reshape(swapped, (groups * cg, o // groups, kh, kw))[:, :, ::-1, ::-1]
+    if groups == 1:
+        # one view op, not three (reshape, permute, reshape): the demo step's conv2 input
+        # gradient prepared its weight in 46-48 us against 77-93 (emeraldrapids, in place)
+        swapped = permute(w, (1, 0, 2, 3))
+    else:
+        swapped = reshape(permute(reshape(w, (groups, o // groups, cg, kh, kw)), (0, 2, 1, 3, 4)),
+                          (groups * cg, o // groups, kh, kw))
+    flipped = swapped[:, :, ::-1, ::-1]
     return run("conv2d", (g, flipped), dict(attrs, padding=fpads))
 
 
