@@ -3,10 +3,12 @@
 Numba compiles under one process-wide lock, so a compile on a background *thread* would stall
 every other first call of the process behind it.  A worker *process* compiles on another core
 instead and leaves the machine code in the disk cache; the parent loads it from there in
-milliseconds once it is done.  Two kinds of job use it, each with a stand-in that gives the
+milliseconds once it is done.  Three kinds of job use it, each with a stand-in that gives the
 same bits meanwhile:
 
 - the packed gemm (``matmul.py``; 10-12 s from cold): the blocked kernel stands in;
+- the conv weight gradient's dot products (``matmul.dot_now``; 10-15 s): ``conv_wdot_loop``
+  on ``udot_loop`` stands in;
 - the ``prange`` variant of a kernel whose serial variant computes each output element the
   same way (elementwise, copy, take; ``parallel_ready``; 0.4-1.2 s each, most of it Numba's
   parfor passes): the serial variant stands in.

@@ -204,6 +204,38 @@ def _udot(MO: int, MK: int, V: int) -> list:
     return L
 
 
+def _udot_loop(MO: int, MK: int, V: int) -> list:
+    """``udot_loop``: ``udot``'s sums one (g row, x row) pair at a time, its V lanes in V
+    scalar accumulators (registers, where lanes summed in ``acc`` itself were held back by
+    the possible aliasing of ``acc`` with g and x: 65x slower than ``udot``): each lane adds
+    the same products in the same order (an FMA each, ``contract`` as ``udot``), so the same
+    bits.  It compiles in about a second without SLP, where ``udot`` (SLP over MO x MK x V
+    accumulators) takes 5-12 s, so ``conv_wdot_loop`` on it serves while ``udot`` builds in
+    the background."""
+    gs = ", ".join(f"g{a}" for a in range(MO))
+    xs = ", ".join(f"x{b}" for b in range(MK))
+    L = ["@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)",
+         f"def udot_loop(g, {gs}, sg, x, {xs}, sx, nb, nch, acc, ao):",
+         f"    gr = ({gs},)",
+         f"    xr = ({xs},)",
+         "    for a in range(DMO):",
+         "        for b in range(DMK):",
+         "            o = ao + (a * DMK + b) * DV",
+         "            " + "; ".join(f"c{e} = acc[o + {e}]" for e in range(V)),
+         # unsigned offsets, as ``udot``: a signed index is wrapped if negative at every load
+         "            for n in range(uint64(nb)):",
+         "                G = uint64(gr[a]) + n * uint64(sg)",
+         "                X = uint64(xr[b]) + n * uint64(sx)",
+         "                for q in range(uint64(nch)):",
+         "                    pg = G + q * uint64(DV)",
+         "                    px = X + q * uint64(DV)"]
+    L += ["                    " + "; ".join(f"c{e} += g[pg + uint64({e})] * x[px + uint64({e})]"
+                                             for e in range(e0, min(V, e0 + 4)))
+          for e0 in range(0, V, 4)]
+    L.append("            " + "; ".join(f"acc[o + {e}] = c{e}" for e in range(V)))
+    return L
+
+
 _DRIVER = '''
 MR = {MR}
 NR = {NR}
@@ -871,12 +903,18 @@ _WDOT = '''
 DMO = {DMO}
 DMK = {DMK}
 DV = {DV}
+'''
 
+# The driver, rendered twice: ``conv_wdot`` (parallel, on the SLP-compiled ``udot``) and
+# ``conv_wdot_loop`` (serial, on ``udot_loop``): the stand-in while the first builds in the
+# background (``matmul.dot_now``).  A task's sums do not depend on how many tasks there are,
+# and ``udot_loop`` sums each lane as ``udot`` does, so the two give the same bits.
+_WDOT_DRIVER = '''
 
-@njit(cache=True, error_model='numpy', nogil=True, parallel=True)
-def conv_wdot(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax, ntask):
+@njit(cache=True, error_model='numpy', nogil=True, parallel={PAR})
+def {NAME}(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax, ntask):
     # ``ntask`` tasks, each over a range of blocks of DMK rows k; per block of nbmax samples,
-    # ``udot`` for each of its k blocks and each block of DMO rows o: the samples' g rows stay
+    # ``{UDOT}`` for each of its k blocks and each block of DMO rows o: the samples' g rows stay
     # in cache across the task's k blocks (k blocks as the outer loop re-read all of g from
     # memory once per block: at 8x8, 36 times).  Rows past O or K at the edges repeat the last
     # one and are not stored.  Each sum: the DV lanes as a fixed pairwise tree (a shorter
@@ -910,7 +948,7 @@ def conv_wdot(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax, ntask):
                 for ot in range(noo):
                     for a in range(DMO):
                         gs[a] = n0 * sg + min(ot * DMO + a, O - 1) * L
-                    udot(g, gs[0], gs[1], gs[2], gs[3], sg, x, xs[q, 0] + n0 * sx,
+                    {UDOT}(g, gs[0], gs[1], gs[2], gs[3], sg, x, xs[q, 0] + n0 * sx,
                          xs[q, 1] + n0 * sx, xs[q, 2] + n0 * sx, xs[q, 3] + n0 * sx, sx, nb, nch,
                          acc, (kt * noo + ot) * T)
         for kt in range(kt0, kt1):
@@ -1212,12 +1250,16 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
             "from jit_kernels.cpu.scalar_math import fmax_nan  # NaN-propagating max", "", ""]
     V = NR // 2  # one vector register (matmul.gemm_config)
     ukn = [ln.replace("def uk(", "def ukn(") for ln in _uk(MR, V)]  # (the narrow path's)
+    lanesum = _tree_sum([f"acc[q + {e}]" for e in range(V)])
     body = (head + _uk(MR, NR) + ["", ""] + ukn + ["", ""] + _ukd(MR, V) + ["", ""]
             + _ukx(MR, NR) + ["", ""]
             + _copy_run(V) + ["", ""]
             + _udot(DOT_MO, DOT_MK, V) + ["", ""] + _win_in(V) + ["", ""] + _win_out(V)
             + ["", ""] + _win_pool(V))
     return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
-            + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V,
-                           LANESUM=_tree_sum([f"acc[q + {e}]" for e in range(V)]))
+            + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V) + "\n\n"
+            + "\n".join(_udot_loop(DOT_MO, DOT_MK, V)) + "\n"
+            + "".join(_WDOT_DRIVER.format(NAME=name, PAR=par, UDOT=udot, LANESUM=lanesum)
+                      for name, par, udot in (("conv_wdot", True, "udot"),
+                                              ("conv_wdot_loop", False, "udot_loop")))
             + _NARROW + _WINO)

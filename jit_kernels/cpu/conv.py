@@ -427,7 +427,8 @@ def _wdot(x, g, kernel, padding, dilation, mm):
     xr = _take_shifted(x, key)
     if xr is None:
         xr = shift_rows(x, kw, padding[0], padding[1], dw, hp, ow)
-    mod = mm.dot_module(x.dtype)
+    mod = mm.dot_now(x.dtype)
+    wdot = mod.conv_wdot if mod is not None else mm.dot_standin(x.dtype).conv_wdot_loop
     K = C * kw * kh
     mo, mk = _matmul_gen.DOT_MO, _matmul_gen.DOT_MK
     acc = _pool.empty((((K + mk - 1) // mk) * ((O + mo - 1) // mo) * mo * mk * _dot_lanes(x.dtype),),
@@ -436,8 +437,8 @@ def _wdot(x, g, kernel, padding, dilation, mm):
     # samples per udot call: about 512 positions, so its block of x and g stays in cache;
     # one task per thread (each re-reads the g block of its samples)
     nt = mm.nthreads() if O * K * N * oh * ow >= mm.GEMM_PAR_MIN else 1
-    mod.conv_wdot(_contiguous(g).reshape(-1), xr, gw.reshape(-1), acc, N, O, C * kw, kh, dh,
-                  hp, ow, max(1, WDOT_POSITIONS // (oh * ow)), min(nt, (K + mk - 1) // mk))
+    wdot(_contiguous(g).reshape(-1), xr, gw.reshape(-1), acc, N, O, C * kw, kh, dh,
+         hp, ow, max(1, WDOT_POSITIONS // (oh * ow)), min(nt, (K + mk - 1) // mk))
     return np.ascontiguousarray(gw.transpose(0, 1, 3, 2)).reshape(O, C * kh * kw)
 
 

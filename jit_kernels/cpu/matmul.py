@@ -270,15 +270,50 @@ def _build_wino_transforms(mod, T, A, i):
 
 
 _DOT: dict = {}
+_DOT_STANDIN: dict = {}
 _DOT_LOCK = threading.Lock()
 
 
 def dot_module(dtype):
     """The gemm module for ``dtype`` with the conv weight gradient's dot-product kernel
-    ``conv_wdot`` ready, compiled (or loaded) in this thread on first use: its micro-kernel
-    ``udot`` with SLP on, as ``uk``, then the driver.  Not sent to the background: its sums are
-    in its own order, so no stand-in with the same bits could serve meanwhile."""
+    ``conv_wdot`` ready, compiled (or loaded) in this thread: its micro-kernel ``udot`` with
+    SLP on, as ``uk``, then the driver."""
     return once(_DOT, _DOT_LOCK, dtype, _build_dot)
+
+
+def dot_now(dtype):
+    """The gemm module with ``conv_wdot`` ready if it can be had without compiling in this
+    process now, else None: from an empty cache the first call sends its build (``uk`` and
+    ``udot`` with SLP, 10-15 s) to the background worker, and the caller runs
+    ``dot_standin``'s ``conv_wdot_loop`` (the same bits) until it is done."""
+    if dtype in _DOT:
+        return _DOT[dtype]
+    if _background.submit(f"{_gemm_source(dtype)[1]}.dot",
+                          {"call": [__name__, "_build_dot_named", dtype.name]}):
+        return None
+    return dot_module(dtype)
+
+
+def dot_standin(dtype):
+    """The generated gemm module for ``dtype`` with ``conv_wdot_loop`` ready (its micro-kernel
+    ``udot_loop`` with SLP on, then the serial driver: about 2 s from cold, against 10-15 s
+    for ``conv_wdot``), without building the gemm's own micro-kernels."""
+    return once(_DOT_STANDIN, _DOT_LOCK, dtype, _build_dot_standin)
+
+
+def _build_dot_standin(dtype):
+    from jit_kernels.codegen import load_generated_module
+    mod = load_generated_module(_gemm_source(dtype)[0], f"cpu_gemm_{dtype.name}")
+    T, A, i = _types(dtype)
+    # the micro-kernel first: compiled inside the driver's compile it would get no SLP
+    _slp_compile((mod.udot_loop, (A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i)))
+    mod.conv_wdot_loop.compile((A,) * 4 + (i,) * 9)
+    return mod
+
+
+def _build_dot_named(dtype_name: str) -> None:
+    """The background build's entry point: ``"float32"`` into the disk cache."""
+    dot_module(np.dtype(dtype_name))
 
 
 def _build_dot(dtype):
@@ -288,6 +323,7 @@ def _build_dot(dtype):
         # udot: g, 4 row offsets, sg, x, 4 row offsets, sx, nb, nch, acc, ao
         _slp_compile((mod.udot, (A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i)))
         mod.conv_wdot.compile((A,) * 4 + (i,) * 9)  # g, x, c, acc, 9 ints
+    _background.mark_ready(f"{_gemm_source(dtype)[1]}.dot")
     return mod
 
 

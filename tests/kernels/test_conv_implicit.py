@@ -161,6 +161,34 @@ def test_weight_gradient_dot_products_values(name):
                                                                              dil, mm))
 
 
+@pytest.mark.parametrize("name", list(DOT_CASES) + ["demo-conv2"])
+def test_weight_gradient_standin_gives_the_same_bits(name, monkeypatch):
+    """``conv_wdot_loop`` (``udot_loop``: the stand-in while ``udot`` builds in the
+    background) sums every lane as ``conv_wdot`` does: the same bits, edges and tails too."""
+    N, C, O, H, W, kernel, pads, dil = DOT_CASES.get(
+        name, (128, 16, 32, 4, 4, (3, 3), (1, 1), (1, 1)))
+    grid = _grid(H, W, kernel, (1, 1), pads, dil)
+    rng = np.random.default_rng(7 + len(name))
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    g = rng.standard_normal((N, O) + grid).astype(np.float32)
+    want = cv._wdot(x, g, kernel, pads, dil, mm)
+    monkeypatch.setattr(mm, "dot_now", lambda dtype: None)      # still building
+    got = cv._wdot(x, g, kernel, pads, dil, mm)
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+
+
+def test_dot_now_sends_the_build_and_returns_none_meanwhile(monkeypatch):
+    dt = np.dtype(np.float32)
+    sent = []
+    monkeypatch.setattr(mm, "_DOT", {})
+    monkeypatch.setattr(_background, "submit", lambda name, job: sent.append((name, job)) or True)
+    assert mm.dot_now(dt) is None
+    assert sent == [(f"{mm._gemm_source(dt)[1]}.dot",
+                     {"call": ["jit_kernels.cpu.matmul", "_build_dot_named", "float32"]})]
+    monkeypatch.setattr(mm, "_DOT", {dt: "built"})            # built: no job, no compile
+    assert mm.dot_now(dt) == "built" and len(sent) == 1
+
+
 # (H, W, kw, pt, pl, dw, hp, ow): "same" 3x3, a crop (fewer rows than the image), a grid
 # wider than the image, dilation, and pads past the image on both sides
 SHIFTS = [(4, 4, 3, 1, 1, 1, 6, 4), (5, 5, 3, 0, 1, 1, 3, 5), (3, 4, 3, 2, 2, 1, 7, 6),
