@@ -288,7 +288,7 @@ def dot_now(dtype):
     ``dot_standin``'s ``conv_wdot_loop`` (the same bits) until it is done."""
     if dtype in _DOT:
         return _DOT[dtype]
-    if _background.submit(f"{_gemm_source(dtype)[1]}.dot",
+    if _background.submit(_job(dtype, "dot"),
                           {"call": [__name__, "_build_dot_named", dtype.name]}):
         return None
     return dot_module(dtype)
@@ -304,10 +304,10 @@ def dot_standin(dtype):
 def _build_dot_standin(dtype):
     from jit_kernels.codegen import load_generated_module
     mod = load_generated_module(_gemm_source(dtype)[0], f"cpu_gemm_{dtype.name}")
-    T, A, i = _types(dtype)
+    micro, driver = _dot_signatures(dtype)
     # the micro-kernel first: compiled inside the driver's compile it would get no SLP
-    _slp_compile((mod.udot_loop, (A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i)))
-    mod.conv_wdot_loop.compile((A,) * 4 + (i,) * 9)
+    _slp_compile((mod.udot_loop, micro))
+    mod.conv_wdot_loop.compile(driver)
     return mod
 
 
@@ -316,14 +316,22 @@ def _build_dot_named(dtype_name: str) -> None:
     dot_module(np.dtype(dtype_name))
 
 
+def _dot_signatures(dtype):
+    """(micro-kernel, driver) signatures of ``udot``/``udot_loop`` and
+    ``conv_wdot``/``conv_wdot_loop``."""
+    T, A, i = _types(dtype)
+    # udot: g, 4 row offsets, sg, x, 4 row offsets, sx, nb, nch, acc, ao;
+    # conv_wdot: g, x, c, acc, 9 ints
+    return (A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i), (A,) * 4 + (i,) * 9
+
+
 def _build_dot(dtype):
     mod = _gemm_module(dtype)
-    T, A, i = _types(dtype)
-    with build_lock(f"{_gemm_source(dtype)[1]}.dot"):
-        # udot: g, 4 row offsets, sg, x, 4 row offsets, sx, nb, nch, acc, ao
-        _slp_compile((mod.udot, (A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i)))
-        mod.conv_wdot.compile((A,) * 4 + (i,) * 9)  # g, x, c, acc, 9 ints
-    _background.mark_ready(f"{_gemm_source(dtype)[1]}.dot")
+    micro, driver = _dot_signatures(dtype)
+    with build_lock(_job(dtype, "dot")):
+        _slp_compile((mod.udot, micro))
+        mod.conv_wdot.compile(driver)
+    _background.mark_ready(_job(dtype, "dot"))
     return mod
 
 
