@@ -1,12 +1,12 @@
-"""Compiled-graph benchmarks: ratios measured in one process (SPEC §6, issue 7).
+"""Compiled-graph benchmarks: ratios measured in one process.
 
 Targets: a 6-op elementwise chain on 1e7 float32 compiled >= 4x NumPy eager and >= 2.5x the
 runtime's own eager; row softmax 4096x4096 float32 >= 2x NumPy; MLP inference (batch 256)
 compiled >= 1.2x eager.  ``python bench/bench_compile.py`` prints every ratio;
 ``pytest bench/bench_compile.py`` runs the pytest-benchmark timings.
 
-Importing PyTorch into the process (its OpenMP pool) slowed Numba's parallel kernels about 2x
-on the 2-core machine (chain 4.3 -> 8 ms); for clean runtime/NumPy ratios run with torch absent
+Importing PyTorch into the process (its OpenMP pool) slows Numba's parallel kernels, most of
+all on a machine with few cores; for clean runtime/NumPy ratios run with torch absent
 (``python -c 'import sys; sys.modules["torch"] = None; ...'``) — see the README, section Compile.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ def ratios(rounds: int = 5, min_time: float = 0.1) -> dict:
         ratios_ = {f"{k}/compiled": t[k] / t["compiled"] for k in fns if k != "compiled"}
         if f_t is not None:
             # PyTorch's own OpenMP pool spins after each torch op and slows every Numba
-            # parallel kernel timed right after it (measured 2x on 2 cores), so torch is timed
+            # parallel kernel timed right after it, so torch is timed
             # in its own alternating comparison against the compiled graph.
             t2 = compare({"compiled": comp, "torch": f_t}, rounds=rounds, min_time=min_time)
             t["torch"] = t2["torch"]

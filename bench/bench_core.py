@@ -1,8 +1,8 @@
-"""pytest-benchmark versions of the core (issue 3) workloads: ``pytest bench/bench_core.py``.
+"""pytest-benchmark versions of the core workloads: ``pytest bench/bench_core.py``.
 
 Each workload of ``bench.cases.core_cases`` is one test, parametrised by competitor
 (runtime, numpy, torch when installed), so ``--benchmark-group-by=param:case`` puts the three
-side by side.  ``python bench/bench_core.py`` prints the ratio table with the issue-3 targets
+side by side.  ``python bench/bench_core.py`` prints the ratio table with the core targets
 (competitor time ÷ runtime time, median of alternating rounds in this process).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from bench.harness import compare
 
 QUICK = os.environ.get("BENCH_QUICK", "1") != "0"
 
-#: issue-3 targets: workload prefix -> (competitor, minimum ratio competitor/runtime)
+#: the core targets: workload prefix -> (competitor, minimum ratio competitor/runtime)
 TARGETS = {
     "a*b+c": ("np", 1.5), "exp": ("np", 1.5), "tanh": ("np", 1.5), "log": ("np", 1.5),
     "sigmoid": ("np", 1.5), "sum() ": ("np", 1.5), "sum(axis=-1)": ("np", 1.5),

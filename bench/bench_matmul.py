@@ -1,9 +1,9 @@
 """Matmul benchmarks: the cpu kernel set's packed gemm vs NumPy (OpenBLAS) and PyTorch.
 
-Targets (issue 3): float32 1024² and 2048² at >= 0.8x NumPy's speed and >= 1.0x PyTorch's.
+Targets: float32 1024² and 2048² at >= 0.8x NumPy's speed and >= 1.0x PyTorch's.
 ``python bench/bench_matmul.py [--rounds N] [--repeat R]`` prints GFLOP/s and ratios, each the
 median of alternating rounds in one process; ``--repeat`` runs the whole comparison R times and
-reports the range (the 2 cores are shared with other processes, so single figures wander).
+reports the range (on cores shared with other processes single figures wander).
 Under pytest-benchmark (``pytest bench/bench_matmul.py``) each case is a separate benchmark.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Core workloads for the ratio table: elementwise, transcendental, reduction, matmul, small ops,
-allocation and start-up (issue 3's targets; start-up compares fresh interpreters).
+allocation and start-up (start-up compares fresh interpreters).
 
 Each case is (group, name, runtime_fn, numpy_fn, torch_fn_or_None); all are zero-arg callables
 over data prepared once.  Ratios are competitor time / runtime time (> 1: the runtime is faster).

@@ -1,4 +1,4 @@
-"""Issue 16 indexing workloads for the ratio table (``python -m bench``): a boolean-mask read
+"""Indexing workloads for the ratio table (``python -m bench``): a boolean-mask read
 ``t[mask]`` on 1e7 float32 against NumPy, and ``pad`` in reflect mode of an (8, 64, 56, 56)
 float32 activation against PyTorch (NumPy's ``np.pad(mode="reflect")`` too).
 

@@ -1,4 +1,4 @@
-"""Scan and einsum workloads for the ratio table (``python -m bench --only scan``), issue 15:
+"""Scan and einsum workloads for the ratio table (``python -m bench --only scan``):
 
 - ``cumsum`` of 1e7 float32 vs ``np.cumsum`` (and ``torch.cumsum``); target >= 1.5x NumPy
   (the two-pass blocked scan: per-chunk sums, then each chunk from its offset, both parallel).

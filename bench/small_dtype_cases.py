@@ -1,4 +1,4 @@
-"""Small-dtype workloads for the ratio table (``python -m bench --only small_dtype``, issue 16).
+"""Small-dtype workloads for the ratio table (``python -m bench --only small_dtype``).
 
 ``cases()`` returns (name, runtime_fn, numpy_fn_or_None, torch_fn_or_None) zero-arg callables:
 float32 -> float16/bfloat16 casts, a float16 ``a*b+c``, a float16 row sum and a 512² float16

@@ -1,4 +1,4 @@
-"""Sorting workloads for the ratio table (``python -m bench --only sort``), issue 16's targets:
+"""Sorting workloads for the ratio table (``python -m bench --only sort``), with their targets:
 
 - ``argsort`` of 1e6 float32 vs ``np.argsort`` (and ``torch.argsort``); target >= 1.0x.
 - ``sort`` of 1e6 float32 (values *and* indices) vs NumPy's ``np.argsort`` + ``take`` (the same
@@ -6,11 +6,6 @@
   next to ``np.sort``, which computes no indices.
 - ``topk(k=10)`` over the rows of 4096x4096 float32 vs ``torch.topk`` (NumPy: ``argpartition``
   + a sort of the k); target >= 1.0x.
-
-Measured 2026-12-01 on znver4 (2 shared vCPUs, load average 4.5-5, so absolute times are
-inflated; ratios from one process): argsort 39.8 ms (np 5.5x slower, torch 5.7x), sort values+idx
-48.5 ms (np argsort+take 5.7x, torch.sort 4.3x), sort vs np.sort values only 1.16x, topk k=10 over
-4096 rows of 4096 59 ms (torch.topk 1.34x, NumPy argpartition 10x).
 
 Each case is (name, runtime_fn, numpy_fn_or_None, torch_fn_or_None).
 """

@@ -254,7 +254,7 @@ class KernelSet(Protocol):
                             in_hw: tuple) -> Any:
         """The gradient of ``resample2d`` for an input of spatial size ``in_hw``."""
 
-    # -- advanced-index assignment and pad (issue 16) ------------------------------------------
+    # -- advanced-index assignment and pad -----------------------------------------------------
     def put(self, x: Any, indices: Any, values: Any, accumulate: bool) -> Any:
         """A copy of ``x`` with ``out.flat[indices[j]] = values[j]`` for every position ``j`` of
         ``indices`` (int, checked, negatives from the end; ``values`` broadcasts to its shape);
@@ -267,7 +267,7 @@ class KernelSet(Protocol):
     def pad_backward(self, g: Any, maps: Sequence[Any], lead: int, in_shape: tuple) -> Any:
         """The adjoint of ``pad``: ``g`` summed into an array of ``in_shape``."""
 
-    # -- the fused softmax of scaled_dot_product_attention (issue 15) --------------------------
+    # -- the fused softmax of scaled_dot_product_attention -------------------------------------
     def attention_softmax(self, x: Any, mask: Any, additive: bool, scale: float,
                           causal: Any) -> Any:
         """Per row of ``x`` (..., L, S), in one pass: ``softmax(t)`` of ``t = x * scale`` with

@@ -31,7 +31,7 @@ def f2i64(x):
     return np.int64(x)
 
 
-# the small ints of issue 16 (the cuda set's casts; the cpu set casts them with NumPy)
+# the small ints (the cuda set's casts; the cpu set casts them with NumPy)
 def f2i8(x):
     if x != x:
         return np.int8(0)

@@ -206,7 +206,7 @@ class CpuKernels:
         from jit_kernels.cpu import sort as _sort
         return _sort.topk(x, k, axis, largest, sorted)
 
-    # -- advanced-index assignment and pad (issue 16)
+    # -- advanced-index assignment and pad
     def put(self, x, indices, values, accumulate):
         from jit_kernels.cpu import put as _put
         return _put.put(x, indices, values, accumulate)
@@ -219,7 +219,7 @@ class CpuKernels:
         from jit_kernels.cpu import pad as _pad
         return _pad.pad_backward(g, maps, lead, in_shape)
 
-    # -- the fused row kernels of scaled_dot_product_attention (issue 15)
+    # -- the fused row kernels of scaled_dot_product_attention
     def attention_softmax(self, x, mask, additive, scale, causal):
         from jit_kernels.cpu import attention as _attention
         return _attention.attention_softmax(x, mask, additive, scale, causal)

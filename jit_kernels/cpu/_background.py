@@ -6,12 +6,12 @@ instead and leaves the machine code in the disk cache; the parent loads it from 
 milliseconds once it is done.  Three kinds of job use it, each with a stand-in that gives the
 same bits meanwhile:
 
-- the packed gemm (``matmul.py``; 10-12 s from cold): the blocked kernel stands in;
-- the conv weight gradient's dot products (``matmul.dot_now``; 10-15 s): ``conv_wdot_loop``
+- the packed gemm (``matmul.py``; a long compile from cold): the blocked kernel stands in;
+- the conv weight gradient's dot products (``matmul.dot_now``; as long): ``conv_wdot_loop``
   on ``udot_loop`` stands in;
 - the ``prange`` variant of a kernel whose serial variant computes each output element the
-  same way (elementwise, copy, take; ``parallel_ready``; 0.4-1.2 s each, most of it Numba's
-  parfor passes): the serial variant stands in.
+  same way (elementwise, copy, take; ``parallel_ready``; each compile mostly Numba's parfor
+  passes): the serial variant stands in.
 
 A job is named; ``<cache dir>/<name>.ready`` records that it is in the disk cache (its text
 names Numba's cache directory, so moving that cache invalidates it), ``<name>.failed`` that it

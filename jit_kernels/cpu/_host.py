@@ -4,19 +4,18 @@ from it).
 The CPU name alone does not say it: LLVM's tuning for Intel's AVX-512 server cores (Sapphire and
 Emerald Rapids) prefers 256-bit vectors, so Numba's loops there use ``ymm`` registers, while
 on Zen 4 the same code uses ``zmm``.  An 8 x 32 float32 tile is 16 accumulators at 64 bytes
-but 32 (every register, spilled) at 32 bytes: measured on an Emerald Rapids host
-(``get_host_cpu_name()`` = rocketlake, 2 threads, 2026-12-02), 1024^2 sgemm 57-135 GFLOP/s with
-8 x 32 and 173-181 with 8 x 16.  So ``vector_bytes`` compiles a float32 loop the way Numba
-compiles every kernel (``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` included) and reads the widest
-register its machine code uses.  The answer is kept in the kernel cache directory, keyed by
+but 32 (every register, spilled) at 32 bytes, where 8 x 16 is much the faster tile (and
+``get_host_cpu_name()`` need not name the core: an Emerald Rapids host can report rocketlake).
+So ``vector_bytes`` compiles a float32 loop the way Numba compiles every kernel
+(``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` included) and reads the widest register its machine
+code uses.  The answer is kept in the kernel cache directory, keyed by
 the CPU name, its features and the llvmlite version, so a process compiles the probe only
 once per machine.
 
 ``use_full_width()`` runs when this module is imported (``jit_kernels.cpu`` imports it
 first): on an AVX-512 host it asks Numba's codegen for the host's features plus
-``-prefer-256-bit`` (LLVM's tuning feature), so the loops there use ``zmm`` as on Zen 4
-(measured on emeraldrapids, one thread, CPU time: the 16->32 conv forward + backward
-6.1 -> 5.0 ms, 64->64 56x56 124 -> 93 ms).
+``-prefer-256-bit`` (LLVM's tuning feature), so the loops there use ``zmm`` as on Zen 4,
+which runs the conv kernels faster.
 """
 from __future__ import annotations
 

@@ -207,10 +207,10 @@ def _udot(MO: int, MK: int, V: int) -> list:
 def _udot_loop(MO: int, MK: int, V: int) -> list:
     """``udot_loop``: ``udot``'s sums one (g row, x row) pair at a time, its V lanes in V
     scalar accumulators (registers, where lanes summed in ``acc`` itself were held back by
-    the possible aliasing of ``acc`` with g and x: 65x slower than ``udot``): each lane adds
+    the possible aliasing of ``acc`` with g and x, far slower than ``udot``): each lane adds
     the same products in the same order (an FMA each, ``contract`` as ``udot``), so the same
-    bits.  SLP-compiled as ``udot`` (one vector FMA per row pair), it takes 0.65 s where
-    ``udot`` (SLP over MO x MK x V accumulators) takes 5-12 s, so ``conv_wdot_loop`` on it
+    bits.  SLP-compiled as ``udot`` (one vector FMA per row pair), it compiles in a fraction
+    of the time ``udot`` (SLP over MO x MK x V accumulators) takes, so ``conv_wdot_loop`` on it
     serves while ``udot`` builds in the background."""
     gs = ", ".join(f"g{a}" for a in range(MO))
     xs = ", ".join(f"x{b}" for b in range(MK))

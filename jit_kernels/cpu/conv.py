@@ -179,10 +179,10 @@ def _shift_masked(x, out, T, HW, kw, P, sh, mask, zero):
     and its input gradient's full correlation).  Then shifted plane j of plane t is
     ``x[t*HW + sh[j] + e]`` where ``mask[j*P + e]`` (the source lies in the plane) and 0
     elsewhere, e over the plane's P = hp*W elements: a contiguous load, a select and a store
-    per element, vectorised (measured, one thread, znver4, 2026-12-02, 3x3 pad 1: 2-2.4x faster
-    than the index map on 8x8 planes, 1.2-1.7x on 4x4, 4x the row copy on 16x16, as fast as it
-    on 56x56).  One prange task per plane; the first and last planes, whose masked-out
-    elements would lie outside ``x``, read only where the mask says."""
+    per element, vectorised (faster than the index map on small planes and than the row copy
+    on mid-sized ones, as fast as the row copy on large ones).  One prange task per plane;
+    the first and last planes, whose masked-out elements would lie outside ``x``, read only
+    where the mask says."""
     tot = T * HW
     lo = 0
     hi = 0
@@ -312,9 +312,8 @@ def swap01(x, bias=None):
 
 
 #: weight gradients with at most this many columns (C*kh*kw) that ``_wdot`` does not take
-#: (float64, strides) use ``_wgrad_small`` (measured, one thread, znver4: 1->16 8x8 N=128 (K =
-#: 9) 0.62 ms as an implicit gemm, 0.40 as im2col + gemm, 0.22 so; its sums are in another
-#: order than the gemm's: not the stand-in's bits)
+#: (float64, strides) use ``_wgrad_small``, faster there than an implicit gemm or im2col +
+#: gemm (its sums are in another order than the gemm's: not the stand-in's bits)
 SMALL_K = 16
 
 
@@ -445,8 +444,7 @@ def _wdot(x, g, kernel, padding, dilation, mm):
 def _wdot_applies(dtype, stride, L, K):
     """Whether ``_wdot`` serves: float32 at stride 1 with a grid of at least one vector,
     whose positions past the last whole vector (summed serially) are at most an eighth of it
-    (measured, one thread, znver4: 1->16 8x8 N=128, K = 9, 0.07 ms against 0.31 for
-    ``_wgrad_small``)."""
+    (there it is faster than ``_wgrad_small``)."""
     if dtype != np.float32:
         return False
     v = _dot_lanes(dtype)
@@ -461,9 +459,8 @@ def _dot_lanes(dtype):
 
 #: stride-1 forward convolutions with a kernel wider than one column and an output grid
 #: narrower than this run in the row-shifted form (``_rows_form``; its copy of the image is kw
-#: times the image).  Measured, one thread, znver4, 3x3 "same", rows form vs packing runs of
-#: image rows: 16->32 N=128 4x4 0.92 -> 0.61 ms, 8x8 1.78 -> 1.54; 32->64 N=32 16x16 4.6 ->
-#: 4.3; 32->32 N=16 28x28 5.3 -> 4.4; 64->64 N=8 56x56 25.0 -> 24.0
+#: times the image).  Below this width the rows form beats packing runs of image rows, by most
+#: on the smallest grids.
 ROWS_MAX_WIDTH = 64
 
 

@@ -59,9 +59,8 @@ def render(src: str, cdt=None) -> str:
 
     The table's bodies call math functions on values of the compute dtype only, so naming the
     width picks what ``sm.exp``'s dtype-generic overload would; but Numba types and inlines an
-    ``inline="always"`` overload at every call site, which measured 4.9 s against 1.45 s to
-    compile a float32 erf loop (emeraldrapids; exp 0.84 -> 0.60 s, sin 1.06 -> 0.54 s), the
-    same bits and speed."""
+    ``inline="always"`` overload at every call site, which makes a loop (erf's most of all)
+    several times slower to compile, for the same bits and speed."""
     w = "f32" if cdt is not None and np.dtype(cdt) == np.float32 else "f64"
 
     def call(name):
@@ -193,7 +192,7 @@ def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
     if heavy:
         # one inlined copy of f: each block of the segment gathered into scratch (``t{i}``,
         # made once per ``_range``), then one contiguous, vectorised loop -- the fast
-        # branches below inline f once each, and for erf each copy compiled for ~5 s
+        # branches below inline f once each, and for erf each copy is a long compile
         lines.append(f"    for q in range(0, n, {_SCRATCH}):")
         lines.append(f"        m = min({_SCRATCH}, n - q)")
         for i in range(n):

@@ -44,7 +44,7 @@ BOOL = np.dtype(np.bool_)
 _MODS: dict = {}
 
 # ------------------------------------------------------------------------------ output buffers
-# Large outputs are recycled: a fresh 40 MB array costs ~5 ms of page faults, more than the
+# Large outputs are recycled: a fresh large array costs more in page faults than the
 # kernel.  A pooled buffer is handed out again only when nothing but the pool references it
 # (every view a caller holds keeps a reference to it through ``.base``).
 POOL_MIN_BYTES = 1 << 20

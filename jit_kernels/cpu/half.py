@@ -2,11 +2,10 @@
 
 The half types are stored as their uint16 bits (``jit_kernels._half``), so every op on them
 converts its operands to float32 and its result back (``runtime/lowprec.py``).  NumPy's own
-float16 conversions are scalar loops here (1M elements: 3.6 ms to float16, 7.6 ms from it, on
-znver4), which made those casts most of each half op.  These kernels compute the same bits
-branch-free on uint32 lanes (every case computed, the right one selected), so LLVM vectorises
-them.  They are serial: memory-bound at ~0.4 ms per 1M elements, where a parallel variant
-would cost ~2 s more to compile from an empty cache per kernel:
+float16 conversions are scalar loops, which would make those casts most of each half op.
+These kernels compute the same bits branch-free on uint32 lanes (every case computed, the
+right one selected), so LLVM vectorises them.  They are serial: memory-bound already, where
+a parallel variant would cost seconds more to compile from an empty cache per kernel:
 
 - float16 -> float32 is exact; the subnormals come from one float subtraction (the magic
   number ``2**-14``), inf/NaN keep their payload (``sig << 13``), as NumPy.

@@ -12,9 +12,8 @@ merged into one row first).  A host table, built once per maps object, holds the
 input row each output row of one leading slice reads; one parallel loop over tasks of up to
 ``ROWS_PER_TASK`` rows of one slice then copies each row: the edges as scalars through the last
 map, the middle as one contiguous run (which vectorises).  A slice's input and output offsets
-are plain multiples of the slice index: the earlier layout, tasks per output plane finding
-their input plane through the maps (or a table of plane offsets), measured 20-25% slower on
-the bench row on one thread although it does the same copies.
+are plain multiples of the slice index: tasks per output plane finding their input plane
+through the maps (or a table of plane offsets) would do the same copies more slowly.
 Backward: the adjoint, a scatter-add of each
 output row into the input row it read; it runs in parallel over the ``L`` leading slices (no
 two write the same element), each slice in output order, so the sums are deterministic.
@@ -68,8 +67,8 @@ def _task(src, out, t, nchunks, rows, W, in_blk, out_blk, rowidx, edges, lo, n):
     sb = uint64(l * in_blk)
     ob = uint64(l * out_blk)
     for r in range(r0, r1):
-        # the row index times the row length here: a table of premultiplied offsets measured
-        # 5-15% slower on the bench row (the same copies: the difference is LLVM's code)
+        # the row index times the row length here: a table of premultiplied offsets is slower
+        # (the same copies: the difference is LLVM's code)
         s = sb + uint64(rowidx[r]) * nu
         o = ob + uint64(r * W)
         om = o + uint64(lo)

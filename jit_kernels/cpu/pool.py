@@ -168,10 +168,8 @@ def _take(m, v):
 # The vertical passes below take the plane's output width K as an argument of an inlined helper
 # so that each kernel passes a literal for the narrow widths of small images (1, 2, 4): LLVM then
 # unrolls the loop over a row pair's K windows and vectorises the loop over row pairs as
-# interleaved loads and stores, where a loop of a run-time 2 or 4 iterations ran scalar
-# (measured, emeraldrapids, 2026-12-03, one thread: forward 128x32x4x4 49 -> 25 us, 128x16x8x8
-# 74 -> 54 us; backward 128x32x4x4 92 -> 25 us, but 128x16x8x8 slower at K = 4, so there the
-# backward keeps the run-time loop).
+# interleaved loads and stores, where a loop of a run-time 2 or 4 iterations runs scalar (the
+# backward at K = 4 is slower with the literal, so there it keeps the run-time loop).
 @njit(inline="always")
 def _max2_rows(h, o, nr, K, relu, zero):
     """``o[K*r + q] = max(h[2K*r + q], h[2K*r + K + q])`` (relu'd when ``relu``), r < nr."""

@@ -2,7 +2,7 @@
 
 Every transcendental an elementwise/reduction kernel evaluates goes through this module.  The
 public names (``exp``, ``log``, ``tanh``, ``sigmoid``, ``erf``, ``sin``, ``cos``, ``pow``,
-``sqrt``, ``floor``, ``ceil``, and issue 16's ``tan asin acos atan sinh cosh asinh acosh
+``sqrt``, ``floor``, ``ceil``, and ``tan asin acos atan sinh cosh asinh acosh
 atanh exp2 expm1 log2 log10 atan2 hypot copysign fmod``, see the section at the end) are
 generic over float32/float64 (integer arguments are evaluated in float64) and are inlined at
 the Numba IR level into the calling kernel.  For a float32 argument they return float32, for
@@ -65,8 +65,8 @@ def _sel(typingctx, c, a, b):
     below use it where neither branch divides).  The same value as the conditional
     expression, with the branch types unified as Numba unifies them, but straight-line code:
     a conditional expression is a branch and a phi in Numba's IR, which LLVM must if-convert
-    in every loop that inlines the function (a float32 erf kernel compiled in 1.3 s against
-    2.7 s, float64 0.6 against 1.6 s; emeraldrapids, 2026-12-03)."""
+    in every loop that inlines the function, which makes such kernels (erf's) much slower to
+    compile."""
     if not isinstance(c, (_types.Boolean, _types.Integer)):
         return None
     t = typingctx.unify_types(a, b)
@@ -658,7 +658,7 @@ def _sincos32(ax, shift):
 def _libm_call(typingctx, x, which):
     """Plain C call to libm ``sin``/``cos`` (double).  Not the ``llvm.sin`` intrinsic on
     purpose: that one is speculatable, so LLVM hoists it out of the rare branch and evaluates
-    libm for every element (35 ns/element)."""
+    libm for every element."""
     if x != _types.float64 or not isinstance(which, _types.StringLiteral):
         return None
     name = which.literal_value
@@ -826,7 +826,7 @@ fmin_nan = _minmax_intrinsic("minimum")
 
 
 # =============================================================================================
-# The rest of the elementwise math (issue 16): tan, the inverse trig and hyperbolic functions,
+# The rest of the elementwise math: tan, the inverse trig and hyperbolic functions,
 # exp2/expm1/log2/log10, and the binary atan2/copysign/hypot/fmod.
 #
 # float32: wherever the float64 helpers above give the function in a few straight-line steps,

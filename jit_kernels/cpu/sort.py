@@ -277,9 +277,9 @@ def _topk_rows(x, k, largest, out):
             out[r, j] = bi[j]
 
 
-#: a single long row runs chunk-parallel only with this many threads: on 2 (shared) vCPUs the
-#: serial sort (one histogram pass for every digit, then the scatters) measured 70 ms against
-#: 96-104 ms for the 2-chunk parallel one (which recounts per pass) on 1e6 float32
+#: a single long row runs chunk-parallel only with this many threads: on fewer, the serial
+#: sort (one histogram pass for every digit, then the scatters) beats the chunk-parallel one
+#: (which recounts per pass)
 _LONG_ROW_THREADS = 4
 
 #: above this k (or k beyond n / 8) a full sort of the row is faster than the buffer

@@ -26,12 +26,10 @@ DTYPES = (np.dtype(np.float32),)
 
 #: the most bytes of one task's transposed input block (C*H*W*NR) and result block
 #: (O*oh*ow*NR, pooled when fused) for which ``applies`` takes the Winograd form: beyond it
-#: the blocks leave the L2 cache.  Measured, znver4, 2 threads, float32, NR = 32: 16->32 on
-#: 4x4 N=256 (32 KB) 269 -> 220 us, with the 2x2 pool fused 301 -> 175; 32->32 on 8x8 N=64
-#: (256 KB) 428 -> 340; 16->32 on 16x16 N=32 (512 KB) 425 -> 761 (slower)
+#: the blocks leave the L2 cache and the Winograd form turns slower than the direct one
 BLOCK_BYTES = 1 << 18
-#: input channels from which the unfused form pays (1->16 on 8x8 N=256: 73 us direct, 161
-#: Winograd; with the pool fused 118 -> 88)
+#: input channels from which the unfused form pays (with fewer, the direct conv is faster; the
+#: form fused with a pool still pays)
 MIN_CHANNELS = 8
 
 

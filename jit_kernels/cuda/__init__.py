@@ -245,7 +245,7 @@ class CudaKernels:
         return _sort.topk(x, k, axis, largest, sorted)
 
     # -- allocation
-    # -- user code: the CUDA Array Interface (issue 16)
+    # -- user code: the CUDA Array Interface
     def cuda_array_interface(self, x):
         """``x``'s ``__cuda_array_interface__`` dict (v3, zero-copy; see ``interop``)."""
         from jit_kernels.cuda import interop
@@ -257,7 +257,7 @@ class CudaKernels:
         from jit_kernels.cuda import interop
         return interop.from_interface(obj, index, copy)
 
-    # -- advanced-index assignment and pad (issue 16)
+    # -- advanced-index assignment and pad
     def put(self, x, indices, values, accumulate):
         from jit_kernels.cuda import put as _put
         return _put.put(x, indices, values, accumulate)
@@ -270,7 +270,7 @@ class CudaKernels:
         from jit_kernels.cuda import pad as _pad
         return _pad.pad_backward(g, maps, lead, in_shape)
 
-    # -- the fused row kernels of scaled_dot_product_attention (issue 15)
+    # -- the fused row kernels of scaled_dot_product_attention
     def attention_softmax(self, x, mask, additive, scale, causal):
         from jit_kernels.cuda import attention as _attention
         return _attention.attention_softmax(x, mask, additive, scale, causal)

@@ -14,7 +14,7 @@ from numba import cuda
 from jit_kernels import _saturate
 from jit_kernels.cuda._array import SIM
 
-#: the math of issue 16 (tan, inverse trig/hyperbolic, exp2/expm1/log2/log10, atan2, hypot,
+#: the rest of the elementwise math (tan, inverse trig/hyperbolic, exp2/expm1/log2/log10, atan2, hypot,
 #: copysign, fmod): libdevice's ``__nv_<name>f`` / ``__nv_<name>`` on a GPU (CUDA C Programming
 #: Guide: float32 tan/asin/acos/atan/sinh/cosh/asinh/acosh/atanh/expm1/log2/log10/atan2 within
 #: 2-4 ulp, exp2/hypot within 2, copysign/fmod exact; float64 within 1-2 ulp), NumPy's under the
