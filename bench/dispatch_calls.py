@@ -10,7 +10,7 @@ front-end call to its return (the kernel set's own calls are not counted) for:
 - a tracked reduction with attrs (``sum(x, axis=1)``, never on the fast path).
 
 Each count is given in full and as the op's *spine*: the same calls without the shape/dtype
-arithmetic helpers (``dtypes.py``, ``ops/shapes.py``, generator expressions) and the
+arithmetic helpers (``dtypes.py``, ``core/shapes.py``, generator expressions) and the
 constructors (``__init__``, ``Tensor._wrap``) — the hops between front end, dispatch, device,
 rule and kernel set.  ``--list`` prints every call.
 """

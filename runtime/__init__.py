@@ -4,18 +4,18 @@
 """
 from __future__ import annotations
 
-from . import errors
+from .core import dtypes, errors
 from .tensor import Tensor  # first: the front-end functions bind to it
 from .device import Device, cpu, cuda, cuda_unavailable_reason, default_device, device, devices
-from .dtypes import DType, bool_, float32, float64, int32, int64
-from .dtypes import bfloat16, float16, int8, int16, uint8
-from .errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError,
+from .core.dtypes import DType, bool_, float32, float64, int32, int64
+from .core.dtypes import bfloat16, float16, int8, int16, uint8
+from .core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError,
                      AutodiffNotMarkedError, CaptureAutodiffError, CaptureError, CaptureMoveError,
                      CaptureScopeError, CaptureValueError,
                      DeviceError, DeviceMismatchError, DTypeError, GradientError, GraphFileError,
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
                      OutOfMemoryError, ShapeError, TensorRuntimeError)
-from .errors import DistributedDeviceError, DistributedError, DistributedTimeoutError
+from .core.errors import DistributedDeviceError, DistributedError, DistributedTimeoutError
 from .dispatch import empty_cache, synchronize
 from .movement import can_move
 from .ops.api import *  # noqa: F403  (every front-end function: rt.add, rt.sum, ...)

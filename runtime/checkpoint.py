@@ -17,8 +17,8 @@ import os
 
 import numpy as np
 
-from . import dtypes as D
-from .errors import ArgumentTypeError, CheckpointError
+from .core import dtypes as D
+from .core.errors import ArgumentTypeError, CheckpointError
 from .tensor import Tensor
 
 __all__ = ["save", "load"]

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from .errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from .core.errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from .ops import api
 from .tensor import Tensor
 

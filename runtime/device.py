@@ -10,7 +10,7 @@ import contextlib
 import threading
 from typing import Callable
 
-from .errors import DeviceError, IndexOutOfRangeError, OutOfMemoryError, RequiresAutodiffError
+from .core.errors import DeviceError, IndexOutOfRangeError, OutOfMemoryError, RequiresAutodiffError
 
 __all__ = ["Device", "PlainDevice", "cpu", "cuda", "device", "devices", "default_device",
            "register_device_parser"]

@@ -9,12 +9,12 @@ call their inner device's, or ``dispatch`` again for a composite's parts.
 """
 from __future__ import annotations
 
-from . import dtypes as D
+from .core import dtypes as D
 from . import lowprec as _lowprec
 from .device import Device, PlainDevice
-from .errors import DeviceError, DeviceMismatchError, ShapeError
-from .ops.registry import CATALOGUE, Meta as _Meta, OpSpec
-from .ops.shapes import MAX_ELEMENTS as _MAX_ELEMENTS, prod as _prod
+from .core.errors import DeviceError, DeviceMismatchError, ShapeError
+from .core.registry import CATALOGUE, Meta as _Meta, OpSpec
+from .core.shapes import MAX_ELEMENTS as _MAX_ELEMENTS, prod as _prod
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "kernels_for", "kernels_for_kind", "common_device", "run_fused",
@@ -443,7 +443,7 @@ def dlpack_plain(device: PlainDevice, t: Tensor, kwargs):
     payload = t._payload
     if t.dtype.is_half:     # stored as uint16 bits: float16 exports as float16 on cpu
         if t.dtype is not D.float16 or device.kind != "cpu":
-            from .errors import DTypeError
+            from .core.errors import DTypeError
             raise DTypeError(f"__dlpack__: a {t.dtype.name} tensor on {device} cannot be exported "
                              f"yet; call .float() first")
         import numpy as np
@@ -485,7 +485,7 @@ def to_host_plain(device: PlainDevice, t: Tensor):
         if a is t._payload or not a.flags.owndata:
             a = np.array(a, copy=True)
     except MemoryError:   # a broadcast view of a huge shape (expand, repeat_interleave)
-        from .errors import OutOfMemoryError
+        from .core.errors import OutOfMemoryError
         raise OutOfMemoryError(f"numpy: cannot allocate the {t.dtype.name} array of shape "
                                f"{t.shape} on the host") from None
     return a

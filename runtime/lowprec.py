@@ -27,7 +27,7 @@ decision for such a call) and the fusion pass leaves such ops unfused.
 """
 from __future__ import annotations
 
-from . import dtypes as D
+from .core import dtypes as D
 
 __all__ = ["needs_upcast", "run_upcast", "MOVES"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .device import Device, device as _parse
-from .errors import DeviceError
+from .core.errors import DeviceError
 
 __all__ = ["MoveRule", "register_move", "move", "can_move"]
 

@@ -11,8 +11,8 @@ import itertools
 
 import numpy as np
 
-from . import dtypes as D
-from .errors import ArgumentTypeError
+from .core import dtypes as D
+from .core.errors import ArgumentTypeError
 
 __all__ = ["Tensor", "new_id"]
 
@@ -133,7 +133,7 @@ class Tensor:
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
         if self.size != 1:
-            from .errors import ShapeError
+            from .core.errors import ShapeError
             raise ShapeError(f"item: only one-element tensors can be converted to a Python "
                              f"scalar, got shape {self.shape}")
         return self._values().reshape(()).item()
@@ -146,7 +146,7 @@ class Tensor:
 
     def __bool__(self):
         if self.size != 1:
-            from .errors import ShapeError
+            from .core.errors import ShapeError
             raise ShapeError(f"the truth value of a tensor of shape {self.shape} is ambiguous; "
                              f"use .any()/.all() style reductions")
         return bool(self.item())

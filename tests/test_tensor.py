@@ -179,8 +179,8 @@ def test_plain_tensor_autodiff_methods_raise():
 
 
 # ------------------------------------------------------------------- layering
-FRONT_END = ["tensor.py", "device.py", "dtypes.py", "errors.py", "movement.py", "random.py",
-             "ops/api.py", "ops/catalogue.py", "ops/shapes.py"]
+FRONT_END = ["tensor.py", "device.py", "core/dtypes.py", "core/errors.py", "movement.py", "random.py",
+             "ops/api.py", "ops/catalogue.py", "core/shapes.py", "core/registry.py"]
 
 
 def _imports(path):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ops.catalogue import CATALOGUE, register_custom
-from ..errors import ArgumentTypeError, ArgumentValueError
+from ..core.errors import ArgumentTypeError, ArgumentValueError
 from ..tensor import Tensor
 
 __all__ = ["custom_op"]

@@ -3,8 +3,8 @@ records tracked ones on the tape (SPEC §4)."""
 from __future__ import annotations
 
 from ..device import Device, device as _parse_device, register_device_parser
-from ..errors import (ArgumentTypeError, ArgumentValueError, AutodiffNotMarkedError, CaptureAutodiffError, DTypeError,
-                      NestedAutodiffError)
+from ..core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffNotMarkedError,
+                           CaptureAutodiffError, DTypeError, NestedAutodiffError)
 from ..tensor import Tensor
 from . import tape
 from .checkpoint import STRATEGIES
@@ -214,7 +214,7 @@ def from_inner(t: Tensor, checkpointing: str = "none") -> Tensor:
 
 def _parse(s: str) -> AutodiffDevice:
     if not s.endswith(")"):
-        from ..errors import DeviceError
+        from ..core.errors import DeviceError
         raise DeviceError(f"cannot parse device {s!r}: expected 'autodiff(<inner device>)'")
     return AutodiffDevice(_parse_device(s[len("autodiff("):-1]))
 

@@ -1,7 +1,7 @@
 """The autodiff rows of the device-movement table (SPEC §3)."""
 from __future__ import annotations
 
-from ..errors import AutodiffMoveError
+from ..core.errors import AutodiffMoveError
 from ..movement import MoveRule, can_move, register_move
 from ..tensor import Tensor
 from . import tape

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 
-from ..errors import GradientError
+from ..core.errors import GradientError
 from ..ops import api
 from .checkpoint import keeps_output, value_of
 from .gradients import Gradients

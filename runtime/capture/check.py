@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as D
-from ..errors import CaptureError, TensorRuntimeError
-from ..ops.shapes import MAX_ELEMENTS
+from ..core import dtypes as D
+from ..core.errors import CaptureError, TensorRuntimeError
+from ..core.shapes import MAX_ELEMENTS
 from .ir import LITERAL_TYPES, TensorIr
 
 __all__ = ["check_graph", "INVALID"]

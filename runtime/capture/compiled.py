@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import dispatch
 from ..device import cpu, device as _parse_device
-from ..errors import CaptureError, DeviceError
+from ..core.errors import CaptureError, DeviceError
 from ..ops.catalogue import CATALOGUE
 from ..ops.create import init_attrs
 from .fuse import plan_fusion

@@ -14,9 +14,9 @@ import weakref
 
 import numpy as np
 
-from .. import dtypes as D
+from ..core import dtypes as D
 from ..device import Device, register_device_parser
-from ..errors import (CAPTURE_SCOPE_COMPLETE, CAPTURE_SCOPE_REQUIRED, ArgumentTypeError,
+from ..core.errors import (CAPTURE_SCOPE_COMPLETE, CAPTURE_SCOPE_REQUIRED, ArgumentTypeError,
                       CaptureAutodiffError,
                       CaptureError, CaptureScopeError, CaptureValueError, DeviceError)
 from ..tensor import Tensor, new_id
@@ -143,7 +143,7 @@ class CaptureScope:
         s = self._live_session()
         shape = tuple(int(d) for d in shape)
         if any(d < 0 for d in shape):
-            from ..errors import ShapeError
+            from ..core.errors import ShapeError
             raise ShapeError(f"placeholder: negative dimension in shape {shape}")
         t = s.tensor(shape, D.as_dtype(dtype))
         s.placeholders[t.id] = t._payload.ir

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import dtypes as D
+from ..core import dtypes as D
 
 __all__ = ["TensorIr", "OperationIr", "CapturedGraph", "LITERAL_TYPES"]
 

@@ -1,7 +1,7 @@
 """The capture rows of the SPEC §3 movement table (registered on import)."""
 from __future__ import annotations
 
-from ..errors import CaptureMoveError, CaptureValueError
+from ..core.errors import CaptureMoveError, CaptureValueError
 from ..movement import MoveRule, register_move
 from .device import active_session
 

@@ -33,8 +33,8 @@ import os
 
 import numpy as np
 
-from .. import dtypes as D
-from ..errors import ArgumentValueError, TensorRuntimeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentValueError, TensorRuntimeError
 from ..ops.catalogue import CATALOGUE
 from ..lowprec import MOVES
 from .ir import CapturedGraph, OperationIr, TensorIr

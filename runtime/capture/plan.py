@@ -22,7 +22,7 @@ in its namespace.
 """
 from __future__ import annotations
 
-from ..errors import CaptureError
+from ..core.errors import CaptureError
 from ..ops.catalogue import CATALOGUE, _Meta
 from ..tensor import Tensor
 from .ir import TensorIr
@@ -55,7 +55,7 @@ class GraphPlan:
         try:
             return self.run(*[v._payload for v in values])
         except IndexError as exc:   # kernels check index values, the only thing they see first
-            from ..errors import IndexOutOfRangeError
+            from ..core.errors import IndexOutOfRangeError
             raise IndexOutOfRangeError(f"replay: {exc}") from None
 
     def __len__(self) -> int:

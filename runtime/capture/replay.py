@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as D
+from ..core import dtypes as D
 from ..device import cpu, device as _parse_device
 from ..ops.create import init_attrs
-from ..errors import ArgumentTypeError, CaptureError, DTypeError, ShapeError
+from ..core.errors import ArgumentTypeError, CaptureError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .plan import build_plan
 

@@ -28,8 +28,8 @@ import struct
 
 import numpy as np
 
-from .. import dtypes as D
-from ..errors import ArgumentTypeError, GraphFileError
+from ..core import dtypes as D
+from ..core.errors import ArgumentTypeError, GraphFileError
 from .check import check_graph
 from .ir import LITERAL_TYPES, CapturedGraph, OperationIr, TensorIr
 

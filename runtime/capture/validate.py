@@ -1,7 +1,7 @@
 """``complete()``'s boundary validation, in the order of SPEC §5."""
 from __future__ import annotations
 
-from ..errors import ArgumentTypeError, CaptureError
+from ..core.errors import ArgumentTypeError, CaptureError
 from ..tensor import Tensor
 
 __all__ = ["boundary_ids", "validate"]

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional
 
-from .. import dtypes as D
-from ..errors import ArgumentValueError
+from . import dtypes as D
+from .errors import ArgumentValueError
 
 __all__ = ["OpSpec", "Plan", "CATALOGUE", "FRONTEND", "METHODS", "register", "front_end", "Meta"]
 
@@ -84,7 +84,7 @@ def register(s: OpSpec, replace: bool = False) -> OpSpec:
     if s.kernel is None:
         if s.decompose is None:
             raise ArgumentValueError(f"op {s.name!r}: a record needs a kernel or a decomposition")
-        from .composite import kernel_for
+        from ..ops.composite import kernel_for
         s.kernel = kernel_for(s)
         s.lowering = "composite"
     CATALOGUE[s.name] = s

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import operator
 
-from ..errors import ShapeError
+from .errors import ShapeError
 
 __all__ = ["broadcast_shapes", "normalize_axis", "normalize_axes", "resolve_reshape", "prod"]
 

@@ -11,8 +11,8 @@ are not recorded on the tape).  Capture tensors raise ``DistributedDeviceError``
 """
 from __future__ import annotations
 
-from .. import dtypes as D
-from ..errors import ArgumentTypeError, ArgumentValueError, DistributedDeviceError, DTypeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentTypeError, ArgumentValueError, DistributedDeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import world
 

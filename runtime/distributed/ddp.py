@@ -16,7 +16,7 @@ import numpy as np
 
 from ..autodiff.grad_mode import is_recording
 from ..autodiff.tape import arm_backward_observer
-from ..errors import ArgumentTypeError, ArgumentValueError, DistributedError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, DistributedError
 from ..nn.module import Module, Parameter
 from ..ops import api
 from . import collectives, world

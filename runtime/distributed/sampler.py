@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ArgumentValueError
+from ..core.errors import ArgumentValueError
 
 __all__ = ["DistributedSampler"]
 

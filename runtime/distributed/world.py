@@ -12,7 +12,7 @@ import sys
 import time
 import traceback
 
-from ..errors import DistributedError, DistributedTimeoutError
+from ..core.errors import DistributedError, DistributedTimeoutError
 
 __all__ = ["init", "is_initialized", "rank", "world_size", "barrier", "finalize", "info",
            "set_timeout", "get_timeout"]

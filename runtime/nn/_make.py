@@ -1,7 +1,7 @@
 """How layers create their parameters' storage (then filled by ``rt.nn.init``)."""
 from __future__ import annotations
 
-from .. import dtypes as D
+from ..core import dtypes as D
 from ..ops import api
 
 __all__ = ["factory"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..core.errors import ArgumentValueError, DTypeError, ShapeError
 from ..ops import api
 from . import functional as F, init
 from ._make import factory

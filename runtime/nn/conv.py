@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ArgumentValueError
+from ..core.errors import ArgumentValueError
 from . import functional as F, init
 from ._make import factory
 from .module import Module, Parameter

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .. import dtypes as D
-from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..ops import api
 from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                               logsigmoid, relu6, selu, softmin, softsign)
@@ -24,9 +24,9 @@ from ..ops.conv import conv1d, conv2d, conv_transpose2d, fold, unfold
 from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
                         max_pool1d, max_pool2d)
 from ..ops.nn import cross_entropy as _ce_op, linear
-from ..ops.registry import CATALOGUE
+from ..core.registry import CATALOGUE
 from ..ops.reduce import log_softmax, softmax
-from ..ops.shapes import broadcast_shapes
+from ..core.shapes import broadcast_shapes
 from ..tensor import Tensor
 
 __all__ = ["linear", "mse_loss", "cross_entropy", "dropout", "dropout2d",

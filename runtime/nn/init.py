@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ArgumentValueError, ShapeError
+from ..core.errors import ArgumentValueError, ShapeError
 from ..ops import api
 from ..tensor import Tensor
 from .module import Parameter, _onto, _plain

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Iterator
 
-from ..errors import ArgumentTypeError, StateDictError
+from ..core.errors import ArgumentTypeError, StateDictError
 from ..tensor import Tensor
 
 __all__ = ["Parameter", "Module", "Sequential", "ModuleList", "ModuleDict"]
@@ -45,7 +45,7 @@ class Parameter:
         if not isinstance(value, Tensor):
             raise ArgumentTypeError(f"Parameter: expected a Tensor, got {type(value).__name__}")
         if requires_grad and not value.dtype.is_float:
-            from ..errors import DTypeError
+            from ..core.errors import DTypeError
             raise DTypeError(f"Parameter: only float tensors can require gradients, got dtype "
                              f"{value.dtype.name} (pass requires_grad=False)")
         self.requires_grad = bool(requires_grad)

@@ -3,9 +3,9 @@
 bias zeros)."""
 from __future__ import annotations
 
-from .. import dtypes as D
+from ..core import dtypes as D
 from ..autodiff.grad_mode import no_grad
-from ..errors import ShapeError
+from ..core.errors import ShapeError
 from ..ops import api
 from . import functional as F
 from ._make import factory
@@ -99,7 +99,7 @@ class GroupNorm(Module):
                  dtype=None, device=None):
         super().__init__()
         if num_groups <= 0 or num_channels % num_groups:
-            from ..errors import ArgumentValueError
+            from ..core.errors import ArgumentValueError
             raise ArgumentValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible "
                                      f"by num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = (

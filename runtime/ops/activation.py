@@ -13,15 +13,15 @@ rules also avoid the NaN a ``where`` over an overflowing ``exp`` would give (0 *
 from __future__ import annotations
 
 from ..dispatch import dispatch as run
-from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..tensor import Tensor
 from .args import int_arg, tensor_arg, torch_alias
 from .elementwise import (_as_float, abs, add, clamp, div, eq, exp, gt, le, log, log1p,
                           logical_and, lt, minimum, mul, neg, sigmoid, sub, unary_dtype, where)
 from .reduce import softmax
-from .registry import OpSpec, Plan, float_of, front_end, register
+from ..core.registry import OpSpec, Plan, float_of, front_end, register
 from .shape import split
-from .shapes import normalize_axis
+from ..core.shapes import normalize_axis
 
 __all__ = ["elu", "celu", "selu", "leaky_relu", "relu6", "hardtanh", "hardsigmoid",
            "hardswish", "logsigmoid", "softsign", "softmin", "glu"]

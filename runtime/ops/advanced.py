@@ -25,15 +25,15 @@ import re
 
 import numpy as np
 
-from .. import dtypes as D
-from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
 from .create import arange
 from .elementwise import add, mul
 from .index import getitem, take
 from .rearrange import _const, data_dependent
 from .shape import permute, reshape
-from .shapes import broadcast_shapes, prod
+from ..core.shapes import broadcast_shapes, prod
 
 __all__ = ["advanced_getitem"]
 
@@ -240,7 +240,7 @@ from ..dispatch import dispatch as _run                      # noqa: E402
 from .args import operand as _operand, tensor_arg as _tensor_arg   # noqa: E402
 from .create import full as _full, from_numpy as _from_numpy   # noqa: E402
 from .elementwise import eq as _eq, where as _where          # noqa: E402
-from .registry import OpSpec as _OpSpec, Plan as _Plan, front_end as _front_end, \
+from ..core.registry import OpSpec as _OpSpec, Plan as _Plan, front_end as _front_end, \
     register as _register, shape_of as _shape_of             # noqa: E402
 from .rearrange import data_dependent as _data_dependent     # noqa: E402
 

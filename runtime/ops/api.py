@@ -1,5 +1,5 @@
 """The front end: every ``rt.*`` function of the op families, generated from the front-end
-registry (``runtime.ops.registry.FRONTEND``), and the names of those that are Tensor methods.
+registry (``runtime.core.registry.FRONTEND``), and the names of those that are Tensor methods.
 
 Each function is defined next to its op's record in its family module (``runtime/ops/``);
 none looks at payloads or knows about kernels.

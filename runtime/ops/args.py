@@ -6,8 +6,8 @@ import operator
 import numpy as np
 
 from ..device import Device, current_default, device as _parse_device
-from ..errors import ArgumentTypeError, ShapeError
-from .shapes import MAX_ELEMENTS
+from ..core.errors import ArgumentTypeError, ShapeError
+from ..core.shapes import MAX_ELEMENTS
 from ..tensor import Tensor
 
 __all__ = ["operand", "tensor_arg", "device_arg", "shape_arg", "check_size", "int_arg",

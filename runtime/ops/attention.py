@@ -17,13 +17,13 @@ from __future__ import annotations
 import math
 
 from ..dispatch import dispatch as run
-from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..core.errors import ArgumentValueError, DTypeError, ShapeError
 from .create import arange
 from .elementwise import add, binary_dtypes, ge, mul, sub, where
 from .reduce import softmax, sum
-from .registry import OpSpec, Plan, register, shape_of
+from ..core.registry import OpSpec, Plan, register, shape_of
 from .shape import reshape
-from .shapes import broadcast_shapes
+from ..core.shapes import broadcast_shapes
 
 
 def _check_mask(name, x, mask):

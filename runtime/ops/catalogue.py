@@ -1,4 +1,4 @@
-"""The op catalogue: one record per op (``OpSpec``, see ``runtime.ops.registry``), gathered from
+"""The op catalogue: one record per op (``OpSpec``, see ``runtime.core.registry``), gathered from
 the family modules, which register their ops on import:
 
 - ``create``: init, full, arange, eye, rand, randn
@@ -21,9 +21,9 @@ names: they read this table.  This module also re-exports the helpers other pack
 """
 from __future__ import annotations
 
-from .. import dtypes as D
-from ..errors import DTypeError, ShapeError
-from .registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, Plan, register
+from ..core import dtypes as D
+from ..core.errors import DTypeError, ShapeError
+from ..core.registry import CATALOGUE, FRONTEND, METHODS, Meta, OpSpec, Plan, register
 from . import (create, shape, elementwise, index, reduce, linalg, nn, activation, conv, pool, sort,  # noqa: F401
                rearrange)  # (registration)
 from . import scan, einsum  # noqa: F401  (registration: scans, diff; einsum)

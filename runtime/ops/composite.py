@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from .registry import CATALOGUE, Meta
+from ..core.registry import CATALOGUE, Meta
 
 __all__ = ["kernel_for", "runner", "clear", "MAX_RUNNERS"]
 

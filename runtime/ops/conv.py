@@ -19,12 +19,12 @@ from __future__ import annotations
 import operator
 
 from ..dispatch import dispatch as run
-from ..errors import ArgumentValueError, DeviceError, DTypeError, ShapeError
+from ..core.errors import ArgumentValueError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import tensor_arg
 from .linalg import matmul
 from .reduce import sum
-from .registry import OpSpec, Plan, front_end, register
+from ..core.registry import OpSpec, Plan, front_end, register
 from .shape import permute, reshape, transpose
 
 __all__ = ["unfold", "fold", "conv1d", "conv2d", "conv_transpose2d"]

@@ -10,12 +10,12 @@ import numpy as np
 
 from ..device import PlainDevice
 from ..dispatch import create as make
-from .. import dtypes as D
-from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import device_arg, int_arg, shape_arg
-from .registry import OpSpec, Plan, front_end, register
-from .shapes import prod
+from ..core.registry import OpSpec, Plan, front_end, register
+from ..core.shapes import prod
 
 
 
@@ -453,7 +453,7 @@ def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None) -> Tensor:
     """Normal values: ``mean + std * randn``.  ``mean``/``std`` scalars (then ``size`` is
     required) or tensors (broadcast together; the result takes their float dtype)."""
     from .elementwise import add, mul
-    from .shapes import broadcast_shapes
+    from ..core.shapes import broadcast_shapes
     tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
     if not tensors:
         mean, std = _real("normal", "mean", mean), _real("normal", "std", std)

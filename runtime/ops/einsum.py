@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import builtins as _b
 
-from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..tensor import Tensor
 from .args import tensor_arg
-from .registry import front_end
+from ..core.registry import front_end
 
 __all__ = ["einsum"]
 

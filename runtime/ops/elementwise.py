@@ -14,12 +14,12 @@ import builtins as _b
 import math
 
 from ..dispatch import dispatch as run
-from .. import dtypes as D
-from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import operand, tensor_arg
-from .registry import Meta, OpSpec, Plan, dtype_names, float_of, front_end, register, shape_of
-from .shapes import broadcast_shapes
+from ..core.registry import Meta, OpSpec, Plan, dtype_names, float_of, front_end, register, shape_of
+from ..core.shapes import broadcast_shapes
 
 # --------------------------------------------------------------------------- dtype rules
 # dtype rule per unary op: "same" keeps a numeric dtype (bool rejected), "float" maps

@@ -8,15 +8,15 @@ import operator
 
 import numpy as np
 
-from .. import dtypes as D
+from ..core import dtypes as D
 from ..dispatch import dispatch as run
-from ..errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..core.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
 from .args import operand, tensor_arg, torch_alias
 from .create import full, tensor
-from .registry import OpSpec, Plan, front_end, register, shape_of
+from ..core.registry import OpSpec, Plan, front_end, register, shape_of
 from .shape import expand, reshape
-from .shapes import broadcast_shapes, normalize_axis, prod
+from ..core.shapes import broadcast_shapes, normalize_axis, prod
 
 
 

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from ..dispatch import dispatch as run
-from .. import dtypes as D
-from ..errors import DTypeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import tensor_arg
-from .registry import OpSpec, Plan, front_end, register
+from ..core.registry import OpSpec, Plan, front_end, register
 from .shape import reshape, transpose, unsqueeze
-from .shapes import broadcast_shapes, prod
+from ..core.shapes import broadcast_shapes, prod
 
 
 def matmul_shapes(a_shape, b_shape, a_dt=None, b_dt=None):

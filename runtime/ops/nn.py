@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..dispatch import dispatch as run
-from .. import dtypes as D
-from ..errors import ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
 from .args import tensor_arg
 from .create import arange, full, tensor
@@ -18,9 +18,9 @@ from .elementwise import add, binary_dtypes, cast, div, eq, mul, neg
 from .index import scatter_add
 from .linalg import infer_matmul, kernel_matmul, matmul
 from .reduce import log_softmax, mean, softmax, sum
-from .registry import CATALOGUE, Meta, OpSpec, Plan, register, shape_of
+from ..core.registry import CATALOGUE, Meta, OpSpec, Plan, register, shape_of
 from .shape import reshape, transpose, unsqueeze
-from .shapes import broadcast_shapes, prod
+from ..core.shapes import broadcast_shapes, prod
 
 
 # --------------------------------------------------------------------------- linear

@@ -18,11 +18,11 @@ import operator
 
 import numpy as np
 
-from .. import dtypes as D
+from ..core import dtypes as D
 from ..dispatch import dispatch as run
-from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from .args import tensor_arg
-from .registry import Meta, OpSpec, Plan, dtype_names, front_end, register
+from ..core.registry import Meta, OpSpec, Plan, dtype_names, front_end, register
 from .shape import reshape
 
 _MAX_DTYPES = (D.float32, D.float64, D.int32, D.int64, D.float16, D.bfloat16, D.int8, D.uint8,

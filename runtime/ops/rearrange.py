@@ -19,8 +19,8 @@ import functools
 
 import numpy as np
 
-from .. import dtypes as D
-from ..errors import (ArgumentTypeError, ArgumentValueError, CaptureError, DTypeError,
+from ..core import dtypes as D
+from ..core.errors import (ArgumentTypeError, ArgumentValueError, CaptureError, DTypeError,
                       IndexOutOfRangeError, OutOfMemoryError, ShapeError)
 from ..tensor import Tensor
 from .args import check_size, int_arg, operand, tensor_arg, torch_alias
@@ -28,10 +28,10 @@ from .create import arange, from_numpy, full
 from .elementwise import (add, div, eq, gt, maximum, minimum, mul, where)
 from .index import getitem, scatter_add, slice_assign, take
 from .reduce import max as _max, min as _min, prod_ as _prod
-from .registry import OpSpec, Plan, front_end, register
+from ..core.registry import OpSpec, Plan, front_end, register
 from ..dispatch import dispatch as run
 from .shape import cat, expand, permute, reshape
-from .shapes import broadcast_shapes, normalize_axis, prod
+from ..core.shapes import broadcast_shapes, normalize_axis, prod
 
 __all__ = ["pad", "repeat", "tile", "repeat_interleave", "roll", "flip", "tril", "triu",
            "diagonal", "diag", "diag_embed", "meshgrid", "movedim", "narrow", "unflatten",

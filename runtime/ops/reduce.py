@@ -10,14 +10,14 @@ from __future__ import annotations
 import builtins as _b
 
 from ..dispatch import dispatch as run
-from .. import dtypes as D
-from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import axis_keepdims, int_arg, tensor_arg, torch_alias
 from .elementwise import cast, div, eq, exp, mul, sub, where
-from .registry import OpSpec, Plan, front_end, register
+from ..core.registry import OpSpec, Plan, front_end, register
 from .shape import broadcast_to, reshape
-from .shapes import normalize_axes, normalize_axis, prod
+from ..core.shapes import normalize_axes, normalize_axis, prod
 
 
 

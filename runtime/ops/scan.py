@@ -18,12 +18,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..dispatch import dispatch as run
-from .. import dtypes as D
-from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import int_arg, tensor_arg, torch_alias
-from .registry import OpSpec, Plan, dtype_names, front_end, register
-from .shapes import normalize_axis
+from ..core.registry import OpSpec, Plan, dtype_names, front_end, register
+from ..core.shapes import normalize_axis
 
 __all__ = ["ScanResult", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff"]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import builtins as _b
 
 from ..dispatch import dispatch as run
-from .. import dtypes as D
-from ..errors import ArgumentTypeError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentTypeError, ShapeError
 from ..tensor import Tensor
 from .args import check_size, int_arg, shape_arg, tensor_arg, torch_alias
-from .registry import OpSpec, Plan, front_end, register
-from .shapes import normalize_axes, normalize_axis, prod, resolve_reshape
+from ..core.registry import OpSpec, Plan, front_end, register
+from ..core.shapes import normalize_axes, normalize_axis, prod, resolve_reshape
 
 
 

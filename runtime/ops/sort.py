@@ -24,12 +24,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ..dispatch import dispatch as run
-from .. import dtypes as D
-from ..errors import ArgumentTypeError, CaptureError, ShapeError
+from ..core import dtypes as D
+from ..core.errors import ArgumentTypeError, CaptureError, ShapeError
 from ..tensor import Tensor
 from .args import int_arg, tensor_arg, torch_alias
-from .registry import OpSpec, Plan, front_end, register
-from .shapes import normalize_axis, prod
+from ..core.registry import OpSpec, Plan, front_end, register
+from ..core.shapes import normalize_axis, prod
 
 __all__ = ["SortResult", "sort", "argsort", "topk", "kthvalue", "median", "unique"]
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
-from .. import dtypes as D
-from ..errors import ArgumentValueError
+from ..core import dtypes as D
+from ..core.errors import ArgumentValueError
 from ..ops import api
 from ._fused import run_update, run_update_many
 from .optimizer import Optimizer

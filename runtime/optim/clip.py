@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..autodiff.gradients import Gradients
-from ..errors import ArgumentTypeError, ArgumentValueError
+from ..core.errors import ArgumentTypeError, ArgumentValueError
 from ..ops import api
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]

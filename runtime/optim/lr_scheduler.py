@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ArgumentTypeError, ArgumentValueError
+from ..core.errors import ArgumentTypeError, ArgumentValueError
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "CosineAnnealingLR", "OneCycleLR"]

@@ -7,7 +7,7 @@ kernel per parameter (``_fused.run_update``), and the state (moments, momentum b
 there."""
 from __future__ import annotations
 
-from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError, StateDictError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, ShapeError, StateDictError
 from ..nn.module import Parameter, _onto, _plain
 from ..tensor import Tensor
 

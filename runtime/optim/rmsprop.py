@@ -1,7 +1,7 @@
 """``RMSprop`` (centred, momentum, weight decay), PyTorch's arithmetic step by step."""
 from __future__ import annotations
 
-from ..errors import ArgumentValueError
+from ..core.errors import ArgumentValueError
 from ..ops import api
 from ._fused import run_update
 from .optimizer import Optimizer

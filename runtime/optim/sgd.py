@@ -2,7 +2,7 @@
 step)."""
 from __future__ import annotations
 
-from ..errors import ArgumentValueError
+from ..core.errors import ArgumentValueError
 from ..ops import api
 from ._fused import run_update
 from .optimizer import Optimizer

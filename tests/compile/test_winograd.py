@@ -8,7 +8,7 @@ import runtime as rt
 import runtime.nn.functional as F
 from runtime.errors import ArgumentValueError, DTypeError, ShapeError
 from runtime.ops.catalogue import CATALOGUE
-from runtime.ops.registry import Meta
+from runtime.core.registry import Meta
 
 RNG = np.random.default_rng(23)
 N = 64      # whole lane blocks on every host (the cpu kernel set's lanes are 16 or 32 samples)
