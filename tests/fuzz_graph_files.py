@@ -1,4 +1,4 @@
-"""Graph-file mutation fuzz (issue 14): saved graphs, damaged on purpose, must never crash.
+"""Graph-file mutation fuzz: saved graphs, damaged on purpose, must never crash.
 
 A few graphs are captured and saved (``graph.save``, format v3: magic, 8-byte header length,
 JSON header, value bytes, SHA-256 trailer; runtime/capture/serialize.py).  Each mutation is one

@@ -1,4 +1,4 @@
-"""The nightly fuzz driver (issue 14): many programs or file mutations, in child processes.
+"""The nightly fuzz driver: many programs or file mutations, in child processes.
 
     python -m tests.fuzz_nightly programs --n 10000 --shards 20 --log fuzz-programs.log
     python -m tests.fuzz_nightly files --n 5000 --shards 10 --log fuzz-files.log
@@ -14,8 +14,8 @@ totals.  A divergence (a failed check, or a ``TensorRuntimeError`` where none is
 logged with its case and the run goes on.
 
 ``--compile-every K`` (programs) compiles one program in K: every compile of a new program
-builds a fresh Numba kernel (~1-3 s each on this machine, the rest of a program costs ~0.1 s
-on a warm kernel cache), so a 10,000-program night checks ``graph.compile`` on a sample; CI's
+builds a fresh Numba kernel (seconds each, where the rest of a program costs far less on a
+warm kernel cache), so a 10,000-program night checks ``graph.compile`` on a sample; CI's
 test_random_programs_agree_everywhere compiles every program it draws.
 
 Run it at low priority next to other work:

@@ -474,7 +474,7 @@ _ROWS = [
     binary("right_shift", _shr, dtypes=(I32, I64), rejects=(F32, B), sample=_shift_sample),
     binary("isclose", lambda a, b: np.isclose(a, b, rtol=1e-2, atol=1e-2), out="bool",
            dtypes=(F32, I64), fn=lambda a, b: rt.isclose(a, b, rtol=1e-2, atol=1e-2)),
-    # elementwise math (issue 16): float32 plus one of float64/int64 each (a JIT compile per
+    # the rest of the elementwise math: float32 plus one of float64/int64 each (a JIT compile per
     # dtype; float64 is the gradient check's, so it adds none); ints -> float32: exp2, log2
     unary("tan", np.tan, domain=(-1.2, 1.2), dtypes=(F32, F64), grad=uniform(-1.2, 1.2)),
     unary("asin", np.arcsin, domain=(-0.95, 0.95), dtypes=(F32, F64), grad=uniform(-0.9, 0.9)),
@@ -580,7 +580,7 @@ _ROWS = [
          fn=lambda x, dim=-1: rt.cummax(x, dim).indices),
     scan("cumargmin", _cumarg(lambda v, b: v <= b), "int64", (F64, I64),
          fn=lambda x, dim=-1: rt.cummin(x, dim).indices),
-    # the fused softmax of scaled_dot_product_attention (issue 15): causal, scale 0.5; its
+    # the fused softmax of scaled_dot_product_attention: causal, scale 0.5; its
     # masks, the composite equality and the cuda kernel in tests/test_attention.py
     OpInfo("attention_softmax", "attention_softmax", "activation",
            lambda x: _attention_softmax(x, None, 0.5, is_causal=True),

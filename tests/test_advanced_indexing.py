@@ -1,4 +1,4 @@
-"""NumPy/PyTorch advanced indexing in ``Tensor.__getitem__`` (issue 16): several integer index
+"""NumPy/PyTorch advanced indexing in ``Tensor.__getitem__``: several integer index
 arrays (tensors, lists, NumPy arrays) broadcast together and mixed with slices, None and an
 ellipsis (NumPy's rule for where the advanced dimensions go), boolean masks, against NumPy
 (float32 forward, float64 gradients by finite differences) and torch; out-of-range indices;

@@ -1,4 +1,4 @@
-"""The fused attention softmax (``attention_softmax``, issue 15) behind
+"""The fused attention softmax (``attention_softmax``) behind
 scaled_dot_product_attention: values and gradients equal to the primitive composite it replaced
 (its decomposition: the same float32 steps, so bit-equal here), NumPy float64 and PyTorch as
 oracles, fully masked and NaN rows, finite-difference gradients (float64) incl. the additive

@@ -1,4 +1,4 @@
-"""The bad-input matrix, generated from the op table (issue 14): every tabled op called with a
+"""The bad-input matrix, generated from the op table: every tabled op called with a
 non-tensor, with operands on two devices, with shapes that do not broadcast, and with an axis
 out of range raises a ``TensorRuntimeError`` whose message names the op.  Everything runs on a
 capture device (recording checks every rule and compiles nothing)."""

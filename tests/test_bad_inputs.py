@@ -1,6 +1,6 @@
-"""Bad inputs get typed errors naming the op (issue 14, findings 7-9): Python ints that do not
+"""Bad inputs get typed errors naming the op: Python ints that do not
 fit never wrap, 0-d tensors with an axis, malformed arguments, wrong-shaped custom-op results,
-sizes no allocation could hold, and the plain TypeError/ValueError cases, which are now
+sizes no allocation could hold, and the plain TypeError/ValueError cases, which are
 ``TensorRuntimeError`` subclasses too."""
 import numpy as np
 import pytest

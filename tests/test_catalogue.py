@@ -60,11 +60,11 @@ REACHED_BY = {
 INTERNAL = {"cross_entropy_backward": "cross_entropy", "max_pool2d_backward": "max_pool2d",
             "avg_pool2d_backward": "avg_pool2d", "interpolate_backward": "interpolate",
             "conv2d_weight_grad": "conv2d", "relu_backward": "relu"}
-# issue 16: advanced-index assignment and the native pad
+# advanced-index assignment and the native pad
 REACHED_BY["pad"] = lambda x: rt.pad(x, (1, 1), mode="reflect")
 REACHED_BY["put"] = lambda x: x.slice_assign(([0, 1], [2, 0]), 1.0)
 INTERNAL["pad_backward"] = "pad"
-# issue 15: the fused softmax of scaled_dot_product_attention
+# the fused softmax of scaled_dot_product_attention
 REACHED_BY["attention_softmax"] = lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True)
 INTERNAL["attention_softmax_backward"] = "attention_softmax"
 # Made by graph.compile's rewrites only (never recorded by capture): what compile makes it of

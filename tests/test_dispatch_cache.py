@@ -60,7 +60,7 @@ def test_a_cached_shape_never_hides_a_broadcast_error(run_on):
 
 
 def test_full_caches_drop_their_oldest_entries(monkeypatch):
-    """A process whose shapes keep changing keeps its fast path (issue 14, finding 11)."""
+    """A process whose shapes keep changing keeps its fast path."""
     from runtime import dispatch
     monkeypatch.setattr(dispatch, "_FAST_MAX", 4)
     rt.empty_cache()

@@ -1,4 +1,4 @@
-"""einsum (issue 15): any subscripts against np.einsum in float64, torch as the second oracle,
+"""einsum: any subscripts against np.einsum in float64, torch as the second oracle,
 gradients by finite differences through the lowered parts (diagonal, sum, batched matmul),
 capture and ONNX export of the parts, and exact error messages.  Float64 throughout: the
 contractions reuse the matmul kernels the rest of the suite compiles."""

@@ -1,4 +1,4 @@
-"""Issue 16's elementwise math beyond the opinfo sweeps (tests/opinfo.py rows give the forward
+"""The elementwise math beyond the opinfo sweeps (tests/opinfo.py rows give the forward
 checks against NumPy, the gradients and the cuda simulator): ``//`` and ``%`` as a user writes
 them on negative operands against Python's own operators (ints) and NumPy (floats); integer
 division by zero and ``INT_MIN // -1`` (defined values, no trap); the typed refusals of bool

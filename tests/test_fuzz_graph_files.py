@@ -1,4 +1,4 @@
-"""Saved graph files, damaged on purpose (issue 14): bit flips, truncations, insertions, and
+"""Saved graph files, damaged on purpose: bit flips, truncations, insertions, and
 header edits re-signed with a valid checksum (tests/fuzz_graph_files.py has the mutations and
 the check).  CI runs a quick seeded batch in-process (10 mutations per hypothesis example of the
 profile: 150 under ``ci``); the nightly run is ``python -m tests.fuzz_nightly files --n 5000``

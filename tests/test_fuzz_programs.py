@@ -1,4 +1,4 @@
-"""The differential fuzz suite (issue 14): hypothesis draws random programs over the catalogue's
+"""The differential fuzz suite: hypothesis draws random programs over the catalogue's
 table (every elementwise, reduction and softmax row of tests/opinfo.py, so new ops join by
 their row; plus matmul, transposes, reshapes and ``where``), and each program runs
 

@@ -1,4 +1,4 @@
-"""PyTorch/NumPy habits a new user reaches for (issue 16, front-end habits): ``dim=``/
+"""PyTorch/NumPy habits a new user reaches for: ``dim=``/
 ``keepdim=``, ``any``/``all``/``std``/``numel``/``dim``/``cpu``, NumPy arrays as operands, and
 dtype comparisons with NumPy dtypes and names."""
 import numpy as np

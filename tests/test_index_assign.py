@@ -1,4 +1,4 @@
-"""Issue 16: advanced-index assignment (``slice_assign`` with NumPy's advanced keys, ``index_put``,
+"""Advanced-index assignment (``slice_assign`` with NumPy's advanced keys, ``index_put``,
 ``put``) and the native ``pad`` (reflect / replicate / circular in one pass, and its one-pass
 gradient).  NumPy's ``x[key] = v`` / ``np.add.at`` / ``np.put`` / ``np.pad`` in float64 are the
 oracles, PyTorch the second one; gradients by finite differences in float64; capture, replay and

@@ -1,4 +1,4 @@
-"""DLPack, copy and pickle (issue 16): cpu tensors export and import zero-copy through DLPack;
+"""DLPack, copy and pickle: cpu tensors export and import zero-copy through DLPack;
 plain tensors pickle and deep-copy as their values and device; autodiff and capture tensors
 refuse with a typed error."""
 import copy

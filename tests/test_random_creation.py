@@ -1,4 +1,4 @@
-"""Creation and random ops of issue 16: linspace/logspace vs NumPy (and torch), the *_like
+"""Creation and random ops: linspace/logspace vs NumPy (and torch), the *_like
 functions, reproducibility per seed, distribution checks with fixed seeds and generous bounds
 (never flaky: every bound is many standard errors wide), capture behaviour and exact errors."""
 import re

@@ -1,4 +1,4 @@
-"""Scans and reductions of issue 15: cumsum, cumprod, cummax, cummin, logcumsumexp, diff
+"""Scans and reductions: cumsum, cumprod, cummax, cummin, logcumsumexp, diff
 (the "scan" rows of tests/opinfo.py against NumPy float64), amax/amin, count_nonzero,
 std_mean/var_mean, norm's p, sum/mean ``dtype=``; torch as the second oracle where installed,
 gradients by finite differences in float64, capture/replay/compile, ONNX and error messages.

@@ -1,4 +1,4 @@
-"""Issue 16 shape and indexing ops (pad, repeat/tile, repeat_interleave, roll, flip, tril/triu,
+"""Shape and indexing ops (pad, repeat/tile, repeat_interleave, roll, flip, tril/triu,
 diagonal/diag/diag_embed, meshgrid, movedim, narrow, unflatten, index_select, masked_fill,
 one_hot, scatter, scatter_reduce, index_add, nonzero, masked_select): forward against NumPy in
 float64 (cast to float32) and against PyTorch where installed, gradients by finite differences

@@ -1,4 +1,4 @@
-"""Issue 16's small dtypes: float16, bfloat16, int8, uint8, int16.
+"""The small dtypes: float16, bfloat16, int8, uint8, int16.
 
 Storage and casts (exact against NumPy, and a bfloat16 reference written here with integer bit
 operations), promotion against ``torch.result_type`` over every pair, a handful of elementwise

@@ -1,4 +1,4 @@
-"""sort, argsort, topk, kthvalue, median, unique (issue 16): NumPy float64 references (stable
+"""sort, argsort, topk, kthvalue, median, unique: NumPy float64 references (stable
 sorts), torch as a second oracle where importable, gradients by finite differences, capture
 (records, replay, ONNX, unique's DataDependentShape error) and exact error messages.
 

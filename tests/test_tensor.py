@@ -137,7 +137,7 @@ def test_to_same_device_returns_self():
     assert rt.can_move(t, rt.cpu()) and not rt.can_move(t, "nonsense")
 
 
-# ------------------------------------------------------------------- errors (SPEC §7)
+# ------------------------------------------------------------------------------------ errors
 def test_error_hierarchy():
     names = ["CaptureScopeError", "CaptureMoveError", "CaptureAutodiffError", "CaptureValueError",
              "AutodiffMoveError", "AutodiffNotMarkedError", "RequiresAutodiffError",

@@ -190,7 +190,7 @@ def test_autodiff_devices_are_shared_values():
     assert t.device is ad and rt.autodiff("cpu") is ad
     bal = rt.from_inner(rt.ones(2), checkpointing="balanced").device
     assert bal is rt.autodiff(rt.cpu(), checkpointing="balanced") and bal.checkpointing == "balanced"
-    assert bal == ad and bal is not ad            # equal (SPEC §1), strategies kept apart
+    assert bal == ad and bal is not ad            # equal devices, strategies kept apart
     with pytest.raises(ValueError):
         rt.autodiff(rt.cpu(), checkpointing="sometimes")
     with pytest.raises(rt.NestedAutodiffError):

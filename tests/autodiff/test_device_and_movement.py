@@ -1,4 +1,4 @@
-"""The autodiff device value, string parsing, ids, and every autodiff row of SPEC §3."""
+"""The autodiff device value, string parsing, ids, and every autodiff row of the device-movement table."""
 import numpy as np
 import pytest
 

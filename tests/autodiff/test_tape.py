@@ -1,4 +1,4 @@
-"""Tape behaviour: Gradients, reuse, retain_graph, no_grad, leaves, errors of SPEC §4/§7."""
+"""Tape behaviour: Gradients, reuse, retain_graph, no_grad, leaves, and the tape's errors."""
 import threading
 
 import numpy as np

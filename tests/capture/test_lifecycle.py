@@ -307,8 +307,8 @@ def test_threads_on_separate_devices_record_their_own_ops():
 
 
 def test_another_thread_does_not_record_into_an_open_scope():
-    """A scope belongs to the thread that opened it (issue 14, finding 10): another thread
-    using the device, or a tensor of the scope, gets the SPEC §5 scope error and records
+    """A scope belongs to the thread that opened it: another thread
+    using the device, or a tensor of the scope, gets the capture scope error and records
     nothing."""
     import threading
     cap = rt.CaptureDevice()

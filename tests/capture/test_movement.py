@@ -1,4 +1,4 @@
-"""The capture rows of the SPEC §3 movement table, and rt.can_move on them."""
+"""The capture rows of the device-movement table, and rt.can_move on them."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""graph.to_onnx (SPEC §5): the exported model run in onnxruntime matches graph.run on cpu."""
+"""graph.to_onnx: the exported model run in onnxruntime matches graph.run on cpu."""
 from __future__ import annotations
 
 import sys
@@ -396,7 +396,7 @@ def _every_op(x, i, m):
     outs += [F.max_pool2d(x4, 2, 1), F.max_pool2d(x4, 2, return_indices=True)[1],
              F.adaptive_max_pool2d(x4, (1, 2)), F.avg_pool2d(x4, 2, 1, 1),
              F.adaptive_avg_pool2d(x4, 1), F.interpolate(x4, scale_factor=2, mode="bilinear")]
-    outs += [rt.pad(x, (1, 1), mode="reflect"), x.slice_assign(([0, 2], [1, 3]), 2.0)]  # issue 16
+    outs += [rt.pad(x, (1, 1), mode="reflect"), x.slice_assign(([0, 2], [1, 3]), 2.0)]
     outs += [rt.softmax(x, axis=-1), rt.log_softmax(x, axis=0), x @ x.T, x.reshape(4, 3),
              rt.expand(x[:, :1], 3, 4), x[1:, ::2], rt.take(x, rt.tensor(np.array([0, 2]), device=d), 1),
              rt.gather(x, 1, rt.minimum(idx.expand(3, 4), 3)), rt.scatter_add(x, 0, idx, x[:1]),

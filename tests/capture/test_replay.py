@@ -1,4 +1,4 @@
-"""Replay (run / bind) equals eager execution for every op family of SPEC §2.1; input checks;
+"""Replay (run / bind) equals eager execution for every op family of the catalogue; input checks;
 bound parameters; replay on an autodiff device."""
 import numpy as np
 import pytest

@@ -29,7 +29,7 @@ if SKIP is None and SIM:
     if not numba.config.ENABLE_CUDASIM:
         numba.config.reload_config()
 
-#: realistic shapes on a GPU, tiny ones in the simulator (it pays ~150 µs per thread)
+#: realistic shapes on a GPU, tiny ones in the simulator (slow for every thread it runs)
 BIG = WANT_GPU and SKIP is None
 
 

@@ -1,4 +1,4 @@
-"""The fused attention softmax (issue 15) on the cuda kernel set (one thread per row; tiny
+"""The fused attention softmax on the cuda kernel set (one thread per row; tiny
 shapes under the simulator): the cpu set's values for the causal, bool and additive cases, its
 gradient, and scaled_dot_product_attention end to end."""
 import numpy as np

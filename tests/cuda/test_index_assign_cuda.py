@@ -1,4 +1,4 @@
-"""Issue 16 on the cuda kernel set (tiny shapes under the simulator): the ``put`` kernel behind
+"""Indexing kernels on the cuda set (tiny shapes under the simulator): the ``put`` kernel behind
 advanced-index assignment (the last of repeated writes wins, deterministically; accumulate
 adds), the one-pass ``pad`` kernel and its gradient, and the CUDA Array Interface both ways."""
 import os

@@ -1,4 +1,4 @@
-"""Issue 15's scans on the cuda set (simulator: tiny shapes; a GPU: bigger ones): the "scan"
+"""The scans on the cuda set (simulator: tiny shapes; a GPU: bigger ones): the "scan"
 rows of tests/opinfo.py agree with the cpu set (the same float64/int64 accumulators, the same
 tie and NaN rule for the running max/min), the reversed scans of the gradients too, and einsum
 runs through the cuda matmul."""

@@ -1,4 +1,4 @@
-"""Issue 16 shape/indexing ops on the cuda kernel set (tiny shapes under the simulator): they are
+"""The shape/indexing ops on the cuda kernel set (tiny shapes under the simulator): they are
 compositions of existing records (no kernel of their own), so this checks the composition runs
 on cuda (negative-step views, take, scatter_add, where) and agrees with NumPy."""
 import numpy as np

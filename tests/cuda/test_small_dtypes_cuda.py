@@ -1,4 +1,4 @@
-"""Issue 16's small dtypes on the cuda kernel set (tiny shapes under the simulator): the half
+"""The small dtypes on the cuda kernel set (tiny shapes under the simulator): the half
 conversion kernels against NumPy/the cpu set bit for bit, saturating small-int casts, and the
 upcast lowering of an elementwise op, a reduction and a matmul."""
 import numpy as np

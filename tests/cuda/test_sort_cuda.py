@@ -1,4 +1,4 @@
-"""Issue 16 on the cuda set (simulator: tiny shapes; a GPU: bigger ones): argsort/topk agree
+"""Sorting and random ops on the cuda set (simulator: tiny shapes; a GPU: bigger ones): argsort/topk agree
 with the cpu set index for index (same stable order, NaN handling and tie rule), and the
 random ops built on rand give the cpu set's values for the same seed."""
 import numpy as np

@@ -8,7 +8,7 @@ few-column weight gradient (``_wgrad_small``, values only: it sums in its own or
 stride-1 float32 weight gradients are dot products (``_wdot``: values only, its own order too),
 with their own cases for the row-shifted planes' edges, tails and block edges.
 
-Compile cost: float32 only; the two drivers (7-9 s each from cold) built once for the module."""
+Compile cost: float32 only; the two drivers (seconds each from cold) built once for the module."""
 from __future__ import annotations
 
 import numpy as np
@@ -79,7 +79,7 @@ def _data(name, dt):
     return x, w, b, g, (kernel, stride, pads, dil, grid)
 
 
-# float32 only: each dtype's two drivers take 7-9 s each to compile from cold (the float64
+# float32 only: each dtype's two drivers take seconds each to compile from cold (the float64
 # ones are the same generated source with float64's tile constants)
 PARAMS = [pytest.param(n, np.float32, id=n) for n in CASES]
 

@@ -9,8 +9,8 @@ dense samples of the whole range, asserted against the bound documented in scala
 Samples: uniformly random bit patterns over all finite values of the dtype (every exponent,
 both signs) plus dense linear grids over the interesting range of each function plus special
 values; results that overflow/underflow in the reference must be inf/0/denormal exactly.
-Also exercised through the public API (``rt.exp(rt.tensor(x))``...).  The functions of issue 16
-(``MORE``, atan2, hypot, copysign, fmod) are measured through the public API itself (their
+Also exercised through the public API (``rt.exp(rt.tensor(x))``...).  The rest of the math
+(``MORE``, atan2, hypot, copysign, fmod) is measured through the public API itself (their
 generated flat kernel, in pieces below the parallel threshold), which shares its compiles
 with the opinfo sweeps.
 """
@@ -38,7 +38,7 @@ BOUND = {
     ("sin", F32): 1.0, ("sin", F64): 1.5,
     ("cos", F32): 1.0, ("cos", F64): 1.5,
     ("pow", F32): 1.0,
-    # issue 16 (float32 via float64 helpers or libm's float64 function; float64 libm)
+    # the rest of the math (float32 via float64 helpers or libm's float64 function; float64 libm)
     ("tan", F32): 1.0, ("tan", F64): 1.0,
     ("asin", F32): 1.0, ("asin", F64): 1.0,
     ("acos", F32): 1.0, ("acos", F64): 1.0,
@@ -85,7 +85,7 @@ def _pow_kernel(a, b, out):
         out[i] = sm.pow(a[i], b[i])
 
 
-#: the issue-16 functions run through the public API (their generated flat kernel, which
+#: the ``MORE`` functions run through the public API (their generated flat kernel, which
 #: calls the same scalar_math function) in pieces below the parallel threshold: the opinfo
 #: sweeps compile that kernel anyway, so these tests add no JIT compile of their own
 CHUNK = 20_000
@@ -191,7 +191,7 @@ SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 1e-45, -1e
 def samples(name, dt):
     lo32, hi32, lo64, hi64 = GRID[name]
     lo, hi = (lo32, hi32) if dt == F32 else (lo64, hi64)
-    few = name == "erf" and dt == F64 or name in MORE     # (issue 16: a fifth, for test time)
+    few = name == "erf" and dt == F64 or name in MORE     # (a fifth, for test time)
     n_bits = N_BITS if not few else N_BITS // (10 if name == "erf" else 5)
     n_grid = N_GRID if not few else N_GRID // (10 if name == "erf" else 5)
     parts = [random_bits(np.dtype(dt), n_bits, seed=(zlib.crc32(name.encode()) + SEED_OFFSET) % 2**32),

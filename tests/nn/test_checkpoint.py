@@ -1,5 +1,4 @@
-"""rt.save / rt.load: safetensors checkpoints, a fresh-process round trip and untrusted files
-(issue 17)."""
+"""rt.save / rt.load: safetensors checkpoints, a fresh-process round trip and untrusted files."""
 import json
 import os
 import subprocess

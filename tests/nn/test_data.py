@@ -1,4 +1,4 @@
-"""rt.data: datasets, batching, seeded shuffling, prefetching (issue 17)."""
+"""rt.data: datasets, batching, seeded shuffling, prefetching."""
 import numpy as np
 import pytest
 

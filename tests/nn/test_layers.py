@@ -1,6 +1,6 @@
 """rt.nn layers: outputs and gradients against PyTorch's layers with the same weights (where
 torch is installed), BatchNorm's running statistics and PyTorch's default init statistics
-against NumPy (issue 17)."""
+against NumPy."""
 import math
 
 import numpy as np

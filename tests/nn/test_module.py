@@ -1,4 +1,4 @@
-"""rt.nn.Module: registration, traversal, modes, devices, state dicts, repr (issue 17)."""
+"""rt.nn.Module: registration, traversal, modes, devices, state dicts, repr."""
 import copy
 
 import numpy as np

@@ -1,5 +1,5 @@
 """rt.optim against torch.optim step by step on the same model and data, plus state dicts,
-schedulers and clipping (issue 17)."""
+schedulers and clipping."""
 import math
 
 import numpy as np
