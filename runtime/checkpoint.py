@@ -8,7 +8,7 @@ that is not a checkpoint, is truncated, or names a dtype the runtime has no tens
 ``CheckpointError`` naming the file and the cause.  Needs the ``safetensors`` package (the
 ``checkpoint`` extra).
 
-Entry dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL (issue 16's small dtypes included; BF16
+Entry dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL (the small dtypes included; BF16
 is read and written as its raw bits, NumPy having no bfloat16)."""
 from __future__ import annotations
 

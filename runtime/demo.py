@@ -203,7 +203,7 @@ def ship(model, x_test, out_dir):
     import onnxruntime as ort
     opts = ort.SessionOptions()
     # its worker threads otherwise spin after each run and take the cores from the rows
-    # timed next (on 2 cores: eager inference 3-4x slower right after an onnxruntime call)
+    # timed next (eager inference right after an onnxruntime call would be the slower for it)
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
     (onnx_out,) = sess.run(None, {sess.get_inputs()[0].name: x_test})

@@ -1,4 +1,4 @@
-"""Devices are immutable, hashable values (SPEC §1).
+"""Devices are immutable, hashable values.
 
 A device knows how to *execute* a catalogue op on its operands.  Plain devices
 (cpu, cuda:N) run their kernel set; decorator and recording devices (autodiff,
@@ -50,7 +50,7 @@ class Device:
         """The device that finally stores values (self, except for decorator devices)."""
         return self
 
-    # Autodiff hooks: only autodiff devices implement them (SPEC §4).
+    # Autodiff hooks: only autodiff devices implement them.
     def require_grad(self, t):
         raise RequiresAutodiffError()
 

@@ -1,4 +1,4 @@
-"""Autodiff: a decorator device with a tape, checkpointing and custom ops (SPEC §4).
+"""Autodiff: a decorator device with a tape, checkpointing and custom ops.
 
 ``ad = rt.autodiff(rt.cpu())``; tensors on ``ad`` are autodiff tensors, ``require_grad()``
 tracks a leaf, ``loss.backward()`` returns ``Gradients``, ``x.grad(grads)`` reads them.

@@ -23,7 +23,7 @@ def custom_rule(backward):
 
 
 def custom_op(name: str, forward, backward=None, shape=None, replace: bool = False):
-    """Register op ``name`` and return a callable applying it to tensors (SPEC §4).
+    """Register op ``name`` and return a callable applying it to tensors.
 
     ``forward(*arrays)`` gets the kernel-set arrays of the inputs (NumPy on cpu) and returns
     one; ``shape(*(shape, dtype) pairs)`` gives the output's pair (default: the first

@@ -1,5 +1,5 @@
 """``AutodiffDevice``: a decorator device that forwards every op to its inner device and
-records tracked ones on the tape (SPEC §4)."""
+records tracked ones on the tape."""
 from __future__ import annotations
 
 from ..device import Device, device as _parse_device, register_device_parser
@@ -56,7 +56,7 @@ class AutodiffDevice(Device):
                            f"autodiff({inner.fast_kind})")
 
     def _key(self):
-        return ("autodiff", self.inner)     # checkpointing is not part of identity (SPEC §1)
+        return ("autodiff", self.inner)     # checkpointing is not part of identity
 
     def __str__(self):
         return f"autodiff({self.inner})"
@@ -140,7 +140,7 @@ class AutodiffDevice(Device):
     def seed(self, seed: int) -> None:
         self.inner.seed(seed)
 
-    # ---- autodiff hooks (SPEC §4) -------------------------------------------------------
+    # ---- autodiff hooks ----------------------------------------------------------------
     def require_grad(self, t) -> Tensor:
         if not t.dtype.is_float:
             raise DTypeError(f"require_grad: only float tensors can require gradients, got "

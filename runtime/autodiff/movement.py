@@ -1,4 +1,4 @@
-"""The autodiff rows of the device-movement table (SPEC §3)."""
+"""The autodiff rows of the device-movement table."""
 from __future__ import annotations
 
 from ..core.errors import AutodiffMoveError

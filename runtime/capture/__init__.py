@@ -1,4 +1,4 @@
-"""Graph capture (SPEC §5): a device whose kernels record IR instead of computing.
+"""Graph capture: a device whose kernels record IR instead of computing.
 
 ``cap = rt.CaptureDevice()``; ``with cap.capture_scope() as scope: ...; scope.complete(...)``;
 ``scope.graph`` is a ``CapturedGraph`` that replays (``run``/``bind``) on any device and

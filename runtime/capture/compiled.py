@@ -1,4 +1,4 @@
-"""``graph.compile(device)``: a captured graph with its elementwise chains fused (SPEC §5, §6).
+"""``graph.compile(device)``: a captured graph with its elementwise chains fused.
 
 ``CompiledGraph`` is built once: constants are uploaded (and ops whose operands are all
 constants are folded into new contiguous constants, e.g. a weight's transpose), the fusion pass

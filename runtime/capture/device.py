@@ -61,7 +61,7 @@ class CaptureSession:
         self.device = device
         self.open = True
         # a scope records only the thread that opened it: another thread using the device or
-        # its tensors meanwhile gets the scope error, as outside any scope (SPEC §5)
+        # its tensors meanwhile gets the scope error, as outside any scope
         self.thread = _get_ident()
         self.operations: list = []
         self.values: dict = {}          # id -> ndarray (init ops)
@@ -150,7 +150,7 @@ class CaptureScope:
         return t
 
     def complete(self, inputs=(), outputs=()) -> CompletionToken:
-        """Close the session, validate the boundaries (SPEC §5) and build the graph."""
+        """Close the session, validate the boundaries and build the graph."""
         from .validate import boundary_ids, validate
         s = self._live_session()
         s.open = False  # closes at once, whether or not validation passes

@@ -1,4 +1,4 @@
-"""The fusion pass: group a captured graph's ops into fused programs (SPEC §5, §6).
+"""The fusion pass: group a captured graph's ops into fused programs.
 
 Pure Python over the IR; no kernel is touched here.  ``plan_fusion(graph)`` walks the ops in
 order and returns a list of steps, each either a plain op (run through normal dispatch) or a
@@ -120,7 +120,7 @@ def _np(dt) -> str:
 
 
 def _small(op) -> bool:
-    """An op on or to a small dtype (issue 16): it runs unfused, upcast (``runtime.lowprec``)."""
+    """An op on or to a small dtype: it runs unfused, upcast (``runtime.lowprec``)."""
     return any(t.dtype.emulated for t in op.inputs) or any(t.dtype.emulated for t in op.outputs)
 
 

@@ -1,4 +1,4 @@
-"""The captured graph IR: ``TensorIr``, ``OperationIr`` and ``CapturedGraph`` (SPEC §5).
+"""The captured graph IR: ``TensorIr``, ``OperationIr`` and ``CapturedGraph``.
 
 The IR is plain data: an op name (the catalogue name), its operands in call order, result
 ``TensorIr``s (id, shape, dtype) and a dict of plain attribute values.  An operand is a

@@ -1,4 +1,4 @@
-"""The capture rows of the SPEC §3 movement table (registered on import)."""
+"""The capture rows of the device-movement table (registered on import)."""
 from __future__ import annotations
 
 from ..core.errors import CaptureMoveError, CaptureValueError

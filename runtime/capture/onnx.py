@@ -1,4 +1,4 @@
-"""``graph.to_onnx(path)``: a captured graph as an ONNX model (SPEC §5).
+"""``graph.to_onnx(path)``: a captured graph as an ONNX model.
 
 Pure Python over the IR; ``onnx`` is imported inside :func:`export_onnx` (the ``onnx`` extra:
 ``pip install 'numba-tensor-runtime[onnx]'``).  Declared inputs become graph inputs
@@ -124,7 +124,7 @@ class _Builder:
         return self.const(np.asarray(storage), name=name)
 
     def _upcast(self, op, fn) -> str:
-        """An op on a small dtype (issue 16), as the runtime runs it (``runtime.lowprec``):
+        """An op on a small dtype, as the runtime runs it (``runtime.lowprec``):
         Casts to the compute dtypes, the op there, a Cast back to the recorded dtype."""
         saved = {}
         args = []

@@ -1,5 +1,5 @@
 """The one plan runner behind bound replay (``Executable``), ``CompiledGraph`` and constant
-folding (SPEC §5, §6).
+folding.
 
 ``build_plan(device, units, inputs, params, outputs)`` lowers each unit once, at bind time, to
 one callable over *values* (kernel-set payloads on a plain device, tensors elsewhere):

@@ -1,4 +1,4 @@
-"""Replay: a ``CapturedGraph`` bound to a real device (SPEC §5).
+"""Replay: a ``CapturedGraph`` bound to a real device.
 
 ``Executable`` does every lookup once, at bind time: the graph is checked
 (``CapturedGraph.check``, once per graph), the constants are uploaded as ``.params``, and the

@@ -1,4 +1,4 @@
-"""``complete()``'s boundary validation, in the order of SPEC §5."""
+"""``complete()``'s boundary validation: the checks in a fixed order, the first failure raised."""
 from __future__ import annotations
 
 from ..core.errors import ArgumentTypeError, CaptureError
@@ -39,7 +39,7 @@ def _check_boundary(session, boundary: str, ids) -> None:
 
 
 def validate(session, inputs, outputs) -> None:
-    """Raise the first boundary error of the session's graph (SPEC §5 order)."""
+    """Raise the first boundary error of the session's graph."""
     _check_boundary(session, "input", inputs)
     _check_boundary(session, "output", outputs)
     for tid in inputs:

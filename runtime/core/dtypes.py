@@ -1,6 +1,6 @@
-"""The dtypes and the promotion rules of SPEC §2 (PyTorch's ``torch.result_type``).
+"""The dtypes and the promotion rules (PyTorch's ``torch.result_type``).
 
-Ten dtypes: float32, float64, int32, int64, bool (SPEC §2) and the small ones of issue 16,
+Ten dtypes: float32, float64, int32, int64, bool and the small ones,
 float16, bfloat16, int8, uint8, int16.  Every DType has a *storage* NumPy dtype ``.np`` (what
 the kernel sets see: float16 and bfloat16 are stored as their ``uint16`` bits, because Numba's
 CPU target has no float16 type and NumPy no bfloat16) and a *compute* DType ``.compute`` (the
@@ -72,7 +72,7 @@ _BF16_HOST: list = []      # [ml_dtypes' bfloat16 NumPy dtype, or None], once re
 def bfloat16_host():
     """ml_dtypes' bfloat16 NumPy dtype when that package is importable (not a dependency),
     else None; imported on the first bfloat16 ``numpy()``, not at ``import runtime`` (the
-    import costs about 0.6 s)."""
+    import is slow)."""
     if not _BF16_HOST:
         try:
             import ml_dtypes
@@ -99,7 +99,7 @@ for _d, _c in ((float16, float32), (bfloat16, float32), (int8, int32), (uint8, i
 del _d, _c
 
 DTYPES = (float32, float64, int32, int64, bool_, float16, bfloat16, int8, uint8, int16)
-#: the dtypes computed in a wider one (issue 16), in the order above
+#: the dtypes computed in a wider one, in the order above
 SMALL_DTYPES = (float16, bfloat16, int8, uint8, int16)
 _BY_NAME = {d.name: d for d in DTYPES}
 # NumPy dtype -> DType, by the dtype of the *values* (np.uint16, the half types' storage, is
@@ -196,8 +196,8 @@ def fits(value, dt: DType) -> bool:
 
 
 def check_scalar(op: str, value, dt: DType) -> None:
-    """DTypeError when Python int ``value`` does not fit ``dt`` (nothing silently wraps, SPEC
-    §2; NumPy 2 raises OverflowError for the same operands)."""
+    """DTypeError when Python int ``value`` does not fit ``dt`` (nothing silently wraps;
+    NumPy 2 raises OverflowError for the same operands)."""
     if not fits(value, dt):
         from .errors import DTypeError
         raise DTypeError(f"{op}: Python integer {value} is out of bounds for {dt.name}")

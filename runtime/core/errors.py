@@ -1,4 +1,4 @@
-"""Every exception the runtime raises (SPEC §7), rooted at TensorRuntimeError."""
+"""Every exception the runtime raises, rooted at TensorRuntimeError."""
 from __future__ import annotations
 
 __all__ = [
@@ -80,7 +80,7 @@ class GradientError(TensorRuntimeError):
 
 
 class CaptureError(TensorRuntimeError):
-    """A capture session/validation failure; ``.kind`` names which (SPEC §5)."""
+    """A capture session/validation failure; ``.kind`` names which."""
 
     def __init__(self, kind: str, message: str, boundary: str | None = None,
                  tensor: int | None = None):
@@ -146,7 +146,7 @@ class CheckpointError(TensorRuntimeError, ValueError):
 
 class DistributedDeviceError(TensorRuntimeError):
     """A collective (``rt.distributed``) was given a tensor whose device cannot take part: a
-    capture device, or an autodiff device over one (SPEC §7)."""
+    capture device, or an autodiff device over one."""
 
     def __init__(self, device):
         super().__init__(DISTRIBUTED_DEVICE.format(device=device))

@@ -7,7 +7,7 @@ cell.  That is the one way a parameter changes.  Buffers (running statistics) ar
 registered with ``register_buffer``; assigning a tensor to a buffer's name replaces it.
 
 On an autodiff device a parameter that requires grad holds a tracked leaf (``require_grad()``),
-so ``loss.backward()`` gives its gradient and ``p.grad(grads)`` reads it (SPEC §4).
+so ``loss.backward()`` gives its gradient and ``p.grad(grads)`` reads it.
 """
 from __future__ import annotations
 
@@ -280,7 +280,7 @@ class Module:
         return self
 
     def to(self, device) -> "Module":
-        """Move every parameter and buffer to ``device`` in place (SPEC §3: onto
+        """Move every parameter and buffer to ``device`` in place (by the movement table: onto
         ``rt.autodiff(d)`` from ``d`` parameters become tracked leaves; off an autodiff device
         raises ``AutodiffMoveError``: use ``inner()``); returns the module."""
         from ..device import device as _device

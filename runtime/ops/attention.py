@@ -1,4 +1,4 @@
-"""The fused softmax of ``scaled_dot_product_attention`` (issue 15): ``attention_softmax`` and
+"""The fused softmax of ``scaled_dot_product_attention``: ``attention_softmax`` and
 its gradient op ``attention_softmax_backward``.
 
 ``attention_softmax(scores[, mask])`` with attrs ``scale`` (a float), ``causal`` and

@@ -28,7 +28,7 @@ from . import (create, shape, elementwise, index, reduce, linalg, nn, activation
                rearrange)  # (registration)
 from . import scan, einsum  # noqa: F401  (registration: scans, diff; einsum)
 from . import advanced  # noqa: F401  (registration: put, index_put)
-from . import attention  # noqa: F401  (registration: attention_softmax, issue 15)
+from . import attention  # noqa: F401  (registration: attention_softmax)
 from .elementwise import BINARY, binary_dtypes
 
 __all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "BINARY", "register", "register_custom",

@@ -351,8 +351,7 @@ def _input_grad(g, w, x_shape, attrs):
     exceeds the kernel's reach) the same values as a full correlation of ``g`` with the
     flipped weight, channels swapped per group: one conv2d -- on cpu an implicit gemm reducing
     over O*kh*kw -- instead of a gemm over O writing kh*kw times the image, then col2im
-    (measured, one thread, znver4, 2026-12-02, 16->32 3x3 N=128: 0.64 -> 0.45 ms at 4x4, 1.93
-    -> 1.57 at 8x8; 32->64 N=32 16x16 7.7 -> 5.9; 64->64 N=8 56x56 42 -> 24)."""
+    (the faster form, by most on large images)."""
     stride, pads, dil, groups = attrs["stride"], attrs["padding"], attrs["dilation"], attrs["groups"]
     o, cg, kh, kw = w.shape
     full = (dil[0] * (kh - 1), dil[1] * (kw - 1))
@@ -361,8 +360,8 @@ def _input_grad(g, w, x_shape, attrs):
         opad = _output_padding(x_shape[2:], g.shape[2:], (kh, kw), attrs)
         return run("conv_transpose2d", (g, w), dict(attrs, output_padding=opad))
     if groups == 1:
-        # one view op, not three (reshape, permute, reshape): the demo step's conv2 input
-        # gradient prepared its weight in 46-48 us against 77-93 (emeraldrapids, in place)
+        # one view op, not three (reshape, permute, reshape): the weight is prepared in
+        # fewer dispatches on every input-gradient call
         swapped = permute(w, (1, 0, 2, 3))
     else:
         swapped = reshape(permute(reshape(w, (groups, o // groups, cg, kh, kw)), (0, 2, 1, 3, 4)),

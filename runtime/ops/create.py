@@ -307,8 +307,8 @@ def manual_seed(seed: int, device=None) -> None:
         _parse_device(device).seed(seed)
 
 
-# --------------------------------------------------------------------------- issue 16: more creation
-# and random ops.  linspace/logspace are computed on the host in float64 (deterministic: a
+# --------------------------------------------------------------------------- more creation and
+# random ops.  linspace/logspace are computed on the host in float64 (deterministic: a
 # captured graph holds them as constants); every random op below draws from the device's
 # counter-based stream through ``rand``/``randn`` records and elementwise ops, so it is
 # reproducible with ``rt.manual_seed``, runs on every device, and records into a capture scope.

@@ -441,7 +441,7 @@ right_shift = _binary("right_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT)
 bitwise_not = _unary("bitwise_not", "integer", "BitwiseNot")
 
 
-# --------------------------------------------------------------------------- more math (issue 16)
+# --------------------------------------------------------------------------- more math
 # Transcendentals: ints and bools give float32 (as exp/log); accuracy in ulp is stated in
 # jit_kernels/cpu/scalar_math.py and tested by tests/kernels/test_ulp.py.  Gradients as
 # PyTorch's derivatives.yaml.

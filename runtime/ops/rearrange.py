@@ -1,4 +1,4 @@
-"""Shape and indexing ops of issue 16, written as front-end compositions of catalogue records
+"""Shape and indexing ops written as front-end compositions of catalogue records
 (``take``, ``index``, ``slice_assign``, ``reshape``, ``permute``, ``expand``, ``cat``,
 ``where``, ``scatter_add``, the reductions): none has a kernel of its own, so every one runs on
 every kernel set, records into captured graphs as the records it is made of (replay, ONNX
@@ -131,7 +131,7 @@ def _pad_index_of(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.nd
 # (mode, input shape, amounts) -> (pads, crop) of a non-constant pad: its record's pads (None:
 # nothing to pad) and the crop of negative amounts (None: none), the checks behind it passed.
 # A repeated call (every step of a conv net) skips the checks and the loops over the axes,
-# ~10 us of Python per call.  Only int amounts key it (1.0 == 1 hashes alike but is refused).
+# most of the call's Python time.  Only int amounts key it (1.0 == 1 hashes alike but is refused).
 _PAD_PLANS: dict = {}
 _PAD_PLANS_MAX = 256
 
