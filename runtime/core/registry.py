@@ -5,10 +5,12 @@ An op is one record, written in its family module (``elementwise``, ``reduce``, 
 method), its shape/dtype rule (``infer``, which also validates and raises ShapeError/DTypeError,
 and returns the op's ``Plan``),
 its lowering onto a kernel set (``kernel``, used by plain devices), its backward rule (or
-``differentiable=False``), its ONNX mapping (or ``onnx_skip`` saying why it has none) and, for
-composite ops, its decomposition into other ops.  ``rt.*``, the Tensor methods and the package
-exports are generated from the front-end registry (``FRONTEND``); devices never branch on op
-names: they read the catalogue.
+``differentiable=False``), its ONNX mapping (the ONNX operator ``onnx`` and its lowering
+``onnx_lower``, or ``onnx_skip`` saying why it has none), its class for the fusion pass
+(``fusion``) and, for composite ops, its decomposition into other ops.  ``rt.*``, the Tensor
+methods and the package exports are generated from the front-end registry (``FRONTEND``);
+devices, the fusion pass and the ONNX exporter never branch on op names: they read the
+catalogue.
 
 A *composite* op gives ``decompose`` and no ``kernel``: on a plain device it runs as one fused
 kernel generated from its decomposition (``runtime.ops.composite``), a recording device
@@ -57,7 +59,13 @@ class OpSpec:
     cost: str = "memory"              # "memory" | "compute" (checkpointing, fusion)
     differentiable: bool = True
     backward: Optional[Callable] = None
-    onnx: Optional[str] = None        # the ONNX op type it exports as
+    # the ONNX op type it exports as (``onnx_lower`` builds the node from it); or, for an op
+    # that exports as a composition with no one ONNX operator to name, its lowering itself
+    onnx: Optional[str | Callable] = None
+    # ``lower(exporter, op) -> ONNX value name``: writes captured op ``op`` (an ``OperationIr``)
+    # through the helpers of ``exporter`` (``runtime.capture.onnx``: node, cast, operand,
+    # scalar, i64, record, ...); written beside the record in its family module
+    onnx_lower: Optional[Callable] = None
     onnx_skip: Optional[str] = None   # why it has no ONNX mapping (and no decomposition)
     # "unary", "binary" or "reduce" when ``kernel`` is exactly the kernel set's generic
     # ``unary``/``binary``/``reduce`` call for this op (dispatch may then call prepared
@@ -67,6 +75,17 @@ class OpSpec:
     # front end.  Recording devices (capture) call it, so captured graphs, ONNX export and
     # graph.compile see only what it is made of.
     decompose: Optional[Callable] = None
+    # the fusion pass's class of the op (``runtime.capture.fuse``): "unary", "binary",
+    # "select", "clamp" (elementwise members of a fused group), "row_reduce", "row_softmax"
+    # (last-axis reductions and softmaxes of a "rows" group; they must be in the kernel sets'
+    # fused row-op table), "matmul" (a matmul with an elementwise epilogue), or None (never
+    # fused).  ``register`` sets it from the family (unary, binary, select) when left None.
+    fusion: Optional[str] = None
+
+    @property
+    def onnx_lowering(self) -> Optional[Callable]:
+        """The op's ONNX lowering: ``onnx`` when it is one, else ``onnx_lower``."""
+        return self.onnx if callable(self.onnx) else self.onnx_lower
 
     @property
     def composite(self) -> bool:
@@ -75,6 +94,9 @@ class OpSpec:
 
 
 CATALOGUE: dict[str, OpSpec] = {}
+
+#: ``OpSpec.fusion``'s default per family
+_FAMILY_FUSION = {"unary": "unary", "binary": "binary", "select": "select"}
 
 
 def register(s: OpSpec, replace: bool = False) -> OpSpec:
@@ -87,6 +109,8 @@ def register(s: OpSpec, replace: bool = False) -> OpSpec:
         from ..ops.composite import kernel_for
         s.kernel = kernel_for(s)
         s.lowering = "composite"
+    if s.fusion is None:
+        s.fusion = _FAMILY_FUSION.get(s.family)
     CATALOGUE[s.name] = s
     return s
 

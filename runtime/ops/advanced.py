@@ -297,8 +297,40 @@ def _grad_put(c, g):
     return gx, None, gv
 
 
+# ONNX lowering (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+def _onnx_put(ex, op) -> str:
+    xt, it = op.inputs[0], op.inputs[1]
+    value = op.operands()[2]
+    dt = xt.dtype
+    acc = bool(op.attrs["accumulate"])
+    if acc and ex.opset < 16:
+        raise ex.error("put", f"graph.to_onnx: put with accumulate needs opset >= 16 "
+                              f"(ScatterND with reduction='add'), got opset {ex.opset}")
+    n = int(np.prod(xt.shape, dtype=np.int64))
+    ishape = [int(d) for d in it.shape]
+    k = int(np.prod(ishape, dtype=np.int64))
+    x = ex.reshape(ex.names[xt.id], [n])
+    idx = ex.reshape(ex.cast(ex.names[it.id], it.dtype, D.int64), [k])
+    idx = ex.node("Mod", [ex.node("Add", [idx, ex.i64(n)]), ex.i64(n)])  # negatives
+    idx = ex.node("Unsqueeze", [idx, ex.i64([1])])
+    if ex.is_tensor(value):
+        v = ex.cast(ex.names[value.id], value.dtype, dt)
+        if tuple(value.shape) != tuple(ishape):
+            v = ex.node("Expand", [v, ex.i64(ishape)])
+        v = ex.reshape(v, [k])
+    else:
+        v = ex.const(np.full((k,), np.array(value).astype(dt.np), dt.np))
+    if acc and dt.is_bool:                # logical or: add as int32, then != 0
+        x, v = ex.cast(x, dt, D.int32), ex.cast(v, dt, D.int32)
+    r = (ex.node(ex.record(op), [x, idx, v], reduction="add") if acc
+         else ex.node(ex.record(op), [x, idx, v]))
+    if acc and dt.is_bool:
+        r = ex.cast(r, D.int32, dt)
+    return ex.reshape(r, [int(d) for d in xt.shape])
+
+
 _register(_OpSpec("put", "index", _infer_put, _kernel_put, backward=_grad_put,
-                  onnx="ScatterND"))
+                  onnx="ScatterND", onnx_lower=_onnx_put))
 
 
 def _value_of(op, value, x):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from ..dispatch import dispatch as run
 from ..core.errors import ArgumentValueError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
@@ -412,15 +414,74 @@ def _grad_conv_transpose2d(c, g):
     return gx, gw, _bias_grad(c, g)
 
 
-register(OpSpec("unfold", "conv", _infer_unfold, _kernel_unfold, backward=_grad_unfold))
-register(OpSpec("fold", "conv", _infer_fold, _kernel_fold, backward=_grad_fold))
+# ONNX lowerings (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+def _onnx_window(op, kernel) -> dict:
+    a = op.attrs
+    return {"kernel_shape": list(kernel), "strides": list(a["stride"]),
+            "pads": list(a["padding"]), "dilations": list(a["dilation"])}
+
+
+def _onnx_conv2d(ex, op) -> str:
+    w = op.inputs[1]
+    return ex.node(ex.record(op), [ex.names[t.id] for t in op.inputs],
+                   group=int(op.attrs["groups"]), **_onnx_window(op, w.shape[2:]))
+
+
+def _onnx_conv_transpose2d(ex, op) -> str:
+    w = op.inputs[1]
+    return ex.node(ex.record(op), [ex.names[t.id] for t in op.inputs],
+                   group=int(op.attrs["groups"]), output_padding=list(op.attrs["output_padding"]),
+                   **_onnx_window(op, w.shape[2:]))
+
+
+def _onnx_one_hot_kernel(ex, channels, kernel, dt) -> str:
+    """Weights (channels*kh*kw, 1, kh, kw) whose output channel c*kh*kw + i*kw + j picks
+    kernel position (i, j) of input channel c: im2col as a grouped ``Conv``."""
+    kh, kw = kernel
+    eye = np.eye(kh * kw, dtype=dt.np).reshape(kh * kw, 1, kh, kw)
+    return ex.const(np.tile(eye, (channels, 1, 1, 1)))
+
+
+def _onnx_unfold(ex, op) -> str:
+    # a grouped Conv with one-hot weights, its (N, C*kh*kw, oh, ow) output flattened
+    (xt,) = op.inputs
+    k = op.attrs["kernel_size"]
+    c = xt.shape[1]
+    y = ex.node("Conv", [ex.names[xt.id], _onnx_one_hot_kernel(ex, c, k, xt.dtype)],
+                group=int(c), **_onnx_window(op, k))
+    return ex.reshape(y, op.outputs[0].shape)
+
+
+def _onnx_fold(ex, op) -> str:
+    # the adjoint: a grouped ConvTranspose with the same one-hot weights; output_padding
+    # gives back the rows/columns the window's stride never reached
+    (xt,) = op.inputs
+    a = op.attrs
+    k, size = a["kernel_size"], a["output_size"]
+    n, ck, _ = xt.shape
+    c = ck // (k[0] * k[1])
+    pads, st, dil = a["padding"], a["stride"], a["dilation"]
+    grid = [(size[i] + pads[i] + pads[i + 2] - dil[i] * (k[i] - 1) - 1) // st[i] + 1
+            for i in range(2)]
+    opad = [size[i] - ((grid[i] - 1) * st[i] - pads[i] - pads[i + 2] + dil[i] * (k[i] - 1) + 1)
+            for i in range(2)]
+    x = ex.reshape(ex.names[xt.id], [n, ck] + grid)
+    return ex.node("ConvTranspose", [x, _onnx_one_hot_kernel(ex, c, k, xt.dtype)], group=int(c),
+                   output_padding=opad, **_onnx_window(op, k))
+
+
+# unfold and fold export as compositions (no one ONNX operator): their ``onnx`` is the lowering
+register(OpSpec("unfold", "conv", _infer_unfold, _kernel_unfold, backward=_grad_unfold,
+                onnx=_onnx_unfold))
+register(OpSpec("fold", "conv", _infer_fold, _kernel_fold, backward=_grad_fold, onnx=_onnx_fold))
 register(OpSpec("conv2d", "conv", _infer_conv2d, _kernel_conv2d, cost="compute",
-                backward=_grad_conv2d, onnx="Conv"))
+                backward=_grad_conv2d, onnx="Conv", onnx_lower=_onnx_conv2d))
 register(OpSpec("conv2d_weight_grad", "conv", _infer_conv2d_weight_grad,
                 _kernel_conv2d_weight_grad, cost="compute",
                 decompose=_decompose_conv2d_weight_grad))
 register(OpSpec("conv_transpose2d", "conv", _infer_conv_transpose2d, _kernel_conv_transpose2d,
-                cost="compute", backward=_grad_conv_transpose2d, onnx="ConvTranspose"))
+                cost="compute", backward=_grad_conv_transpose2d, onnx="ConvTranspose",
+                onnx_lower=_onnx_conv_transpose2d))
 
 
 # --------------------------------------------------------------------------- Winograd (compile)
@@ -448,7 +509,7 @@ def _winograd_kernel(ks, name, device):
     if fn is None:
         raise DeviceError(f"{name}: {device} has no Winograd kernels (graph.compile makes this op "
                           f"on cpu only); run the graph the op was compiled from")
-    return fn
+    return getattr(ks, name)
 
 
 def _kernel_winograd_weight(ks, p, args, attrs, plan, device):

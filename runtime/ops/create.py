@@ -61,7 +61,41 @@ def _kernel_eye(ks, p, args, attrs, plan, device):
     return ks.eye(plan.shape[0], plan.shape[1], plan.dtype.np, device.index)
 
 
-def _random(name, onnx):
+# ONNX lowerings (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+def _onnx_full(ex, op) -> str:
+    t = op.outputs[0]
+    return ex.const(np.full(t.shape, np.array(op.attrs["value"]).astype(t.dtype.np), t.dtype.np))
+
+
+def _onnx_arange(ex, op) -> str:
+    t = op.outputs[0]
+    n = t.shape[0]
+    start, step = op.attrs["start"], op.attrs["step"]
+    if t.dtype.is_float:
+        a = (float(start) + np.arange(n, dtype=np.float64) * float(step)).astype(t.dtype.np)
+    else:
+        a = (np.int64(int(start)) + np.arange(n, dtype=np.int64) * np.int64(int(step)))
+        a = a != 0 if t.dtype.is_bool else a.astype(t.dtype.np)
+    return ex.const(a)
+
+
+def _onnx_eye(ex, op) -> str:
+    t = op.outputs[0]
+    return ex.const(np.eye(t.shape[0], t.shape[1], dtype=t.dtype.np))
+
+
+def _onnx_rand(ex, op) -> str:
+    t = op.outputs[0]
+    return ex.node(ex.record(op), [], dtype=ex.elem(t.dtype), shape=list(t.shape), low=0.0, high=1.0)
+
+
+def _onnx_randn(ex, op) -> str:
+    t = op.outputs[0]
+    return ex.node(ex.record(op), [], dtype=ex.elem(t.dtype), shape=list(t.shape), mean=0.0,
+                   scale=1.0)
+
+
+def _random(name, onnx, onnx_lower):
     def kernel(ks, p, args, attrs, plan, device):
         from .. import random as _random
         seed, offset = _random.take_offset(device, prod(plan.shape))
@@ -73,20 +107,21 @@ def _random(name, onnx):
             raise DTypeError(f"{name}: dtype must be float32 or float64, got {dt.name}")
         return Plan(shape, dt, dt)
 
-    return register(OpSpec(name, "create", infer, kernel, differentiable=False, onnx=onnx))
+    return register(OpSpec(name, "create", infer, kernel, differentiable=False, onnx=onnx,
+                           onnx_lower=onnx_lower))
 
 
 # a graph's constants and inputs are ``init`` ops; the exporter writes them as initializers
 register(OpSpec("init", "create", _infer_init, _kernel_init, differentiable=False,
                 onnx_skip="exported as a graph initializer or input, not as a node"))
 register(OpSpec("full", "create", _infer_create, _kernel_full, differentiable=False,
-                onnx="Constant"))
+                onnx="Constant", onnx_lower=_onnx_full))
 register(OpSpec("arange", "create", _infer_create, _kernel_arange, differentiable=False,
-                onnx="Constant"))
+                onnx="Constant", onnx_lower=_onnx_arange))
 register(OpSpec("eye", "create", _infer_create, _kernel_eye, differentiable=False,
-                onnx="Constant"))
-_random("rand", "RandomUniform")
-_random("randn", "RandomNormal")
+                onnx="Constant", onnx_lower=_onnx_eye))
+_random("rand", "RandomUniform", _onnx_rand)
+_random("randn", "RandomNormal", _onnx_randn)
 
 
 # --------------------------------------------------------------------------- front end

@@ -13,12 +13,15 @@ from __future__ import annotations
 import builtins as _b
 import math
 
+import numpy as np
+
 from ..dispatch import dispatch as run
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .args import operand, tensor_arg
-from ..core.registry import Meta, OpSpec, Plan, dtype_names, float_of, front_end, register, shape_of
+from ..core.registry import (CATALOGUE, Meta, OpSpec, Plan, dtype_names, float_of, front_end, register,
+                             shape_of)
 from ..core.shapes import broadcast_shapes
 
 # --------------------------------------------------------------------------- dtype rules
@@ -108,8 +111,203 @@ def binary_dtypes(name: str, a, b) -> tuple:
     return dt, dt
 
 
+# --------------------------------------------------------------------------- ONNX lowerings
+# ``lower(exporter, op) -> value name`` (``OpSpec.onnx_lower``): ``exporter`` is the ONNX
+# exporter (``runtime.capture.onnx``), whose helpers build the nodes; ``op`` the captured op.
+def _onnx_unary_input(ex, op):
+    """The operand cast to the result dtype, and that dtype."""
+    (xt,) = op.inputs
+    out = op.outputs[0].dtype
+    return ex.cast(ex.names[xt.id], xt.dtype, out), out
+
+
+def onnx_unary(ex, op) -> str:
+    """The record's operator on the operand in the result dtype."""
+    x, _ = _onnx_unary_input(ex, op)
+    return ex.node(ex.record(op), [x])
+
+
+def _onnx_rounding(ex, op) -> str:          # floor/ceil: an integer is its own
+    x, out = _onnx_unary_input(ex, op)
+    if not out.is_float:
+        return x
+    return ex.node(ex.record(op), [x])
+
+
+def _onnx_relu(ex, op) -> str:              # Relu takes floats: Max(x, 0) on integers
+    x, out = _onnx_unary_input(ex, op)
+    if not out.is_float:
+        return ex.node("Max", [x, ex.scalar(0, out)])
+    return ex.node(ex.record(op), [x])
+
+
+def _onnx_logical_not(ex, op) -> str:
+    return ex.node(ex.record(op), [ex.to_bool(op.inputs[0])])
+
+
+def _onnx_rsqrt(ex, op) -> str:
+    x, _ = _onnx_unary_input(ex, op)
+    return ex.node("Reciprocal", [ex.node("Sqrt", [x])])
+
+
+def _onnx_gelu(ex, op) -> str:              # 0.5 x (1 + erf(x / sqrt 2))
+    x, out = _onnx_unary_input(ex, op)
+    e = ex.node("Erf", [ex.node("Mul", [x, ex.scalar(0.7071067811865476, out)])])
+    return ex.node("Mul", [ex.node("Mul", [ex.scalar(0.5, out), x]),
+                           ex.node("Add", [ex.scalar(1.0, out), e])])
+
+
+def _onnx_gelu_tanh(ex, op) -> str:         # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    x, out = _onnx_unary_input(ex, op)
+    x3 = ex.node("Mul", [ex.node("Mul", [ex.node("Mul", [ex.scalar(0.044715, out), x]), x]), x])
+    t = ex.node("Tanh", [ex.node("Mul", [ex.scalar(0.7978845608028654, out),
+                                         ex.node("Add", [x, x3])])])
+    return ex.node("Mul", [ex.node("Mul", [ex.scalar(0.5, out), x]),
+                           ex.node("Add", [ex.scalar(1.0, out), t])])
+
+
+def _onnx_clamp(ex, op) -> str:
+    x, out = _onnx_unary_input(ex, op)
+    lo, hi = op.attrs.get("min"), op.attrs.get("max")
+    if lo is not None:   # x < lo ? lo : x  (NaN stays NaN)
+        lo_c = ex.scalar(lo, out)
+        x = ex.node("Where", [ex.node("Less", [x, lo_c]), lo_c, x])
+    if hi is not None:
+        hi_c = ex.scalar(hi, out)
+        x = ex.node("Where", [ex.node("Greater", [x, hi_c]), hi_c, x])
+    return x
+
+
+def _onnx_cast(ex, op) -> str:
+    (xt,) = op.inputs
+    src, dst = xt.dtype, op.outputs[0].dtype
+    x = ex.names[xt.id]
+    if src.is_half or dst.is_half:      # the half types convert through float32
+        if src.is_half:
+            x, src = ex.cast(x, src, D.float32), D.float32
+        if dst.is_half:
+            return ex.cast(ex.cast(x, src, D.float32) if not src.is_float else x, src, dst)
+    if not (src.is_float and dst.is_int):
+        return ex.cast(x, src, dst)
+    # Saturating float -> int: NaN -> 0, truncation toward zero, out of range -> INT_MIN/MAX.
+    info = np.iinfo(dst.np)
+    lim = float(2 ** (info.bits - 1))            # exactly representable in every float dtype
+    below = np.nextafter(src.np.type(lim), src.np.type(0))
+    z = ex.node("Where", [ex.node("IsNaN", [x]), ex.scalar(0, src), x])
+    c = ex.node("Clip", [z, ex.scalar(-lim, src), ex.const(np.array(below, src.np))])
+    y = ex.node("Cast", [c], to=ex.elem(dst))
+    big = ex.node("GreaterOrEqual", [z, ex.scalar(lim, src)])
+    return ex.node("Where", [big, ex.scalar(info.max, dst), y])
+
+
+def onnx_binary(on_bools=None):
+    """The lowering of a binary op: the record's operator on the operands in the compute
+    dtype, the result cast to the output dtype (a comparison gives bool already).  Two bool
+    operands: ``on_bools`` "Or"/"And" is the logical operator the op is on truth values,
+    "bool" keeps them bool (equality), None compares them as 0/1 int32."""
+    def lower(ex, op) -> str:
+        a, b = op.operands()
+        plan = CATALOGUE[op.op].infer((a, b), {})
+        compute, out = plan.compute, plan.dtype
+        if compute.is_bool:
+            if on_bools in ("Or", "And"):
+                return ex.node(on_bools, [ex.to_bool(a), ex.to_bool(b)])
+            if on_bools is None:
+                compute = D.int32
+        xa, xb = ex.operand(a, compute), ex.operand(b, compute)
+        r = ex.node(ex.record(op), [xa, xb])
+        return r if out.is_bool else ex.cast(r, compute, out)
+    return lower
+
+
+def _onnx_logical(ex, op) -> str:           # operands as truth values
+    a, b = op.operands()
+    return ex.node(ex.record(op), [ex.to_bool(a), ex.to_bool(b)])
+
+
+def _onnx_mod_operands(ex, op):
+    """fmod/remainder operands in the result dtype; an integer divisor of 0 or -1 becomes 1
+    (the runtime gives 0 there, as ``x mod 1`` does; ONNX leaves ``Mod`` by 0 undefined)."""
+    a, b = op.operands()
+    dt = CATALOGUE[op.op].infer((a, b), {}).dtype
+    xa, xb = ex.operand(a, dt), ex.operand(b, dt)
+    if not dt.is_float:
+        bad = ex.node("Or", [ex.node("Equal", [xb, ex.scalar(0, dt)]),
+                             ex.node("Equal", [xb, ex.scalar(-1, dt)])])
+        xb = ex.node("Where", [bad, ex.scalar(1, dt), xb])
+    return xa, xb, dt
+
+
+def _onnx_fmod(ex, op) -> str:              # C's fmod: Mod with fmod=1 (the dividend's sign)
+    xa, xb, _ = _onnx_mod_operands(ex, op)
+    return ex.node(ex.record(op), [xa, xb], fmod=1)
+
+
+def _onnx_remainder(ex, op) -> str:         # the divisor's sign: Mod (ints), fmod + b (floats)
+    xa, xb, dt = _onnx_mod_operands(ex, op)
+    if not dt.is_float:
+        return ex.node(ex.record(op), [xa, xb], fmod=0)
+    r = ex.node(ex.record(op), [xa, xb], fmod=1)
+    zero = ex.scalar(0, dt)
+    fix = ex.node("And", [ex.node("Not", [ex.node("Equal", [r, zero])]),
+                          ex.node("Xor", [ex.node("Less", [r, zero]),
+                                          ex.node("Less", [xb, zero])])])
+    return ex.node("Where", [fix, ex.node("Add", [r, xb]), r])
+
+
+def _onnx_floor_divide(ex, op) -> str:      # PyTorch's div_floor from Mod(fmod=1) and Div
+    a, b = op.operands()
+    dt = CATALOGUE[op.op].infer((a, b), {}).dtype
+    xa, xb0 = ex.operand(a, dt), ex.operand(b, dt)
+    _, xb, _ = _onnx_mod_operands(ex, op)           # ints: divisors 0 and -1 made 1
+    zero, one = ex.scalar(0, dt), ex.scalar(1, dt)
+    m = ex.node("Mod", [xa, xb], fmod=1)
+    fix = ex.node("And", [ex.node("Not", [ex.node("Equal", [m, zero])]),
+                          ex.node("Xor", [ex.node("Less", [m, zero]),
+                                          ex.node("Less", [xb, zero])])])
+    if dt.is_float:
+        d = ex.node(ex.record(op), [ex.node("Sub", [xa, m]), xb])
+        d = ex.node("Where", [fix, ex.node("Sub", [d, one]), d])
+        f = ex.node("Floor", [d])
+        up = ex.node("Greater", [ex.node("Sub", [d, f]), ex.scalar(0.5, dt)])
+        f = ex.node("Where", [up, ex.node("Add", [f, one]), f])
+        return ex.node("Where", [ex.node("Equal", [xb, zero]), ex.node("Div", [xa, xb]), f])
+    q = ex.node(ex.record(op), [xa, xb])            # truncates
+    q = ex.node("Where", [fix, ex.node("Sub", [q, one]), q])
+    q = ex.node("Where", [ex.node("Equal", [xb0, ex.scalar(-1, dt)]), ex.node("Neg", [xa]), q])
+    return ex.node("Where", [ex.node("Equal", [xb0, zero]), zero, q])
+
+
+def _onnx_bitwise(bool_op):
+    """A bitwise op: ``bool_op`` (the logical operator) on bools, the record's Bitwise* on
+    integers (opset >= 18)."""
+    def lower(ex, op) -> str:
+        out = op.outputs[0].dtype
+        operands = op.operands()
+        if out.is_bool:
+            return ex.node(bool_op, [ex.to_bool(a) for a in operands])
+        if ex.opset < 18:
+            raise ex.error(op.op, f"graph.to_onnx: {op.op} of integers needs opset >= 18 "
+                                  f"({ex.record(op)}), got opset {ex.opset}")
+        return ex.node(ex.record(op), [ex.operand(a, out) for a in operands])
+    return lower
+
+
+def _onnx_ne(ex, op) -> str:                # Not(Equal), in the comparison's dtype
+    a, b = op.operands()
+    compute = CATALOGUE[op.op].infer((a, b), {}).compute
+    return ex.node("Not", [ex.node("Equal", [ex.operand(a, compute), ex.operand(b, compute)])])
+
+
+def _onnx_where(ex, op) -> str:
+    cond, a, b = op.operands()
+    out = op.outputs[0].dtype
+    return ex.node(ex.record(op), [ex.to_bool(cond), ex.operand(a, out), ex.operand(b, out)])
+
+
 # --------------------------------------------------------------------------- record makers
-def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None):
+def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None,
+           onnx_lower=onnx_unary, fusion=None):
     """A native unary op: its record, and its front-end function (a Tensor method too)."""
     def infer(args, attrs):
         (x,) = args
@@ -121,7 +319,8 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None):
 
     register(OpSpec(name, "unary", infer, kernel, differentiable=grad is not None,
                     backward=None if grad is None else (lambda c, g: (grad(c, g),)),
-                    onnx=onnx, onnx_skip=onnx_skip, lowering="unary"))
+                    onnx=onnx, onnx_lower=onnx_lower, onnx_skip=onnx_skip, lowering="unary",
+                    fusion=fusion))
     if not api:
         return None
 
@@ -134,7 +333,7 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None):
     return front_end(fn, method=True)
 
 
-def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None):
+def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None, onnx_lower=None):
     """A native binary op: its record and its front-end function (a Tensor method too)."""
     def infer(args, attrs):
         a, b = args
@@ -163,7 +362,8 @@ def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None):
 
     BINARY[name] = (kind, onnx)
     register(OpSpec(name, "binary", infer, kernel, differentiable=grad is not None,
-                    backward=grad, onnx=onnx, onnx_skip=onnx_skip, lowering="binary"))
+                    backward=grad, onnx=onnx, onnx_lower=onnx_lower or onnx_binary(),
+                    onnx_skip=onnx_skip, lowering="binary"))
     return front_end(_binary_fn(name, doc), method=True)
 
 
@@ -277,24 +477,25 @@ def _grad_sigmoid(c, g):
 neg = _unary("neg", "same", "Neg", lambda c, g: neg(g))
 abs = _unary("abs", "same", "Abs", lambda c, g: mul(g, sign(c.input(0))))
 sign = _unary("sign", "same", "Sign")
-relu = _unary("relu", "same", "Relu", lambda c, g: run("relu_backward", (c.input(0), g)))
-floor = _unary("floor", "same", "Floor")
-ceil = _unary("ceil", "same", "Ceil")
+relu = _unary("relu", "same", "Relu", lambda c, g: run("relu_backward", (c.input(0), g)),
+              onnx_lower=_onnx_relu)
+floor = _unary("floor", "same", "Floor", onnx_lower=_onnx_rounding)
+ceil = _unary("ceil", "same", "Ceil", onnx_lower=_onnx_rounding)
 exp = _unary("exp", "float", "Exp", lambda c, g: mul(g, c.output()))
 log = _unary("log", "float", "Log", lambda c, g: div(g, c.input(0)))
 sqrt = _unary("sqrt", "float", "Sqrt", lambda c, g: div(mul(g, 0.5), c.output()))
-rsqrt = _unary("rsqrt", "float", None, _grad_rsqrt)
+rsqrt = _unary("rsqrt", "float", _onnx_rsqrt, _grad_rsqrt)
 sin = _unary("sin", "float", "Sin", lambda c, g: mul(g, cos(c.input(0))))
 cos = _unary("cos", "float", "Cos", lambda c, g: neg(mul(g, sin(c.input(0)))))
 tanh = _unary("tanh", "float", "Tanh", _grad_tanh)
 sigmoid = _unary("sigmoid", "float", "Sigmoid", _grad_sigmoid)
-_unary("gelu", "float", None, _grad_gelu, api=False)
-_unary("gelu_tanh", "float", None, _grad_gelu_tanh, api=False)
+_unary("gelu", "float", _onnx_gelu, _grad_gelu, api=False)
+_unary("gelu_tanh", "float", _onnx_gelu_tanh, _grad_gelu_tanh, api=False)
 erf = _unary("erf", "float", "Erf",
              lambda c, g: mul(g, mul(exp(neg(mul(c.input(0), c.input(0)))), 2.0 / math.sqrt(math.pi))))
 reciprocal = _unary("reciprocal", "float", "Reciprocal",
                     lambda c, g: neg(mul(g, mul(c.output(), c.output()))))
-logical_not = _unary("logical_not", "bool", "Not")
+logical_not = _unary("logical_not", "bool", "Not", onnx_lower=_onnx_logical_not)
 negative = neg
 front_end(neg, name="negative", method=False)
 
@@ -321,7 +522,8 @@ def _grad_clamp(c, g):
     return where(keep, g, 0)
 
 
-_unary("clamp", "clamp", "Clip", _grad_clamp, api=False)
+_unary("clamp", "clamp", "Clip", _grad_clamp, api=False, onnx_lower=_onnx_clamp,
+       fusion="clamp")
 
 
 @front_end(method=True, aliases=("clip",))
@@ -406,21 +608,21 @@ def _grad_maxmin(c, g):
     return ga, gb
 
 
-add = _binary("add", "arith", "Add", _grad_add)
+add = _binary("add", "arith", "Add", _grad_add, onnx_lower=onnx_binary("Or"))
 sub = _binary("sub", "arith", "Sub", _grad_sub)
-mul = _binary("mul", "arith", "Mul", _grad_mul)
+mul = _binary("mul", "arith", "Mul", _grad_mul, onnx_lower=onnx_binary("And"))
 div = _binary("div", "div", "Div", _grad_div)
 pow = _binary("pow", "arith", "Pow", _grad_pow)
-maximum = _binary("maximum", "arith", "Max", _grad_maxmin)
-minimum = _binary("minimum", "arith", "Min", _grad_maxmin)
-eq = _binary("eq", "cmp", "Equal")
-ne = _binary("ne", "cmp", None)
+maximum = _binary("maximum", "arith", "Max", _grad_maxmin, onnx_lower=onnx_binary("Or"))
+minimum = _binary("minimum", "arith", "Min", _grad_maxmin, onnx_lower=onnx_binary("And"))
+eq = _binary("eq", "cmp", "Equal", onnx_lower=onnx_binary("bool"))
+ne = _binary("ne", "cmp", _onnx_ne)
 lt = _binary("lt", "cmp", "Less")
 le = _binary("le", "cmp", "LessOrEqual")
 gt = _binary("gt", "cmp", "Greater")
 ge = _binary("ge", "cmp", "GreaterOrEqual")
-logical_and = _binary("logical_and", "logical", "And")
-logical_or = _binary("logical_or", "logical", "Or")
+logical_and = _binary("logical_and", "logical", "And", onnx_lower=_onnx_logical)
+logical_or = _binary("logical_or", "logical", "Or", onnx_lower=_onnx_logical)
 true_divide = divide = div
 subtract, multiply = sub, mul
 for _alias, _fn in (("true_divide", div), ("divide", div), ("subtract", sub),
@@ -432,13 +634,14 @@ for _alias, _fn in (("true_divide", div), ("divide", div), ("subtract", sub),
 
 # bitwise ops: ints (and bools, as logical ops, except for the shifts); the Tensor operators
 # & | ^ ~ << >> are these (PyTorch's), so a float operand is a DTypeError
-bitwise_and = _binary("bitwise_and", "bitwise", "BitwiseAnd")
-bitwise_or = _binary("bitwise_or", "bitwise", "BitwiseOr")
-bitwise_xor = _binary("bitwise_xor", "bitwise", "BitwiseXor")
+bitwise_and = _binary("bitwise_and", "bitwise", "BitwiseAnd", onnx_lower=_onnx_bitwise("And"))
+bitwise_or = _binary("bitwise_or", "bitwise", "BitwiseOr", onnx_lower=_onnx_bitwise("Or"))
+bitwise_xor = _binary("bitwise_xor", "bitwise", "BitwiseXor",
+                     onnx_lower=_onnx_bitwise("Xor"))
 _NO_SIGNED_SHIFT = "ONNX's BitShift takes unsigned integers only: a signed shift has no operator"
 left_shift = _binary("left_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT)
 right_shift = _binary("right_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT)
-bitwise_not = _unary("bitwise_not", "integer", "BitwiseNot")
+bitwise_not = _unary("bitwise_not", "integer", "BitwiseNot", onnx_lower=_onnx_bitwise("Not"))
 
 
 # --------------------------------------------------------------------------- more math
@@ -527,14 +730,14 @@ hypot = _binary("hypot", "div", None, _grad_hypot, onnx_skip=_NO_ONNX,
 copysign = _binary("copysign", "div", None, _grad_copysign, onnx_skip=_NO_ONNX,
                    doc="``|a|`` with the sign of ``b`` (its sign bit: -0.0 counts as negative; a "
                        "float result, as PyTorch's).")
-fmod = _binary("fmod", "arith", "Mod", _grad_fmod,
+fmod = _binary("fmod", "arith", "Mod", _grad_fmod, onnx_lower=_onnx_fmod,
                doc="C's ``fmod``: ``a - trunc(a / b) * b``, with the sign of the dividend ``a`` "
                    "(PyTorch's; ints: ``fmod(a, 0) = 0``).")
-remainder = _binary("remainder", "arith", "Mod", _grad_remainder,
+remainder = _binary("remainder", "arith", "Mod", _grad_remainder, onnx_lower=_onnx_remainder,
                     doc="Python's ``%``: ``a - floor(a / b) * b``, with the sign of the divisor "
                         "``b`` (PyTorch's ``remainder``, the ``%`` operator; ints: "
                         "``a % 0 = 0``).")
-floor_divide = _binary("floor_divide", "arith", "Div",
+floor_divide = _binary("floor_divide", "arith", "Div", onnx_lower=_onnx_floor_divide,
                        doc="``floor(a / b)`` (PyTorch's ``floor_divide``, the ``//`` operator) "
                            "for floats and ints; ints: ``a // 0 = 0`` (PyTorch raises), "
                            "``INT_MIN // -1`` wraps to ``INT_MIN``.  Not differentiable.")
@@ -559,7 +762,7 @@ def _grad_where(c, g):
 
 register(OpSpec("where", "select", _infer_where,
                 lambda ks, p, args, attrs, plan, device: ks.where(p[0], p[1], p[2], plan.dtype.np),
-                backward=_grad_where, onnx="Where"))
+                backward=_grad_where, onnx="Where", onnx_lower=_onnx_where))
 
 
 @front_end
@@ -592,7 +795,7 @@ def _kernel_cast(ks, p, args, attrs, plan, device):
 
 register(OpSpec("cast", "unary", _infer_cast, _kernel_cast,
                 backward=lambda c, g: (g,),     # the tape casts back to the input's dtype
-                onnx="Cast"))
+                onnx="Cast", onnx_lower=_onnx_cast))
 
 
 @front_end(aliases=("astype",))

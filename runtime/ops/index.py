@@ -45,9 +45,50 @@ def _grad_index(c, g):
     return (run("slice_assign", (_zeros(c.input_shape(0), g), g), {"key": c.attrs["key"]}),)
 
 
+# ONNX lowerings (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+_I64_MIN = -(2 ** 63)
+
+
+def _onnx_index(ex, op) -> str:
+    (xt,) = op.inputs
+    x = ex.names[xt.id]
+    starts, ends, axes, steps, squeeze, unsqueeze = [], [], [], [], [], []
+    axis = out_pos = 0
+    for k in op.attrs["key"]:
+        if k is None:
+            unsqueeze.append(out_pos)
+            out_pos += 1
+            continue
+        n = xt.shape[axis]
+        if isinstance(k, slice):
+            start, stop, step = k.start, k.stop, k.step
+            if len(range(start, stop, step)) == 0:
+                start, stop, step = 0, 0, 1
+            elif step < 0 and stop < 0:       # runs down to index 0 inclusive
+                stop = _I64_MIN
+            if (start, stop, step) != (0, n, 1):
+                for lst, v in ((starts, start), (ends, stop), (axes, axis), (steps, step)):
+                    lst.append(v)
+            out_pos += 1
+        else:
+            for lst, v in ((starts, int(k)), (ends, int(k) + 1), (axes, axis), (steps, 1)):
+                lst.append(v)
+            squeeze.append(axis)
+        axis += 1
+    if axes:
+        x = ex.node(ex.record(op), [x, ex.i64(starts), ex.i64(ends), ex.i64(axes), ex.i64(steps)])
+    if squeeze:
+        x = ex.node("Squeeze", [x, ex.i64(squeeze)])
+    if unsqueeze:
+        x = ex.node("Unsqueeze", [x, ex.i64(unsqueeze)])
+    if not (axes or squeeze or unsqueeze):
+        x = ex.node("Identity", [x])
+    return x
+
+
 register(OpSpec("index", "index", _infer_index,
                 lambda ks, p, a, at, plan, dev: ks.index(p[0], at["key"]),
-                backward=_grad_index, onnx="Slice"))
+                backward=_grad_index, onnx="Slice", onnx_lower=_onnx_index))
 
 
 # --------------------------------------------------------------------------- slice_assign
@@ -87,8 +128,35 @@ def _grad_slice_assign(c, g):
     return gx, gv
 
 
+def _onnx_slice_assign(ex, op) -> str:
+    xt = op.inputs[0]
+    value = op.operands()[1]
+    dt = op.outputs[0].dtype
+    x = ex.names[xt.id]
+    key = [k for k in op.attrs["key"] if k is not None]   # one entry per axis of x
+    ranges = [range(k.start, k.stop, k.step) if isinstance(k, slice) else range(k, k + 1)
+              for k in key]
+    lens = [len(r) for r in ranges]
+    if ex.is_tensor(value):
+        v = ex.cast(ex.names[value.id], value.dtype, dt)
+        region = [len(r) for r, k in zip(ranges, key) if isinstance(k, slice)]
+        if tuple(value.shape) != tuple(region):
+            v = ex.node("Expand", [v, ex.i64(region)])
+    else:
+        v = None
+    if not xt.shape:                                    # 0-d: the value replaces x
+        return ex.reshape(v, []) if v is not None else ex.scalar(value, dt)
+    if 0 in lens:
+        return ex.node("Identity", [x])
+    updates = (ex.reshape(v, lens) if v is not None
+               else ex.const(np.full(lens, np.array(value).astype(dt.np), dt.np)))
+    grids = np.meshgrid(*[np.asarray(r, np.int64) for r in ranges], indexing="ij")
+    idx = np.stack(grids, axis=-1).astype(np.int64)
+    return ex.node("ScatterND", [x, ex.const(idx), updates])
+
+
 register(OpSpec("slice_assign", "index", _infer_slice_assign, _kernel_slice_assign,
-                backward=_grad_slice_assign, onnx="ScatterND"))
+                backward=_grad_slice_assign, onnx="ScatterND", onnx_lower=_onnx_slice_assign))
 
 
 # --------------------------------------------------------------------------- take, gather, scatter_add
@@ -199,13 +267,50 @@ def _grad_scatter_add(c, g):
     return gx, None, gs
 
 
-register(OpSpec("take", "index", _infer_take, _kernel_take, backward=_grad_take, onnx="Gather"))
+def _onnx_take(ex, op) -> str:
+    xt, it = op.inputs
+    x = ex.names[xt.id]
+    axis = op.attrs["axis"]
+    if axis is None:
+        x = ex.reshape(x, [-1]) if len(xt.shape) != 1 else x
+        axis = 0
+    return ex.node(ex.record(op), [x, ex.names[it.id]], axis=int(axis))
+
+
+def _onnx_gather(ex, op) -> str:
+    xt, it = op.inputs
+    return ex.node(ex.record(op), [ex.names[xt.id], ex.names[it.id]], axis=int(op.attrs["axis"]))
+
+
+def _onnx_scatter_add(ex, op) -> str:
+    xt, it, st = op.inputs
+    if ex.opset < 16:
+        raise ex.error("scatter_add", f"graph.to_onnx: scatter_add needs opset >= 16 "
+                                      f"(ScatterElements with reduction='add'), got opset {ex.opset}")
+    x, idx, src = ex.names[xt.id], ex.names[it.id], ex.names[st.id]
+    ishape = tuple(it.shape)
+    if tuple(st.shape) != ishape:     # ONNX wants updates of the indices' shape
+        src = ex.node("Slice", [src, ex.i64([0] * len(ishape)), ex.i64(list(ishape)),
+                                ex.i64(list(range(len(ishape))))])
+    if not ishape:                    # ScatterElements needs rank >= 1
+        x, idx, src = (ex.reshape(v, [1]) for v in (x, idx, src))
+    dt = xt.dtype
+    if dt.is_bool:                    # logical or: add as int32, then != 0
+        x, src = ex.cast(x, dt, D.int32), ex.cast(src, dt, D.int32)
+    r = ex.node(ex.record(op), [x, idx, src], axis=int(op.attrs["axis"]), reduction="add")
+    if dt.is_bool:
+        r = ex.cast(r, D.int32, dt)
+    return ex.reshape(r, []) if not ishape else r
+
+
+register(OpSpec("take", "index", _infer_take, _kernel_take, backward=_grad_take, onnx="Gather",
+                onnx_lower=_onnx_take))
 register(OpSpec("gather", "index", _infer_gather,
                 lambda ks, p, a, at, plan, dev: ks.gather(p[0], p[1], at["axis"]),
-                backward=_grad_gather, onnx="GatherElements"))
+                backward=_grad_gather, onnx="GatherElements", onnx_lower=_onnx_gather))
 register(OpSpec("scatter_add", "index", _infer_scatter_add,
                 lambda ks, p, a, at, plan, dev: ks.scatter_add(p[0], p[1], p[2], at["axis"]),
-                backward=_grad_scatter_add, onnx="ScatterElements"))
+                backward=_grad_scatter_add, onnx="ScatterElements", onnx_lower=_onnx_scatter_add))
 
 
 # --------------------------------------------------------------------------- front end

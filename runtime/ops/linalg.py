@@ -115,8 +115,24 @@ def _grad_matmul(c, g):
     return ga, gb
 
 
+# ONNX lowerings (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+def _onnx_matmul(ex, op) -> str:
+    a, b = op.inputs
+    out = op.outputs[0]
+    xa, xb = ex.operand(a, out.dtype), ex.operand(b, out.dtype)
+    if len(a.shape) > 1 and len(b.shape) > 1:
+        return ex.node(ex.record(op), [xa, xb])
+    # A 1-D operand as an explicit row/column, then the result reshaped: onnxruntime 1.32's
+    # Transpose+MatMul fusion computes wrong values for a 1-D right operand.
+    if len(a.shape) == 1:
+        xa = ex.reshape(xa, (1,) + tuple(a.shape))
+    if len(b.shape) == 1:
+        xb = ex.reshape(xb, tuple(b.shape) + (1,))
+    return ex.reshape(ex.node(ex.record(op), [xa, xb]), out.shape)
+
+
 register(OpSpec("matmul", "linalg", infer_matmul, kernel_matmul, cost="compute",
-                backward=_grad_matmul, onnx="MatMul"))
+                backward=_grad_matmul, onnx="MatMul", onnx_lower=_onnx_matmul, fusion="matmul"))
 
 
 @front_end(method=True)

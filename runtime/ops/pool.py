@@ -254,12 +254,51 @@ def _kernel_max_backward(ks, p, args, attrs, plan, device):
 
 
 _NO_GRAD_ONNX = "an internal gradient op (ONNX export covers inference graphs)"
+# ONNX lowerings (``OpSpec.onnx``, called with the ONNX exporter, see ``elementwise``): the
+# operator comes from the attrs (``onnx_pool``: MaxPool, GlobalMaxPool, AveragePool, ...), so the
+# records' ``onnx`` is the lowering itself
+def _onnx_form(ex, op):
+    (xt,) = op.inputs
+    form = onnx_pool(op.op, op.attrs, xt.shape, xt.dtype)
+    if isinstance(form, str):
+        raise ex.error(op.op, f"graph.to_onnx: {op.op} {form}")
+    return form
+
+
+def _onnx_pool2d(ex, op) -> str:
+    (xt,) = op.inputs
+    op_type, attrs, factor = _onnx_form(ex, op)
+    y = ex.node(op_type, [ex.names[xt.id]], **attrs)
+    return y if factor is None else ex.node("Mul", [y, ex.scalar(factor, xt.dtype)])
+
+
+def _onnx_max_pool2d_indices(ex, op) -> str:
+    # MaxPool's Indices count over the whole (N, C, H, W) tensor: subtract each plane's start
+    (xt,) = op.inputs
+    form = _onnx_form(ex, op)
+    n, c, h, w = xt.shape
+    idx = ex.node(form[0], [ex.names[xt.id]], n_out=2, **form[1])[1]
+    base = (np.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1, 1)
+    return ex.node("Sub", [idx, ex.const(base)])
+
+
+def _onnx_interpolate(ex, op) -> str:
+    (xt,) = op.inputs
+    scales = op.attrs["scales"]
+    if scales is not None and not op.attrs.get("align_corners"):
+        # PyTorch maps coordinates by the given scale_factor, as Resize does with scales
+        args = ["", ex.const(np.array([1.0, 1.0] + [float(s) for s in scales], np.float32))]
+    else:
+        args = ["", "", ex.i64(list(xt.shape[:2]) + list(op.attrs["size"]))]
+    return ex.node("Resize", [ex.names[xt.id]] + args, **onnx_resize(op.attrs))
+
+
 register(OpSpec("max_pool2d", "pool", _infer_max, _kernel_max, cost="compute",
-                backward=_grad_max))
+                backward=_grad_max, onnx=_onnx_pool2d))
 register(OpSpec("adaptive_max_pool2d", "pool", _infer_adaptive_max, _kernel_max,
-                cost="compute", backward=_grad_max))
+                cost="compute", backward=_grad_max, onnx=_onnx_pool2d))
 register(OpSpec("max_pool2d_indices", "pool", _infer_max_indices, _kernel_max_indices,
-                cost="compute", differentiable=False))
+                cost="compute", differentiable=False, onnx=_onnx_max_pool2d_indices))
 register(OpSpec("max_pool2d_backward", "pool", _infer_max_backward, _kernel_max_backward,
                 cost="compute", differentiable=False, onnx_skip=_NO_GRAD_ONNX))
 
@@ -320,9 +359,9 @@ def _kernel_avg_backward(ks, p, args, attrs, plan, device):
 
 
 register(OpSpec("avg_pool2d", "pool", _infer_avg, _kernel_avg, cost="compute",
-                backward=_grad_avg))
+                backward=_grad_avg, onnx=_onnx_pool2d))
 register(OpSpec("adaptive_avg_pool2d", "pool", _infer_adaptive_avg, _kernel_avg,
-                cost="compute", backward=_grad_avg))
+                cost="compute", backward=_grad_avg, onnx=_onnx_pool2d))
 register(OpSpec("avg_pool2d_backward", "pool", _infer_avg_backward, _kernel_avg_backward,
                 cost="compute", differentiable=False, onnx_skip=_NO_GRAD_ONNX))
 
@@ -425,7 +464,7 @@ def _kernel_interp_backward(ks, p, args, attrs, plan, device):
 
 
 register(OpSpec("interpolate", "pool", _infer_interp, _kernel_interp, cost="compute",
-                backward=_grad_interp))
+                backward=_grad_interp, onnx=_onnx_interpolate))
 register(OpSpec("interpolate_backward", "pool", _infer_interp_backward,
                 _kernel_interp_backward, cost="compute", differentiable=False,
                 onnx_skip=_NO_GRAD_ONNX))

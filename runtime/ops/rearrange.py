@@ -299,7 +299,20 @@ def _grad_pad_backward(c, g):
     return (run("pad", (g,), attrs),)
 
 
-register(OpSpec("pad", "index", _infer_pad_record, _kernel_pad, backward=_grad_pad, onnx="Pad"))
+# ONNX lowering (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+def _onnx_pad(ex, op) -> str:
+    (xt,) = op.inputs
+    pads, mode = op.attrs["pads"], op.attrs["mode"]
+    onnx_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    if mode == "circular" and ex.opset < 19:
+        raise ex.error("pad", f"graph.to_onnx: circular pad needs opset >= 19 (Pad "
+                              f"mode='wrap'), got opset {ex.opset}")
+    amounts = [lo for lo, _ in pads] + [hi for _, hi in pads]
+    return ex.node(ex.record(op), [ex.names[xt.id], ex.i64(amounts)], mode=onnx_mode)
+
+
+register(OpSpec("pad", "index", _infer_pad_record, _kernel_pad, backward=_grad_pad, onnx="Pad",
+                onnx_lower=_onnx_pad))
 register(OpSpec("pad_backward", "index", _infer_pad_backward, _kernel_pad_backward,
                 backward=_grad_pad_backward,
                 onnx_skip="an internal gradient op (ONNX export covers inference graphs)"))

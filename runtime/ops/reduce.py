@@ -34,7 +34,59 @@ def _check_nonempty(name, x, axes):
                          f"(axes {axes}); the operation has no identity")
 
 
-def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True, dtype_arg=False):
+# ONNX lowerings (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+def onnx_reduce(ex, op) -> str:
+    """The record's Reduce* over the operand in the result dtype."""
+    (xt,) = op.inputs
+    out = op.outputs[0].dtype
+    x = ex.names[xt.id]
+    return ex.reduce(ex.record(op), ex.cast(x, xt.dtype, out), op.attrs["axes"], op.attrs["keepdims"])
+
+
+def _onnx_reduce_extreme(ex, op) -> str:   # max/min: the operand's dtype (bools as int32)
+    (xt,) = op.inputs
+    axes, keep = op.attrs["axes"], op.attrs["keepdims"]
+    x = ex.names[xt.id]
+    onnx_name = ex.record(op)
+    if xt.dtype.is_bool:   # ReduceMax/Min take no bools before opset 20
+        r = ex.reduce(onnx_name, ex.cast(x, D.bool_, D.int32), axes, keep)
+        return ex.cast(r, D.int32, D.bool_)
+    return ex.reduce(onnx_name, x, axes, keep)
+
+
+def _onnx_var(ex, op) -> str:
+    (xt,) = op.inputs
+    out = op.outputs[0].dtype
+    axes, keep = op.attrs["axes"], op.attrs["keepdims"]
+    x = ex.cast(ex.names[xt.id], xt.dtype, out)
+    k = prod([xt.shape[a] for a in axes])
+    d = ex.node("Sub", [x, ex.reduce("ReduceMean", x, axes, True)])
+    s = ex.reduce("ReduceSum", ex.node("Mul", [d, d]), axes, keep)
+    return ex.node("Div", [s, ex.scalar(float(_b.max(k - op.attrs.get("ddof", 0), 0)), out)])
+
+
+def _onnx_arg_reduce(ex, op) -> str:
+    (xt,) = op.inputs
+    x = ex.names[xt.id]
+    if xt.dtype.is_bool:
+        x = ex.cast(x, D.bool_, D.int32)
+    onnx_name = ex.record(op)
+    axis, keep = op.attrs["axis"], op.attrs["keepdims"]
+    if axis is None:
+        flat = ex.reshape(x, [-1]) if len(xt.shape) != 1 else x
+        r = ex.node(onnx_name, [flat], axis=0, keepdims=0, select_last_index=0)
+        return ex.reshape(r, op.outputs[0].shape)
+    return ex.node(onnx_name, [x], axis=int(axis), keepdims=int(keep), select_last_index=0)
+
+
+def _onnx_softmax(ex, op) -> str:
+    (xt,) = op.inputs
+    x = ex.cast(ex.names[xt.id], xt.dtype, op.outputs[0].dtype)
+    return ex.node(ex.record(op), [x], axis=int(op.attrs["axis"]))
+
+
+def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True, dtype_arg=False,
+               onnx_lower=onnx_reduce, fusion=None):
     """A native reduction over a tuple of axes: its record and front-end function.  ``rule``:
     "acc" (floats kept, ints/bools accumulate in int64), "float" (ints/bools give float32),
     "same"."""
@@ -54,7 +106,7 @@ def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True, dtype_arg=False)
         return ks.reduce(name, p[0], attrs["axes"], attrs["keepdims"], plan.dtype.np, attrs)
 
     register(OpSpec(name, "reduce", infer, kernel, cost="compute", backward=grad, onnx=onnx,
-                    lowering="reduce"))
+                    onnx_lower=onnx_lower, lowering="reduce", fusion=fusion))
     if not api:
         return None
 
@@ -168,16 +220,17 @@ def _grad_logsumexp(c, g):
 
 
 sum = _reduction("sum", "acc", True, "ReduceSum", _grad_sum,
-                 "Sum over ``axis`` (None: all); ints/bools accumulate in int64.", dtype_arg=True)
+                 "Sum over ``axis`` (None: all); ints/bools accumulate in int64.", dtype_arg=True,
+                 fusion="row_reduce")
 mean = _reduction("mean", "float", True, "ReduceMean", _grad_mean,
-                  "Arithmetic mean (ints give float32).", dtype_arg=True)
+                  "Arithmetic mean (ints give float32).", dtype_arg=True, fusion="row_reduce")
 prod_ = _reduction("prod", "acc", True, "ReduceProd", _grad_prod, "Product over ``axis``.",
                    dtype_arg=True)
 max = _reduction("max", "same", False, "ReduceMax", _grad_extreme,
-                 "Maximum values (NaN propagates).")
+                 "Maximum values (NaN propagates).", onnx_lower=_onnx_reduce_extreme, fusion="row_reduce")
 min = _reduction("min", "same", False, "ReduceMin", _grad_extreme,
-                 "Minimum values (NaN propagates).")
-_reduction("var", "float", True, None, _grad_var, None, api=False)
+                 "Minimum values (NaN propagates).", onnx_lower=_onnx_reduce_extreme, fusion="row_reduce")
+_reduction("var", "float", True, _onnx_var, _grad_var, None, api=False)
 
 
 @front_end(method=True)
@@ -347,7 +400,7 @@ def _arg_reduction(name, onnx):
         return ks.arg_reduce(name, p[0], attrs["axis"], attrs["keepdims"])
 
     register(OpSpec(name, "arg_reduce", infer, kernel, cost="compute", differentiable=False,
-                    onnx=onnx))
+                    onnx=onnx, onnx_lower=_onnx_arg_reduce))
 
     def fn(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:
         x = tensor_arg(name, x)
@@ -387,7 +440,8 @@ def _softmax_op(name, log, onnx, grad, doc):
             x = ks.cast(x, plan.dtype.np)
         return ks.softmax(x, attrs["axis"], log)
 
-    register(OpSpec(name, "softmax", infer, kernel, cost="compute", backward=grad, onnx=onnx))
+    register(OpSpec(name, "softmax", infer, kernel, cost="compute", backward=grad, onnx=onnx,
+                    onnx_lower=_onnx_softmax, fusion="row_softmax"))
 
     def fn(x, axis=-1, *, dim=None) -> Tensor:
         x = tensor_arg(name, x)

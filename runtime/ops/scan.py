@@ -55,7 +55,15 @@ def _result_dtype(name, rule, x, attrs) -> D.DType:
     return D.int64                                     # index scans
 
 
-def _record(name, kernel_op, rule, grad, onnx=None, onnx_skip=None):
+# ONNX lowerings (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+def _onnx_cumsum(ex, op) -> str:
+    (xt,) = op.inputs
+    x = ex.cast(ex.names[xt.id], xt.dtype, op.outputs[0].dtype)
+    return ex.node(ex.record(op), [x, ex.i64(int(op.attrs["axis"]))],
+                   reverse=int(bool(op.attrs["reverse"])))
+
+
+def _record(name, kernel_op, rule, grad, onnx=None, onnx_skip=None, onnx_lower=None):
     def infer(args, attrs):
         (x,) = args
         _check_axis(name, x, attrs["axis"])
@@ -69,7 +77,8 @@ def _record(name, kernel_op, rule, grad, onnx=None, onnx_skip=None):
         return ks.scan(kernel_op, x, attrs["axis"], bool(attrs.get("reverse", False)))
 
     register(OpSpec(name, "scan", infer, kernel, cost="compute", backward=grad,
-                    differentiable=grad is not None, onnx=onnx, onnx_skip=onnx_skip))
+                    differentiable=grad is not None, onnx=onnx, onnx_lower=onnx_lower,
+                    onnx_skip=onnx_skip))
 
 
 def _scan(name, x, axis, reverse=False, dtype=None):
@@ -119,7 +128,7 @@ def _grad_logcumsumexp(c, g):
     return (sub(part(maximum(g, 0)), part(maximum(neg(g), 0))),)
 
 
-_record("cumsum", "sum", "acc", _grad_cumsum, onnx="CumSum")
+_record("cumsum", "sum", "acc", _grad_cumsum, onnx="CumSum", onnx_lower=_onnx_cumsum)
 _record("cumprod", "prod", "acc", _grad_cumprod,
         onnx_skip="ONNX has no cumulative product operator")
 _record("logcumsumexp", "logsumexp", "float", _grad_logcumsumexp,

@@ -82,16 +82,38 @@ def _grad_cat(c, g):
     return tuple(p if c.needs(i) else None for i, p in enumerate(parts))
 
 
+# ONNX lowerings (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+def _onnx_reshape(ex, op) -> str:
+    return ex.node(ex.record(op), [ex.names[op.inputs[0].id], ex.i64(list(op.attrs["shape"]))],
+                   allowzero=1)
+
+
+def _onnx_permute(ex, op) -> str:
+    return ex.node(ex.record(op), [ex.names[op.inputs[0].id]],
+                   perm=[int(a) for a in op.attrs["axes"]])
+
+
+def _onnx_expand(ex, op) -> str:
+    return ex.node(ex.record(op), [ex.names[op.inputs[0].id], ex.i64(list(op.attrs["shape"]))])
+
+
+def _onnx_cat(ex, op) -> str:
+    out = op.outputs[0].dtype
+    return ex.node(ex.record(op), [ex.operand(t, out) for t in op.inputs],
+                   axis=int(op.attrs["axis"]))
+
+
 register(OpSpec("reshape", "shape", _infer_reshape,
                 lambda ks, p, a, at, plan, dev: ks.reshape(p[0], tuple(at["shape"])),
-                backward=_grad_reshape, onnx="Reshape"))
+                backward=_grad_reshape, onnx="Reshape", onnx_lower=_onnx_reshape))
 register(OpSpec("permute", "shape", _infer_permute,
                 lambda ks, p, a, at, plan, dev: ks.permute(p[0], tuple(at["axes"])),
-                backward=_grad_permute, onnx="Transpose"))
+                backward=_grad_permute, onnx="Transpose", onnx_lower=_onnx_permute))
 register(OpSpec("expand", "shape", _infer_expand,
                 lambda ks, p, a, at, plan, dev: ks.expand(p[0], tuple(at["shape"])),
-                backward=_grad_expand, onnx="Expand"))
-register(OpSpec("cat", "shape", _infer_cat, _kernel_cat, backward=_grad_cat, onnx="Concat"))
+                backward=_grad_expand, onnx="Expand", onnx_lower=_onnx_expand))
+register(OpSpec("cat", "shape", _infer_cat, _kernel_cat, backward=_grad_cat, onnx="Concat",
+                onnx_lower=_onnx_cat))
 
 
 # --------------------------------------------------------------------------- front end

@@ -74,10 +74,30 @@ def _kernel_topk(ks, p, args, attrs, plan, device):
     return ks.topk(p[0], attrs["k"], attrs["axis"], bool(attrs["largest"]), bool(attrs["sorted"]))
 
 
+# ONNX lowerings (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
+def _onnx_topk_indices(ex, op, k, largest) -> str:
+    (xt,) = op.inputs
+    x = ex.names[xt.id]
+    if xt.dtype.is_bool:                 # TopK takes numbers only
+        x = ex.cast(x, xt.dtype, D.int32)
+    _, idx = ex.node(ex.record(op), [x, ex.i64([int(k)])], n_out=2,
+                     axis=int(op.attrs["axis"]), largest=int(bool(largest)), sorted=1)
+    return idx
+
+
+def _onnx_argsort(ex, op) -> str:       # TopK with k = the axis length
+    xt = op.inputs[0]
+    return _onnx_topk_indices(ex, op, xt.shape[op.attrs["axis"]], op.attrs["descending"])
+
+
+def _onnx_topk(ex, op) -> str:
+    return _onnx_topk_indices(ex, op, op.attrs["k"], op.attrs["largest"])
+
+
 register(OpSpec("argsort", "index", _infer_argsort, _kernel_argsort, cost="compute",
-                differentiable=False, onnx="TopK"))
+                differentiable=False, onnx="TopK", onnx_lower=_onnx_argsort))
 register(OpSpec("topk", "index", _infer_topk, _kernel_topk, cost="compute",
-                differentiable=False, onnx="TopK"))
+                differentiable=False, onnx="TopK", onnx_lower=_onnx_topk))
 
 
 # --------------------------------------------------------------------------- helpers
