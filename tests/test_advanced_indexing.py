@@ -9,11 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import runtime as rt
 from autodiff.gradcheck import check_grad
-
-try:
-    import torch
-except ImportError:
-    torch = None
+from oracle import needs_torch, onnx_run, torch
 
 A = np.arange(60, dtype=np.float32).reshape(3, 4, 5) - 29.5
 T = rt.tensor(A)
@@ -89,7 +85,7 @@ def test_random_keys_match_numpy(data):
     np.testing.assert_array_equal(got.numpy(), want)
 
 
-@pytest.mark.skipif(torch is None, reason="torch is not installed")
+@needs_torch
 def test_against_torch():
     tt = torch.tensor(A)
     i, j = torch.tensor([[0], [2]]), torch.tensor([1, 3])
@@ -169,13 +165,7 @@ def test_integer_arrays_capture_replay_and_onnx(tmp_path):
     graph = rt.capture(fn, A)
     for g, w in zip(graph.run(A), fn(T)):
         np.testing.assert_array_equal(g.numpy(), w.numpy())
-    onnx = pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
-    path = tmp_path / "m.onnx"
-    graph.to_onnx(path)
-    onnx.checker.check_model(str(path))
-    outs = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
-        None, {"input_0": A})
+    outs = onnx_run(graph, tmp_path / "m.onnx", A)
     for g, w in zip(outs, fn(T)):
         np.testing.assert_array_equal(g, w.numpy())
 

@@ -11,6 +11,7 @@ import pytest
 
 import runtime as rt
 from autodiff.gradcheck import AD, check_grad
+from oracle import torch_or_skip
 from runtime.ops.attention import _decompose, attention_softmax
 
 F = rt.nn.functional
@@ -139,7 +140,7 @@ def test_sdpa_runs_one_fused_op_and_hits_the_gemm_views(monkeypatch):
 
 
 def test_sdpa_paths_agree_with_torch():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     q = RNG.normal(size=(2, 3, 4, 6))
     add = RNG.normal(size=(3, 4, 4))
     for kw, tkw in (({"attn_mask": rt.tensor(add)}, {"attn_mask": torch.tensor(add)}),
@@ -209,7 +210,7 @@ def test_causal_halves_are_the_whole(monkeypatch, S):
         res.append([out.numpy()] + [t.grad(grads).numpy() for t in ts])
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     tq, tk = torch.tensor(q), torch.tensor(kv)
     want = torch.nn.functional.scaled_dot_product_attention(tq, tk, tk * 0.5, is_causal=True,
                                                             scale=0.8)

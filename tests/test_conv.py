@@ -12,14 +12,10 @@ import pytest
 import runtime as rt
 import runtime.nn.functional as F
 from autodiff.gradcheck import AD, check_grad
-from oracle import assert_close
+from oracle import assert_close, onnx_op_types, onnx_run, torch_or_skip
 
 # PyTorch's own note on padding="same" with an even kernel (it pads a copy); not ours
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
-
-
-def torch_mod():
-    return pytest.importorskip("torch")
 
 
 # --------------------------------------------------------------------------- references
@@ -182,7 +178,7 @@ def test_conv2d_forward(xs, ws, bias, kw, rng):
     want = ref_conv2d(x, w, b, _pair(kw.get("stride", 1)), _pads_of(kw, ws),
                       _pair(kw.get("dilation", 1)), kw.get("groups", 1))
     assert_close(got, want, rt.float32)
-    torch = torch_mod()
+    torch = torch_or_skip()
     tb = None if b is None else torch.from_numpy(b)
     t = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), tb, **kw)
     np.testing.assert_allclose(got.numpy(), t.numpy(), rtol=1e-5, atol=1e-5)
@@ -197,7 +193,7 @@ def test_conv_transpose2d_forward(xs, ws, bias, kw, rng):
                                 (1, 1), (1, 1)), _pair(kw.get("output_padding", 0)),
                                 kw.get("groups", 1), _pair(kw.get("dilation", 1)))
     assert_close(got, want, rt.float32)
-    torch = torch_mod()
+    torch = torch_or_skip()
     tb = None if b is None else torch.from_numpy(b)
     t = torch.nn.functional.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(w), tb, **kw)
     np.testing.assert_allclose(got.numpy(), t.numpy(), rtol=1e-5, atol=1e-5)
@@ -212,7 +208,7 @@ def test_unfold_fold_forward(xs, k, d, p, s, rng):
     c = rng.standard_normal(cols.shape).astype(np.float32)
     img = F.fold(rt.tensor(c), xs[2:], k, dilation=d, padding=p, stride=s)
     assert_close(img, ref_fold(c, xs[2:], kernel, dil, pads, st), rt.float32)
-    torch = torch_mod()
+    torch = torch_or_skip()
     tf = torch.nn.functional
     np.testing.assert_allclose(cols.numpy(), tf.unfold(torch.from_numpy(x), k, d, p, s).numpy())
     np.testing.assert_allclose(img.numpy(), tf.fold(torch.from_numpy(c), xs[2:], k, d, p, s).numpy(),
@@ -220,7 +216,7 @@ def test_unfold_fold_forward(xs, k, d, p, s, rng):
 
 
 def test_conv1d_matches_torch(rng):
-    torch = torch_mod()
+    torch = torch_or_skip()
     x = rng.standard_normal((2, 4, 9)).astype(np.float32)
     for w_shape, kw in (((3, 4, 4), {"padding": "same", "dilation": 2}),
                         ((4, 2, 3), {"stride": 2, "padding": 1, "groups": 2})):
@@ -248,7 +244,7 @@ def test_unbatched_inputs(rng):
 
 # --------------------------------------------------------------------------- gradients
 def _torch_grads(fn, arrays, weights):
-    torch = torch_mod()
+    torch = torch_or_skip()
     ts = [torch.tensor(a, requires_grad=True) for a in arrays]
     (fn(*ts) * torch.tensor(weights)).sum().backward()
     return [t.grad.numpy() for t in ts]
@@ -273,7 +269,7 @@ def test_conv2d_gradients(xs, ws, bias, kw, rng):
     arrays = [x, w] + ([b] if bias else [])
     fn = lambda *t: F.conv2d(*t, **kw)
     check_grad(fn, *arrays, rtol=1e-6, atol=1e-7)
-    torch = torch_mod()
+    torch = torch_or_skip()
     _check_vs_torch(fn, lambda *t: torch.nn.functional.conv2d(*t, **kw), arrays, rng)
 
 
@@ -283,7 +279,7 @@ def test_conv_transpose2d_gradients(xs, ws, bias, kw, rng):
     arrays = [x, w] + ([_transposed_bias(ws, kw, rng, np.float64)] if bias else [])
     fn = lambda *t: F.conv_transpose2d(*t, **kw)
     check_grad(fn, *arrays, rtol=1e-6, atol=1e-7)
-    torch = torch_mod()
+    torch = torch_or_skip()
     _check_vs_torch(fn, lambda *t: torch.nn.functional.conv_transpose2d(*t, **kw), arrays, rng)
 
 
@@ -297,7 +293,7 @@ def test_unfold_fold_gradients(xs, k, d, p, s, rng):
 
 
 def test_conv1d_gradients_match_torch(rng):
-    torch = torch_mod()
+    torch = torch_or_skip()
     arrays = [rng.standard_normal((2, 4, 7)), rng.standard_normal((4, 2, 3)), rng.standard_normal(4)]
     kw = {"stride": 2, "padding": 1, "groups": 2}
     _check_vs_torch(lambda *t: F.conv1d(*t, **kw), lambda *t: torch.nn.functional.conv1d(*t, **kw),
@@ -346,17 +342,12 @@ def test_replay_on_autodiff_gives_weight_gradients(rng):
 
 
 def _onnx_check(fn, tmp_path, *inputs):
-    onnx = pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
     graph = rt.capture(fn, *inputs)
     path = tmp_path / "conv.onnx"
-    graph.to_onnx(path)
-    types = [n.op_type for n in onnx.load(str(path)).graph.node]
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    got = sess.run(None, {f"input_{k}": a for k, a in enumerate(inputs)})
+    got = onnx_run(graph, path, *inputs)
     for g, w in zip(got, graph.run(*inputs)):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
-    return types
+    return onnx_op_types(path)
 
 
 def test_onnx_exports_conv_and_conv_transpose(rng, tmp_path):

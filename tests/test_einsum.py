@@ -9,11 +9,7 @@ import pytest
 
 import runtime as rt
 from autodiff.gradcheck import check_grad
-
-try:
-    import torch
-except ImportError:       # the second oracle is optional
-    torch = None
+from oracle import needs_torch, onnx_run, torch
 
 R = np.random.default_rng(0)
 A, B, C = R.standard_normal((2, 3, 4)), R.standard_normal((2, 4, 5)), R.standard_normal((2, 5, 2))
@@ -66,7 +62,7 @@ def test_einsum_gradients(eq, idx):
     check_grad(lambda *ts: rt.einsum(eq, *ts), *ops)
 
 
-@pytest.mark.skipif(torch is None, reason="torch is not installed")
+@needs_torch
 def test_einsum_agrees_with_torch():
     for eq, ops in CASES[:17]:
         tops = [torch.tensor(o, requires_grad=True) for o in ops]
@@ -90,12 +86,7 @@ def test_capture_and_onnx(tmp_path):
     assert "matmul" in {o.op for o in scope.graph.operations}
     want = np.einsum("bij,bjk->bki", A, B)
     np.testing.assert_allclose(scope.graph.run(A, B)[0].numpy(), want, rtol=1e-12)
-    pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
-    path = tmp_path / "einsum.onnx"
-    scope.graph.to_onnx(path)
-    got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
-        None, {"input_0": A, "input_1": B})[0]
+    (got,) = onnx_run(scope.graph, tmp_path / "einsum.onnx", A, B)
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 

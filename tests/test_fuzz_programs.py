@@ -25,14 +25,14 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import runtime as rt
 
 from opinfo import rows
+from oracle import KINKED_ACTIVATIONS
 
 F32, F64 = rt.float32, rt.float64
 NP = {F32: np.float32, F64: np.float64}
 # steps whose derivative jumps (kinks, steps, ties): values only, never differentiated
 KINKED = {"abs", "relu", "sign", "floor", "ceil", "round", "trunc", "frac", "clamp", "clamp_min",
-          "clamp_max", "maximum", "minimum", "max", "min", "amax", "amin", "hardtanh", "relu6",
-          "hardsigmoid", "hardswish", "leaky_relu", "elu", "celu", "selu", "fmod", "remainder",
-          "floor_divide", "copysign", "norm", "nan_to_num",
+          "clamp_max", "maximum", "minimum", "max", "min", "amax", "amin", *KINKED_ACTIVATIONS,
+          "fmod", "remainder", "floor_divide", "copysign", "norm", "nan_to_num",
           # no derivative at the origin (0/0, NaN as PyTorch's), which a program reaches exactly
           # by subtracting a value from itself: hypot(v1 - v1.T, ...) (nightly run, seed 1000)
           "hypot", "atan2"}

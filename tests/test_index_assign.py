@@ -14,13 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 import runtime as rt
 from autodiff.gradcheck import check_grad
-
-try:
-    import torch
-except ImportError:                 # the torch checks skip; NumPy stays the oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+from oracle import needs_torch, onnx_run, torch
 
 A = np.random.default_rng(0).standard_normal((3, 4, 5))      # float64 master
 A32 = A.astype(np.float32)
@@ -204,13 +198,7 @@ def test_capture_replay_and_onnx(tmp_path):
     want = _assigns(T)
     for g, w in zip(graph.run(A32), want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
-    onnx = pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
-    path = tmp_path / "m.onnx"
-    graph.to_onnx(path)
-    onnx.checker.check_model(str(path))
-    outs = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
-        None, {"input_0": A32})
+    outs = onnx_run(graph, tmp_path / "m.onnx", A32)
     for g, w in zip(outs, want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)
 
@@ -351,8 +339,5 @@ def test_pad_circular_onnx_needs_opset_19(tmp_path):
     graph = rt.capture(lambda x: rt.pad(x, (1, 1), mode="circular"), A32)
     with pytest.raises(OnnxExportError, match="circular pad needs opset >= 19"):
         graph.to_onnx(tmp_path / "m.onnx", opset=17)
-    ort = pytest.importorskip("onnxruntime")
-    graph.to_onnx(tmp_path / "m.onnx", opset=19)
-    out = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"]).run(
-        None, {"input_0": A32})[0]
+    (out,) = onnx_run(graph, tmp_path / "m.onnx", A32, opset=19)
     np.testing.assert_array_equal(out, _np_pad(A32, (1, 1), "circular"))

@@ -6,6 +6,7 @@ import pytest
 
 import runtime as rt
 from autodiff.gradcheck import AD, check_grad
+from oracle import onnx_run, torch_or_skip
 from runtime.ops.catalogue import CATALOGUE
 
 F = rt.nn.functional
@@ -78,7 +79,7 @@ def test_nll_and_cross_entropy_vs_numpy(reduction):
 
 
 def test_nll_loss_shapes_vs_torch():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     tf = torch.nn.functional
     x3 = RNG.normal(size=(2, 3, 4)).astype(np.float32)
     t3 = RNG.integers(0, 3, size=(2, 4))
@@ -176,7 +177,7 @@ def test_gradients_with_respect_to_the_target():
 
 
 def test_gradients_vs_torch():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     tf = torch.nn.functional
     cases = [
         (lambda x: F.cross_entropy(x, rt.tensor(T, device=AD), rt.tensor(W, device=AD),
@@ -218,8 +219,6 @@ def test_plain_cross_entropy_keeps_the_native_op(monkeypatch):
 
 
 def test_capture_and_onnx_round_trip(tmp_path):
-    onnx = pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
     x, p = X.astype(np.float32), P.astype(np.float32)
     w = W.astype(np.float32)
 
@@ -230,11 +229,7 @@ def test_capture_and_onnx_round_trip(tmp_path):
                 F.kl_div(rt.log_softmax(a, axis=1), b, reduction="batchmean"),
                 F.smooth_l1_loss(a, b, beta=0.5)]
     graph = rt.capture(fn, x, p)
-    path = tmp_path / "losses.onnx"
-    graph.to_onnx(path, opset=17)
-    onnx.checker.check_model(str(path))
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    got = sess.run(None, {"input_0": x, "input_1": p})
+    got = onnx_run(graph, tmp_path / "losses.onnx", x, p, opset=17)
     for g, want in zip(got, fn(rt.tensor(x), rt.tensor(p))):
         np.testing.assert_allclose(g, want.numpy(), rtol=1e-5, atol=1e-6)
 

@@ -8,6 +8,7 @@ import pytest
 
 import runtime as rt
 from autodiff.gradcheck import AD, check_grad
+from oracle import onnx_run, torch_or_skip
 
 F = rt.nn.functional
 RNG = np.random.default_rng(3)
@@ -81,7 +82,7 @@ def test_batch_norm_vs_numpy():
 
 
 def test_batch_norm_and_its_stats_vs_torch():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     x = X.astype(np.float32)
     rm, rv = np.zeros(6, np.float32), np.ones(6, np.float32)
     trm, trv = torch.tensor(rm), torch.tensor(rv)
@@ -144,7 +145,7 @@ def test_sdpa_vs_numpy(kind):
 
 
 def test_sdpa_vs_torch_forward_and_backward():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     mask = RNG.random((4, 5)) < 0.6
     mask[:, 0] = True
     for kw, tkw in (({"is_causal": True}, {"is_causal": True}),
@@ -194,19 +195,13 @@ def test_gradients_vs_finite_differences(name):
 
 
 def test_capture_and_onnx_round_trip(tmp_path):
-    onnx = pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
     x, q = X.astype(np.float32), Q.astype(np.float32)
 
     def fn(a, b):
         return [F.layer_norm(a, (3, 2)), F.group_norm(a, 3), F.normalize(a),
                 F.scaled_dot_product_attention(b, b, b, is_causal=True)]
     graph = rt.capture(fn, x, q)
-    path = tmp_path / "norms.onnx"
-    graph.to_onnx(path, opset=17)
-    onnx.checker.check_model(str(path))
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    got = sess.run(None, {"input_0": x, "input_1": q})
+    got = onnx_run(graph, tmp_path / "norms.onnx", x, q, opset=17)
     for g, want in zip(got, fn(rt.tensor(x), rt.tensor(q))):
         np.testing.assert_allclose(g, want.numpy(), rtol=1e-5, atol=1e-5)
 

@@ -12,14 +12,10 @@ import pytest
 
 import runtime as rt
 from autodiff.gradcheck import check_grad
+from oracle import needs_torch, onnx_run, torch
 
 F = rt.nn.functional
-try:
-    import torch
-    import torch.nn.functional as TF
-except ImportError:      # the torch comparisons skip; the NumPy references still run
-    torch = None
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+TF = None if torch is None else torch.nn.functional
 RNG = np.random.default_rng(0)
 AD = rt.autodiff(rt.cpu())
 
@@ -396,13 +392,9 @@ ONNX_CASES = [
 
 @pytest.mark.parametrize("fn", [c[1] for c in ONNX_CASES], ids=[c[0] for c in ONNX_CASES])
 def test_onnx_export_matches_onnxruntime(fn, tmp_path):
-    pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
     x = _x()
     graph = rt.capture(fn, x)
-    graph.to_onnx(tmp_path / "m.onnx")
-    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
-    (got,) = sess.run(None, {"input_0": x})
+    (got,) = onnx_run(graph, tmp_path / "m.onnx", x)
     want = graph.run(x)[0].numpy()
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -15,14 +15,8 @@ from hypothesis.extra import numpy as hnp
 import runtime as rt
 from autodiff.gradcheck import check_grad
 from opinfo import OPS, cases, rows
-from oracle import assert_close
+from oracle import assert_close, needs_torch, onnx_run, torch
 
-try:
-    import torch
-except ImportError:       # the second oracle is optional
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
 SCANS = rows("scan")
 
 
@@ -245,18 +239,13 @@ def test_capture_replay_compile(rng):
 
 
 def test_onnx_export(tmp_path, rng):
-    pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
     a = rng.standard_normal((3, 5)).astype(np.float32)
     cap = rt.CaptureDevice()
     with cap.capture_scope() as scope:
         x = rt.tensor(a, device=scope.device)
         outs = [rt.cumsum(x, 1), rt.cumsum(x, 0).sum(), rt.diff(x, 1, 0), rt.norm(x, 1, 1)]
         scope.complete(inputs=[x], outputs=outs)
-    path = tmp_path / "scan.onnx"
-    scope.graph.to_onnx(path)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    for g, w in zip(sess.run(None, {"input_0": a}), scope.graph.run(a)):
+    for g, w in zip(onnx_run(scope.graph, tmp_path / "scan.onnx", a), scope.graph.run(a)):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
     # the reversed cumsum (cumsum's gradient) is ONNX's CumSum(reverse=1)
     y = scope.graph.run(a)[0]
@@ -264,10 +253,7 @@ def test_onnx_export(tmp_path, rng):
         x = rt.tensor(a, device=s2.device)
         s2.complete(inputs=[x], outputs=[rt.dispatch.dispatch("cumsum", (x,),
                                                               {"axis": 1, "reverse": True})])
-    path2 = tmp_path / "rev.onnx"
-    s2.graph.to_onnx(path2)
-    got = ort.InferenceSession(str(path2), providers=["CPUExecutionProvider"]).run(
-        None, {"input_0": a})[0]
+    (got,) = onnx_run(s2.graph, tmp_path / "rev.onnx", a)
     np.testing.assert_allclose(got, np.flip(np.cumsum(np.flip(a, 1), 1), 1), rtol=1e-5,
                                atol=1e-5)
     assert y.shape == (3, 5)

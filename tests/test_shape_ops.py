@@ -11,13 +11,7 @@ import pytest
 
 import runtime as rt
 from autodiff.gradcheck import check_grad
-
-try:
-    import torch
-except ImportError:                 # the torch checks skip; NumPy stays the oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+from oracle import needs_torch, onnx_run, torch
 
 A = np.random.default_rng(0).standard_normal((3, 4, 5))      # float64 master
 A32 = A.astype(np.float32)
@@ -293,13 +287,7 @@ def test_capture_replay_and_onnx(tmp_path):
     got = graph.run(x)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
-    onnx = pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
-    path = tmp_path / "m.onnx"
-    graph.to_onnx(path)
-    onnx.checker.check_model(str(path))
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    outs = sess.run(None, {"input_0": x})
+    outs = onnx_run(graph, tmp_path / "m.onnx", x)
     for g, w in zip(outs, want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
 

@@ -14,16 +14,13 @@ import numpy as np
 import pytest
 
 import runtime as rt
+from oracle import onnx_run, torch_or_skip
 from runtime import dtypes as D
 
 SMALL = [rt.float16, rt.bfloat16, rt.int8, rt.uint8, rt.int16]
 ALL = [rt.float32, rt.float64, rt.int32, rt.int64, rt.bool_] + SMALL
 NP_INT = {rt.int8: np.int8, rt.uint8: np.uint8, rt.int16: np.int16, rt.int32: np.int32,
           rt.int64: np.int64}
-
-
-def _torch():
-    return pytest.importorskip("torch")
 
 
 def _tdt(torch, dt):
@@ -114,7 +111,7 @@ def test_bfloat16_round_trip_and_rounding_against_a_bit_reference(rng):
     assert np.array_equal(_bits(t2), allbits[ok])
     assert np.array_equal(t2.float().numpy(), f[ok])
     assert rt.tensor([1.0, 3.14159], dtype=rt.bfloat16).tolist() == [1.0, 3.140625]
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     tb = torch.from_numpy(x[~nan]).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
     assert np.array_equal(got[~nan], tb)
 
@@ -178,7 +175,7 @@ def test_bfloat16_numpy_with_ml_dtypes():
 
 # ------------------------------------------------------------------ promotion
 def test_promotion_matches_torch_result_type_over_all_pairs():
-    torch = _torch()
+    torch = torch_or_skip()
     for a in ALL:
         for b in ALL:
             want = torch.result_type(torch.zeros(1, dtype=_tdt(torch, a)),
@@ -186,8 +183,8 @@ def test_promotion_matches_torch_result_type_over_all_pairs():
             assert _tdt(torch, D.promote(a, b)) == want, (a, b)
 
 
-def test_promotion_with_python_scalars_matches_torch():
-    torch = _torch()
+def test_promotion_with_python_scalars_matchestorch_or_skip():
+    torch = torch_or_skip()
     for a in ALL:
         ta = torch.zeros(1, dtype=_tdt(torch, a))
         for s in (1, 2.5, True):
@@ -233,8 +230,8 @@ def test_half_elementwise_computes_in_float32_and_rounds_once(rng):
     assert (h * 2).numpy().tolist() == [np.inf, 2.0]                # overflow to inf
 
 
-def test_small_int_arithmetic_wraps_like_torch():
-    torch = _torch()
+def test_small_int_arithmetic_wraps_liketorch_or_skip():
+    torch = torch_or_skip()
     vals = {rt.int8: [127, -128, 100, -7, 3, 0], rt.uint8: [255, 0, 200, 7, 3, 128],
             rt.int16: [32767, -32768, 20000, -7, 3, 0]}
     for dt, v in vals.items():
@@ -281,7 +278,7 @@ def test_matmul_accumulates_in_float32_and_rounds(rng):
         assert np.abs(_bits(c).astype(np.int64) - want.astype(np.int64)).max() <= 1
     i = rt.tensor([[1, 2], [3, 4]], dtype=rt.int8)
     assert (i @ i).dtype is rt.int8 and (i @ i).tolist() == [[7, 10], [15, 22]]
-    torch = _torch()
+    torch = torch_or_skip()
     ta = torch.from_numpy(a32).half()
     tb = torch.from_numpy(b32).half()
     ours = (rt.tensor(a32).half() @ rt.tensor(b32).half()).float().numpy()
@@ -324,7 +321,7 @@ def test_checkpoint_round_trip_of_half_and_8_bit_tensors(tmp_path):
     with safe_open(str(p), framework="numpy") as f:
         codes = {k: f.get_slice(k).get_dtype() for k in f.keys()}
     assert codes == {"h": "F16", "b": "BF16", "q": "I8", "u": "U8", "s": "I16"}
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     from safetensors.torch import load_file
     tt = load_file(str(p))
     assert tt["b"].dtype == torch.bfloat16 and tt["b"].float().tolist() == back["b"].tolist()
@@ -354,10 +351,7 @@ def test_float16_graph_captures_replays_compiles_saves_and_exports(tmp_path):
     g2 = rt.load_graph(path)
     assert g2 == g.canonical()
     assert np.array_equal(_bits(g2.run(x0)[0]), _bits(eager))
-    ort = pytest.importorskip("onnxruntime")
-    pytest.importorskip("onnx")
-    g.to_onnx(tmp_path / "g.onnx")
-    oy, oz = ort.InferenceSession(str(tmp_path / "g.onnx")).run(None, {"input_0": x0})
+    oy, oz = onnx_run(g, tmp_path / "g.onnx", x0)
     assert oy.dtype == np.float16 and oz.tolist() == ez.tolist()
     assert np.abs(oy.astype(np.float32) - eager.float().numpy()).max() <= 1e-3
 

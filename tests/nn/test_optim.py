@@ -8,6 +8,7 @@ import pytest
 import runtime as rt
 import runtime.nn as nn
 import runtime.nn.functional as F
+from oracle import torch_or_skip
 
 AD = rt.autodiff(rt.cpu())
 RNG = np.random.default_rng(7)
@@ -47,7 +48,7 @@ CASES = [
 
 @pytest.mark.parametrize("name,kw", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_step_by_step_like_torch(name, kw):
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     ours, theirs = _ours(), _theirs(torch)
     opt = getattr(rt.optim, name)(ours.parameters(), **kw)
     topt = getattr(torch.optim, name)(theirs.parameters(), foreach=False, **kw)
@@ -131,7 +132,7 @@ SCHEDULES = [
 
 @pytest.mark.parametrize("name,kw", SCHEDULES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(SCHEDULES)])
 def test_schedulers_like_torch(name, kw):
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     m = _ours()
     opt = rt.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
     sched = getattr(rt.optim.lr_scheduler, name)(opt, **kw)
@@ -183,7 +184,7 @@ def test_clip_grad_norm_and_value():
 def test_each_update_is_one_fused_kernel():
     from runtime.optim import _fused
     from runtime.optim.adam import _adam
-    _fused._compiled.cache_clear()
+    _fused._UPDATES.clear()
     m = _ours()
     opt = rt.optim.Adam(m.parameters(), lr=0.01)
     opt.step(F.cross_entropy(m(rt.tensor(X).to(AD)), rt.tensor(Y).to(AD)).backward())
