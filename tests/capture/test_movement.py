@@ -75,8 +75,6 @@ def test_capture_to_capture_initialized_vs_computed():
 
 
 def test_capture_to_autodiff_of_another_device_raises():
-    if not hasattr(rt, "autodiff"):
-        pytest.skip("rt.autodiff is not available yet (runtime/autodiff in progress)")
     cap = rt.CaptureDevice()
     with cap.capture_scope() as scope:
         x = rt.tensor([1.0], device=cap)
@@ -88,8 +86,6 @@ def test_capture_to_autodiff_of_another_device_raises():
 
 
 def test_capture_to_autodiff_of_same_capture_device_is_a_lift():
-    if not hasattr(rt, "autodiff") or not hasattr(rt, "from_inner"):
-        pytest.skip("rt.autodiff / rt.from_inner are not available yet (runtime/autodiff in progress)")
     cap = rt.CaptureDevice()
     with cap.capture_scope() as scope:
         x = rt.tensor([1.0, 2.0], device=cap)

@@ -81,8 +81,6 @@ def test_creation_ops_and_shape_op_attrs_are_plain_values():
 
 
 def test_custom_op_records_by_name():
-    if not hasattr(rt, "custom_op"):
-        pytest.skip("rt.custom_op is not available yet")
     double = rt.custom_op("capture_test_double", lambda a: a * 2,
                           shape=lambda p: (p[0] + (1,), p[1]), replace=True)
     cap = rt.CaptureDevice()
@@ -114,8 +112,6 @@ def test_str_listing():
 
 
 def test_autodiff_device_over_capture_records_into_the_scope():
-    if not hasattr(rt, "autodiff"):
-        pytest.skip("rt.autodiff is not available yet")
     cap = rt.CaptureDevice()
     ad = rt.autodiff(cap)
     with cap.capture_scope() as scope:

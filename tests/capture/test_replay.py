@@ -129,9 +129,6 @@ def test_family_creation_inside_the_graph():
 
 def test_family_nn_functional():
     F_ = rt.nn.functional
-    need = ("linear", "mse_loss", "cross_entropy")
-    if not all(hasattr(F_, n) for n in need):
-        pytest.skip("rt.nn.functional is not complete yet")
     w = RNG.standard_normal((5, 4)).astype(np.float32)
     bias = RNG.standard_normal((5,)).astype(np.float32)
     tgt = np.array([0, 4, 2], np.int64)
@@ -230,8 +227,6 @@ def test_capture_helper_single_and_multiple_outputs():
 
 
 def test_custom_op_replays_where_registered():
-    if not hasattr(rt, "custom_op"):
-        pytest.skip("rt.custom_op is not available yet")
     sq = rt.custom_op("capture_test_square", lambda a: a * a, replace=True)
     g = rt.capture(lambda x: sq(x) + 1.0, np.array([1.0, 3.0], np.float32))
     (y,) = g.run(np.array([2.0, 4.0], np.float32))
@@ -242,13 +237,7 @@ def test_custom_op_replays_where_registered():
 
 
 # ---- replay on an autodiff device -------------------------------------------------------------
-def _need_autodiff():
-    if not hasattr(rt, "autodiff"):
-        pytest.skip("rt.autodiff is not available yet (runtime/autodiff in progress)")
-
-
 def test_run_on_autodiff_device_gradients_reach_the_inputs():
-    _need_autodiff()
     w = RNG.standard_normal((4, 3)).astype(np.float32)
 
     def fn(x):
@@ -267,7 +256,6 @@ def test_run_on_autodiff_device_gradients_reach_the_inputs():
 
 
 def test_bind_on_autodiff_device_makes_params_trainable():
-    _need_autodiff()
     g, w, wid = _affine_graph()
     ad = rt.autodiff(rt.cpu())
     exe = g.bind(ad)

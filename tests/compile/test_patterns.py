@@ -182,20 +182,29 @@ def test_compile_on_capture_device_raises():
         g.compile(rt.CaptureDevice())
 
 
-def test_compile_on_unusable_cuda_names_the_device():
+@pytest.mark.parametrize("unusable", ["no fused kernels", "cannot be loaded"])
+def test_compile_on_unusable_cuda_names_the_device(unusable, monkeypatch):
+    # The cuda kernel set is replaced by a stand-in in both cases, so the test runs the same
+    # with or without numba-cuda installed (the real cuda set loads and has fused kernels).
+    import types
+
+    import jit_kernels
     import runtime.dispatch as dispatch
     from runtime.capture.compiled import CompiledGraph
     from runtime.device import PlainDevice
     x = RNG.standard_normal((3, 4)).astype(np.float32)
     g = rt.capture(lambda t: rt.exp(t) + 1.0, x)
     dev = PlainDevice("cuda", 0)
-    try:
-        ks = dispatch.kernels_for(dev)
-    except rt.DeviceError:
-        ks = None
-    if ks is not None and callable(getattr(ks, "fused", None)):
-        pytest.skip("the cuda kernel set has fused kernels")
-    with pytest.raises(rt.DeviceError, match="cuda"):
+    if unusable == "no fused kernels":
+        monkeypatch.setitem(dispatch._KERNELS, "cuda", types.SimpleNamespace(capabilities=frozenset()))
+        match = "cuda:0: graph.compile is not supported on this device"
+    else:
+        def no_cuda(kind):
+            raise ImportError("numba-cuda is not installed")
+        monkeypatch.delitem(dispatch._KERNELS, "cuda", raising=False)
+        monkeypatch.setattr(jit_kernels, "kernel_set_for", no_cuda)
+        match = "the cuda kernel set cannot be loaded: numba-cuda is not installed"
+    with pytest.raises(rt.DeviceError, match=match):
         CompiledGraph(g, dev)
 
 
