@@ -14,11 +14,12 @@ WANT_GPU = os.environ.get("RT_TEST_DEVICE", "") == "cuda"
 SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "") == "1"
 
 if not HAVE_NUMBA_CUDA:
-    SKIP = "numba-cuda is not installed (pip install '.[cuda]')"
+    SKIP = "needs a GPU: numba-cuda is not installed (pip install '.[cuda]')"
 elif WANT_GPU and SIM:
-    SKIP = "RT_TEST_DEVICE=cuda needs a real GPU: unset NUMBA_ENABLE_CUDASIM"
+    SKIP = "needs a GPU: RT_TEST_DEVICE=cuda runs on a real GPU: unset NUMBA_ENABLE_CUDASIM"
 elif not (WANT_GPU or SIM):
-    SKIP = "CUDA tests need NUMBA_ENABLE_CUDASIM=1 (simulator) or RT_TEST_DEVICE=cuda (GPU)"
+    SKIP = ("needs a GPU: set RT_TEST_DEVICE=cuda (GPU), or NUMBA_ENABLE_CUDASIM=1 for the "
+            "simulator (a separate CI step)")
 else:
     SKIP = None
 
@@ -53,7 +54,7 @@ def cuda_dev():
     try:
         return rt.cuda(0)
     except rt.errors.DeviceError as exc:
-        pytest.skip(f"no usable CUDA device: {exc}")
+        pytest.skip(f"needs a GPU: no usable CUDA device: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ def _cuda():
     try:
         return rt.cuda(0)
     except rt.DeviceError as exc:
-        pytest.skip(f"no usable cuda device: {exc}")
+        pytest.skip(f"needs a GPU: no usable cuda device: {exc}")
 
 
 def _grads(device, fn, arrays):

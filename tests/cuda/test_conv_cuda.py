@@ -13,7 +13,7 @@ def _cuda():
     try:
         return rt.cuda(0)
     except rt.DeviceError as exc:
-        pytest.skip(f"no usable cuda device: {exc}")
+        pytest.skip(f"needs a GPU: no usable cuda device: {exc}")
 
 
 # (fn, input shapes): stride, asymmetric "same" padding, dilation, groups, output_padding

@@ -315,7 +315,7 @@ def test_fused_kernels_compile_to_ptx_sm90(tmp_path):
                         env={k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"},
                         capture_output=True, cwd=_root())
     if ok.returncode:
-        pytest.skip("numba.cuda cannot compile PTX here (NVVM/NVRTC missing)")
+        pytest.skip("needs a GPU compiler: numba.cuda cannot compile PTX here (NVVM/NVRTC missing)")
     dev = rt.cuda(0)
     rng = np.random.default_rng(12)
     x = rng.standard_normal((2, 6)).astype(np.float32)

@@ -66,11 +66,11 @@ def _nvvm_available():
 
 @pytest.mark.needs_sim
 @pytest.mark.skipif(os.environ.get("RT_PTX_CHECK") != "1",
-                    reason="PTX check of every kernel takes ~3 min: set RT_PTX_CHECK=1")
+                    reason="needs a GPU compiler (NVVM) and ~3 min: set RT_PTX_CHECK=1")
 def test_every_kernel_compiles_to_ptx_sm90(tmp_path):
     ok, why = _nvvm_available()
     if not ok:
-        pytest.skip(f"numba.cuda cannot compile PTX here (NVVM/NVRTC missing: install "
+        pytest.skip(f"needs a GPU compiler: numba.cuda cannot compile PTX here (NVVM/NVRTC missing: install "
                     f"numba-cuda[cu13]): {why}")
     rec = tmp_path / "launches.json"
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")

@@ -12,7 +12,8 @@ from ._mpi import LAUNCHED
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("RT_DISTRIBUTED_TESTS") != "1" or shutil.which("mpiexec") is None or LAUNCHED,
-    reason="spawns mpiexec (not from a rank): set RT_DISTRIBUTED_TESTS=1, as .ci/run does")
+    reason="needs mpiexec ranks: spawns mpiexec (not from a rank): set RT_DISTRIBUTED_TESTS=1, as "
+           ".ci/run does")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

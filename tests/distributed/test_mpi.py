@@ -11,7 +11,7 @@ import runtime.nn.functional as F
 from ._mpi import LAUNCHED, world_size
 
 pytestmark = pytest.mark.skipif(not LAUNCHED or world_size() < 2,
-                                reason="needs mpiexec -n 2 or more (see .ci/run)")
+                                reason="needs mpiexec ranks: run under mpiexec -n 2 or more (see .ci/run)")
 
 D = rt.distributed
 DTYPES = ["float32", "float64", "int32", "int64", "bool"]

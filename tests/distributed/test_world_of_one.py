@@ -46,7 +46,7 @@ def test_error_is_exported():
     assert issubclass(rt.DistributedTimeoutError, rt.DistributedError)
 
 
-@pytest.mark.skipif(LAUNCHED, reason="a world of one only without mpiexec")
+@pytest.mark.skipif(LAUNCHED, reason="needs a world of one: runs without mpiexec (the main suite)")
 def test_world_of_one():
     pytest.importorskip("mpi4py")
     d = rt.distributed
@@ -104,7 +104,7 @@ def test_dataloader_takes_a_sampler():
         rt.data.DataLoader(rt.data.TensorDataset(x), sampler=s, shuffle=True)
 
 
-@pytest.mark.skipif(LAUNCHED, reason="a world of one only without mpiexec")
+@pytest.mark.skipif(LAUNCHED, reason="needs a world of one: runs without mpiexec (the main suite)")
 def test_finalize_is_idempotent_and_final():
     pytest.importorskip("mpi4py")
     import subprocess

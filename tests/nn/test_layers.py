@@ -8,6 +8,7 @@ import pytest
 
 import runtime as rt
 import runtime.nn as nn
+from oracle import torch_or_skip
 
 AD = rt.autodiff(rt.cpu())
 RNG = np.random.default_rng(11)
@@ -79,18 +80,21 @@ LAYERS = [
 ]
 
 
-@pytest.mark.parametrize("name,make,shapes", LAYERS, ids=[x[0] for x in LAYERS])
-@pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
+# every layer in train mode; in eval mode too those whose eval differs or that are checked there
+EVAL_TOO = ("BatchNorm1d", "BatchNorm2d", "Linear", "Conv2d")
+LAYER_MODES = ([pytest.param(*x, False, id=f"eval-{x[0]}") for x in LAYERS if x[0] in EVAL_TOO]
+               + [pytest.param(*x, True, id=f"train-{x[0]}") for x in LAYERS])
+
+
+@pytest.mark.parametrize("name,make,shapes,train", LAYER_MODES)
 def test_layer_matches_torch(name, make, shapes, train):
-    torch = pytest.importorskip("torch")
-    if not train and name not in ("BatchNorm1d", "BatchNorm2d", "Linear", "Conv2d"):
-        pytest.skip("no train/eval difference")
+    torch = torch_or_skip()
     torch.manual_seed(0)
     _compare(make(nn), make(torch.nn), torch, *[f32(*s) for s in shapes], train=train)
 
 
 def test_embedding_matches_torch():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     ours, theirs = nn.Embedding(7, 3, padding_idx=2), torch.nn.Embedding(7, 3, padding_idx=2)
     assert np.all(ours.weight.numpy()[2] == 0)
     _copy_into_torch(ours, theirs, torch)
@@ -107,7 +111,7 @@ def test_embedding_matches_torch():
 
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_multihead_attention_matches_torch(batch_first):
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     ours = nn.MultiheadAttention(8, 2, batch_first=batch_first)
     theirs = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
     _copy_into_torch(ours, theirs, torch)
@@ -137,7 +141,7 @@ MHA_MASKS = [(None, "bool", False), ("float", "bool", False), ("bool3", "float",
 
 @pytest.mark.parametrize("am, kpm, causal", MHA_MASKS)
 def test_multihead_attention_masks_match_torch(monkeypatch, am, kpm, causal):
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     from runtime.ops import api
     monkeypatch.setattr(api, "softmax", None)  # (the composite softmax is not reached)
     rng = np.random.default_rng(3)
@@ -177,7 +181,7 @@ def test_multihead_attention_masks_match_torch(monkeypatch, am, kpm, causal):
 
 
 def test_transformer_encoder_layer_matches_torch():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     for norm_first in (False, True):
         ours = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
                                           norm_first=norm_first)
