@@ -5,15 +5,18 @@ order and returns a list of steps, each either a plain op (run through normal di
 ``FusedProgram`` — plain data that a kernel set's ``fused(program, arrays)`` turns into one
 generated kernel.
 
-Groups (all members of a group have the group's full shape ``S``; external inputs broadcast):
+Which ops join which group is decided by the op record's ``fusion`` class (``OpSpec.fusion``),
+never by its name.  Groups (all members of a group have the group's full shape ``S``; external
+inputs broadcast):
 
-- ``elementwise``: a DAG of unary/binary/select/cast ops.
-- ``rows``: elementwise ops around last-axis reductions (``sum mean max min`` of float inputs
-  over the last axis) and last-axis ``softmax``/``log_softmax``; values are *elem*-level (shape
+- ``elementwise``: a DAG of ops of class unary/binary/select/clamp (``cast`` is unary).
+- ``rows``: elementwise ops around last-axis reductions (class ``row_reduce``: ``sum mean max
+  min`` of float inputs over the last axis) and last-axis softmaxes (class ``row_softmax``:
+  ``softmax``/``log_softmax``); values are *elem*-level (shape
   ``S``) or *row*-level (shape ``S[:-1] + (1,)``: keepdims reductions and ops on them).  A
   ``keepdims=False`` reduction may only be an output of the group.  Softmax, layer-norm.
-- ``matmul``: a 2-D @ 2-D float matmul (one dtype) with an elementwise epilogue (bias,
-  activation) applied to its output in place.
+- ``matmul``: a 2-D @ 2-D float matmul (class ``matmul``, one dtype) with an elementwise
+  epilogue (bias, activation) applied to its output in place.
 
 A member's value leaves the group (is materialised) only when a graph output or an op outside
 the group reads it.  A group never depends on itself through an outside op (cycle check), so
@@ -31,6 +34,8 @@ __all__ = ["FusedInput", "FusedOp", "FusedProgram", "plan_fusion", "ELEMENTWISE_
            "ROW_REDUCTIONS"]
 
 ELEMENTWISE_FAMILIES = ("unary", "binary", "select")
+#: the ``OpSpec.fusion`` classes of the elementwise members of a group
+ELEMENTWISE_CLASSES = ("unary", "binary", "select", "clamp")
 # the row ops the kernel sets' fused kernels compute (jit_kernels' op table, via dispatch)
 ROW_REDUCTIONS, _ROW_OPS = dispatch.fused_row_ops()
 ROW_SOFTMAX = tuple(o for o in _ROW_OPS if o not in ROW_REDUCTIONS)
@@ -124,29 +129,33 @@ def _small(op) -> bool:
     return any(t.dtype.emulated for t in op.inputs) or any(t.dtype.emulated for t in op.outputs)
 
 
-def _is_elementwise(op) -> bool:
+def _fusion(op):
+    """The op's ``OpSpec.fusion`` class (None for an op the catalogue lacks)."""
     s = CATALOGUE.get(op.op)
-    return (s is not None and s.family in ELEMENTWISE_FAMILIES and len(op.outputs) == 1
-            and not _small(op))
+    return None if s is None else s.fusion
+
+
+def _is_elementwise(op) -> bool:
+    return _fusion(op) in ELEMENTWISE_CLASSES and len(op.outputs) == 1 and not _small(op)
 
 
 def _row_reduction(op) -> bool:
-    s = CATALOGUE.get(op.op)
-    if s is None or len(op.inputs) != 1 or _small(op):
+    cls = _fusion(op)
+    if cls is None or len(op.inputs) != 1 or _small(op):
         return False
     x = op.inputs[0]
     if len(x.shape) == 0 or x.shape[-1] <= 1 or not x.dtype.is_float:
         return False
-    if op.op in ROW_REDUCTIONS and s.family == "reduce":
+    if cls == "row_reduce":
         return tuple(op.attrs.get("axes", ())) == (len(x.shape) - 1,) \
             and op.outputs[0].dtype is x.dtype
-    if op.op in ROW_SOFTMAX and s.family == "softmax":
+    if cls == "row_softmax":
         return op.attrs.get("axis") == len(x.shape) - 1 and op.outputs[0].dtype is x.dtype
     return False
 
 
 def _fusable_matmul(op) -> bool:
-    if op.op != "matmul" or _small(op):
+    if _fusion(op) != "matmul" or _small(op):
         return False
     a, b = op.inputs
     return (len(a.shape) == 2 and len(b.shape) == 2 and a.dtype is b.dtype and a.dtype.is_float
@@ -269,14 +278,14 @@ def plan_fusion(graph, min_ops: int = 2):
                     g.kind = "rows"
                 placed = g
                 if lvl == "red":
-                    g.level[k] = "row" if op.op in ROW_REDUCTIONS else "elem"
+                    g.level[k] = "row" if _fusion(op) == "row_reduce" else "elem"
                 else:
                     g.level[k] = lvl
                 break
             if placed is None:
                 if red:
                     placed = _Group(next_gid, "rows", op.inputs[0].shape)
-                    placed.level[k] = "row" if op.op in ROW_REDUCTIONS else "elem"
+                    placed.level[k] = "row" if _fusion(op) == "row_reduce" else "elem"
                 else:
                     placed = _Group(next_gid, "elementwise", op.outputs[0].shape)
                     placed.level[k] = "elem"
@@ -292,7 +301,7 @@ def plan_fusion(graph, min_ops: int = 2):
             placed.members.append(k)
             group_of[k] = placed
             d = d | {placed.gid}
-            if red and op.op in ROW_REDUCTIONS and not op.attrs.get("keepdims"):
+            if red and _fusion(op) == "row_reduce" and not op.attrs.get("keepdims"):
                 row_out_nokeep.add(k)
         for t in op.outputs:
             deps[t.id] = d
@@ -405,38 +414,37 @@ def _build_program(g, ops, producer, group_of, graph_outputs, needed_outside):
         op = ops[k]
         out = op.outputs[0]
         level = g.level[k]
-        fam = CATALOGUE[op.op].family
+        cls = CATALOGUE[op.op].fusion
         attrs = op.attrs
-        if op.op == "matmul":
+        if cls == "matmul":
             a, b = op.inputs
-            fops.append(FusedOp("matmul", (in_ref(a), in_ref(b)), _np(out.dtype), _np(out.dtype)))
+            fops.append(FusedOp(op.op, (in_ref(a), in_ref(b)), _np(out.dtype), _np(out.dtype)))
             continue
         operands = op.operands()
-        if fam == "binary":
+        if cls == "binary":
             metas = [_Meta(o.shape, o.dtype) if hasattr(o, "dtype") else o for o in operands]
             plan = CATALOGUE[op.op].infer(tuple(metas), {})
             cd, od = plan.compute, plan.dtype
             args = tuple(ref(o) if hasattr(o, "dtype") else sc_ref(o, _np(cd)) for o in operands)
             fops.append(FusedOp(op.op, args, _np(cd), _np(od), level))
-        elif op.op == "where":
+        elif cls == "select":
             od = _np(out.dtype)
             cv = ("bool", od, od)
             args = tuple(ref(o) if hasattr(o, "dtype") else sc_ref(o, cv[i])
                          for i, o in enumerate(operands))
-            fops.append(FusedOp("where", args, od, od, level))
-        elif op.op == "clamp":
+            fops.append(FusedOp(op.op, args, od, od, level))
+        elif cls == "clamp":
             od = _np(out.dtype)
             lo, hi = attrs.get("min"), attrs.get("max")
             args = (ref(operands[0]), None if lo is None else sc_ref(lo, od),
                     None if hi is None else sc_ref(hi, od))
-            fops.append(FusedOp("clamp", args, od, od, level))
-        elif fam == "unary":   # unary ops and cast
+            fops.append(FusedOp(op.op, args, od, od, level))
+        elif cls == "unary":   # unary ops and cast
             od = _np(out.dtype)
-            fops.append(FusedOp("cast" if op.op == "cast" else op.op, (ref(operands[0]),),
-                                od, od, level))
+            fops.append(FusedOp(op.op, (ref(operands[0]),), od, od, level))
         else:                  # row reduction / softmax
             x = op.inputs[0]
-            at = (("keepdims", bool(attrs.get("keepdims", True))),) if op.op in ROW_REDUCTIONS else ()
+            at = (("keepdims", bool(attrs.get("keepdims", True))),) if cls == "row_reduce" else ()
             fops.append(FusedOp(op.op, (ref(x),), _np(out.dtype), _np(out.dtype), level, at))
 
     outputs, output_ids, output_shapes = [], [], []

@@ -253,7 +253,6 @@ def _kernel_max_backward(ks, p, args, attrs, plan, device):
     return ks.max_pool2d_backward(p[0], p[1], rows, cols)
 
 
-_NO_GRAD_ONNX = "an internal gradient op (ONNX export covers inference graphs)"
 # ONNX lowerings (``OpSpec.onnx``, called with the ONNX exporter, see ``elementwise``): the
 # operator comes from the attrs (``onnx_pool``: MaxPool, GlobalMaxPool, AveragePool, ...), so the
 # records' ``onnx`` is the lowering itself
@@ -294,6 +293,7 @@ def _onnx_interpolate(ex, op) -> str:
 
 
 register(OpSpec("max_pool2d", "pool", _infer_max, _kernel_max, cost="compute",
+_NO_GRAD_ONNX = "an internal gradient op (ONNX export covers inference graphs)"
                 backward=_grad_max, onnx=_onnx_pool2d))
 register(OpSpec("adaptive_max_pool2d", "pool", _infer_adaptive_max, _kernel_max,
                 cost="compute", backward=_grad_max, onnx=_onnx_pool2d))
