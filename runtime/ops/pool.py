@@ -292,8 +292,8 @@ def _onnx_interpolate(ex, op) -> str:
     return ex.node("Resize", [ex.names[xt.id]] + args, **onnx_resize(op.attrs))
 
 
-register(OpSpec("max_pool2d", "pool", _infer_max, _kernel_max, cost="compute",
 _NO_GRAD_ONNX = "an internal gradient op (ONNX export covers inference graphs)"
+register(OpSpec("max_pool2d", "pool", _infer_max, _kernel_max, cost="compute",
                 backward=_grad_max, onnx=_onnx_pool2d))
 register(OpSpec("adaptive_max_pool2d", "pool", _infer_adaptive_max, _kernel_max,
                 cost="compute", backward=_grad_max, onnx=_onnx_pool2d))
