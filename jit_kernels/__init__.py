@@ -39,7 +39,6 @@ PROTOCOL_METHODS = (
     "rand", "randn",
     "argsort", "topk",
     "custom",
-    "fused",
     "max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
     "resample2d", "resample2d_backward",
     "scan",
@@ -280,6 +279,22 @@ class KernelSet(Protocol):
                                    causal: Any) -> Any:
         """``p * (g - sum(g * p, -1)) * scale`` per row (float64 sum), 0 where the bool ``mask``
         is False and after the causal diagonal ``causal`` (an int, or None)."""
+
+
+#: The optional features a kernel set may offer, each with the methods it brings.  A kernel
+#: set lists the ones it has in its ``capabilities`` attribute (a frozenset of these names); a
+#: test checks that each declared feature's methods exist and that no undeclared one does.
+CAPABILITIES = {
+    "fused": ("fused",),                        # generated fused programs (graph.compile)
+    "prepared": ("unary_fn", "binary_fn"),      # prepared elementwise kernels (small-op path)
+    "split": ("split",),                        # several views of one array in one call
+    "winograd": ("winograd_applies", "conv2d_winograd"),
+    "max_pool2d_relu": ("max_pool2d_relu",),
+    "synchronize": ("synchronize",),
+    "empty_cache": ("empty_cache",),
+    "dlpack": ("dlpack", "dlpack_device"),
+    "cuda_array_interface": ("cuda_array_interface", "from_cuda_array"),
+}
 
 
 _REGISTRY: dict[str, str] = {

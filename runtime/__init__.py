@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from .core import dtypes, errors
-from .tensor import Tensor  # first: the front-end functions bind to it
+from .tensor import Tensor
 from .device import Device, cpu, cuda, cuda_unavailable_reason, default_device, device, devices
 from .core.dtypes import DType, bool_, float32, float64, int32, int64
 from .core.dtypes import bfloat16, float16, int8, int16, uint8
@@ -16,9 +16,10 @@ from .core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveErr
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
                      OutOfMemoryError, ShapeError, TensorRuntimeError)
 from .core.errors import DistributedDeviceError, DistributedError, DistributedTimeoutError
-from .dispatch import empty_cache, synchronize
-from .movement import can_move
+from .device import empty_cache, synchronize
+from .ops.movement import can_move
 from .ops.api import *  # noqa: F403  (every front-end function: rt.add, rt.sum, ...)
+from .ops import methods as _methods  # (installs the Tensor methods)
 from . import nn
 from .autodiff import *  # noqa: F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
 from .capture import *  # noqa: F403  (CaptureDevice, capture(), load_graph(), ...)

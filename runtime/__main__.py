@@ -36,8 +36,15 @@ def _warmup(args) -> int:
 
 
 def _bench(args) -> int:
-    from bench.__main__ import main as bench
-    return bench(args.rest)
+    # the benchmarks live in the repository's bench/ (not in the installed package): run them
+    # as their own program, from a checkout
+    import importlib.util
+    import subprocess
+    if importlib.util.find_spec("bench") is None:
+        print("python -m runtime bench: the benchmarks are in the repository's bench/ folder, "
+              "which is not installed; run it from a checkout of the repository", file=sys.stderr)
+        return 2
+    return subprocess.call([sys.executable, "-m", "bench", *args.rest])
 
 
 def main(argv=None) -> int:

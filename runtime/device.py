@@ -10,10 +10,21 @@ import contextlib
 import threading
 from typing import Callable
 
-from .core.errors import DeviceError, IndexOutOfRangeError, OutOfMemoryError, RequiresAutodiffError
+import numpy as np
+
+from . import kernel_sets as _kernel_sets
+from . import lowprec as _lowprec
+from . import random as _random
+from .core import dtypes as D
+from .core.errors import (DeviceError, DTypeError, IndexOutOfRangeError, OutOfMemoryError,
+                          RequiresAutodiffError)
+from .kernel_sets import KERNELS as _KERNELS, for_kind as _kernels_for_kind, supports
+from .tensor import Tensor
 
 __all__ = ["Device", "PlainDevice", "cpu", "cuda", "device", "devices", "default_device",
-           "register_device_parser"]
+           "register_device_parser", "synchronize", "empty_cache"]
+
+_wrap = Tensor._wrap
 
 
 class Device:
@@ -84,7 +95,6 @@ class Device:
 
     def seed(self, seed: int) -> None:
         """Reset this device's random stream (``rt.manual_seed``)."""
-        from . import random as _random
         _random.seed_device(self, seed)
 
 
@@ -111,13 +121,13 @@ class PlainDevice(Device):
                 small = small or a.dtype.emulated
             else:
                 payloads.append(a)
-        if small and _lowprec.needs_upcast(spec, args, attrs, plan):   # issue 16's dtypes
+        if small and _lowprec.needs_upcast(spec, args, attrs, plan):   # the small dtypes
             return _lowprec.run_upcast(self, spec, args, attrs, plan)
         return self.run_kernel(spec, payloads, args, attrs, plan)
 
     def run_kernel(self, spec, payloads, args, attrs, plan):
         """``execute`` past its small-dtype check: the record's lowering on the payloads."""
-        ks = _dispatch._KERNELS.get(self.kind) or _dispatch.kernels_for_kind(self.kind)
+        ks = _KERNELS.get(self.kind) or _kernels_for_kind(self.kind)
         try:
             out = spec.kernel(ks, payloads, args, attrs, plan, self)
         except IndexError as exc:  # kernels check index values, the only thing they see first
@@ -135,17 +145,52 @@ class PlainDevice(Device):
         return _wrap(out, plan.shape, plan.dtype, self)
 
     def to_host(self, t):
-        """A NumPy array the caller owns with ``t``'s values (``dispatch.to_host_plain``)."""
-        return _dispatch.to_host_plain(self, t)
+        """A NumPy array the caller owns with ``t``'s values."""
+        try:
+            a = self.kernels.to_host(t._payload)
+            if a is t._payload or not a.flags.owndata:
+                a = np.array(a, copy=True)
+        except MemoryError:   # a broadcast view of a huge shape (expand, repeat_interleave)
+            raise OutOfMemoryError(f"numpy: cannot allocate the {t.dtype.name} array of shape "
+                                   f"{t.shape} on the host") from None
+        return a
 
     def dlpack(self, t, kwargs):
-        """``t``'s DLPack capsule, zero-copy, or with ``kwargs`` None its DLPack device
-        (``dispatch.dlpack_plain``)."""
-        return _dispatch.dlpack_plain(self, t, kwargs)
+        """``t``'s DLPack capsule from the kernel set (zero-copy), or with ``kwargs`` None its
+        ``__dlpack_device__`` pair; DeviceError when the kernel set exports none."""
+        ks = self.kernels
+        if not supports(ks, "dlpack"):
+            raise DeviceError(f"{self}: DLPack export is not supported on this device yet (the "
+                              f"{self.kind} kernel set has no dlpack); move the tensor to cpu first")
+        payload = t._payload
+        if t.dtype.is_half:     # stored as uint16 bits: float16 exports as float16 on cpu
+            if t.dtype is not D.float16 or self.kind != "cpu":
+                raise DTypeError(f"__dlpack__: a {t.dtype.name} tensor on {self} cannot be "
+                                 f"exported yet; call .float() first")
+            payload = payload.view(np.float16)
+        if kwargs is None:
+            return ks.dlpack_device(payload)
+        return ks.dlpack(payload, **kwargs)
 
     def cuda_array_interface(self, t):
-        """``t``'s ``__cuda_array_interface__`` (``dispatch.cuda_array_interface_plain``)."""
-        return _dispatch.cuda_array_interface_plain(self, t)
+        """``t``'s ``__cuda_array_interface__`` from the kernel set; AttributeError (so
+        ``hasattr`` is False, as CuPy and Numba probe it) when the set exports none (cpu)."""
+        ks = self.kernels
+        if not supports(ks, "cuda_array_interface"):
+            raise AttributeError(f"tensors on {self} have no __cuda_array_interface__ (only cuda "
+                                 f"tensors do)")
+        return ks.cuda_array_interface(t._payload)
+
+    def from_cuda_array(self, obj, copy: bool) -> Tensor:
+        """A tensor on this device viewing (``copy``: copying) the memory of an object exposing
+        ``__cuda_array_interface__``."""
+        ks = self.kernels
+        if not supports(ks, "cuda_array_interface"):
+            raise DeviceError(f"{self}: cannot import __cuda_array_interface__ memory (the "
+                              f"{self.kind} kernel set has no from_cuda_array)")
+        payload = ks.from_cuda_array(obj, self.index, copy)
+        dt = D.from_numpy_dtype(np.dtype(payload.dtype), "from_dlpack")
+        return _wrap(payload, tuple(payload.shape), dt, self)
 
     def __init__(self, kind: str, index: int = 0):
         object.__setattr__(self, "kind", kind)
@@ -163,9 +208,8 @@ class PlainDevice(Device):
 
     @property
     def kernels(self):
-        """This device's kernel set (the dispatch layer is the only caller)."""
-        from . import dispatch
-        return dispatch.kernels_for(self)
+        """This device's kernel set."""
+        return _KERNELS.get(self.kind) or _kernels_for_kind(self.kind)
 
 
 _CPU = PlainDevice("cpu", 0)
@@ -180,10 +224,8 @@ def cuda(index: int = 0) -> PlainDevice:
     """The CUDA device ``cuda:index``; raises DeviceError when no usable GPU/driver exists."""
     if not isinstance(index, int) or index < 0:
         raise DeviceError(f"cuda:{index}: the device index must be a non-negative int")
-    from . import dispatch
     try:
-        ks = dispatch.kernels_for_kind("cuda")
-        count = ks.device_count()
+        count = _kernels_for_kind("cuda").device_count()
     except Exception as exc:  # import failure, driver failure: name the cause
         raise DeviceError(f"cuda:{index} is not usable: {type(exc).__name__}: {exc}") from None
     if index >= count:
@@ -219,12 +261,14 @@ def device(spec) -> Device:
     raise DeviceError(f"unknown device {spec!r}: expected 'cpu', 'cuda:N', 'capture:N' or 'autodiff(...)'")
 
 
+_parse_device = device      # (``synchronize``'s argument is named ``device``)
+
+
 def devices() -> list:
     """The usable plain devices: cpu, then each CUDA GPU that works."""
     out = [_CPU]
-    from . import dispatch
     try:
-        n = dispatch.kernels_for_kind("cuda").device_count()
+        n = _kernels_for_kind("cuda").device_count()
     except Exception:
         n = 0
     out.extend(PlainDevice("cuda", i) for i in range(n))
@@ -234,9 +278,8 @@ def devices() -> list:
 def cuda_unavailable_reason() -> str | None:
     """Why ``devices()`` lists no GPU (numba-cuda missing, no driver, no device), or None when
     at least one is usable."""
-    from . import dispatch
     try:
-        ks = dispatch.kernels_for_kind("cuda")
+        ks = _kernels_for_kind("cuda")
     except ImportError as exc:
         return f"numba-cuda is not installed (pip install '.[cuda]'): {exc}"
     except Exception as exc:
@@ -277,9 +320,25 @@ def current_default() -> Device:
     return _default.stack[-1]
 
 
-# PlainDevice's methods reach kernel sets through the dispatch layer (which imports this module)
-from . import dispatch as _dispatch  # noqa: E402
-from . import lowprec as _lowprec  # noqa: E402
-from .tensor import Tensor  # noqa: E402
+def synchronize(device=None) -> None:
+    """Wait for ``device``'s outstanding work (every usable device's, ``rt.devices()``, when
+    None): on cuda the queued kernels; on cpu the kernel builds this process left to a
+    background worker (after it, every kernel runs its final variant; benchmarks call it before
+    timing)."""
+    if device is None:
+        targets = devices()
+    else:
+        d = getattr(_parse_device(device), "innermost", None)
+        if not isinstance(d, PlainDevice):
+            raise DeviceError(f"synchronize: {device} runs on no kernel set")
+        targets = [d]
+    for d in targets:
+        ks = d.kernels
+        if supports(ks, "synchronize"):
+            ks.synchronize(d.index)
 
-_wrap = Tensor._wrap
+
+def empty_cache() -> None:
+    """Release every cached device buffer (each loaded kernel set's ``empty_cache``), the
+    cached per-op decisions and the compiled runners of composite ops and traced functions."""
+    _kernel_sets.empty_caches()

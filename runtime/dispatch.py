@@ -1,47 +1,34 @@
 """The dispatch layer: the one place that maps operands to a device and a device to kernels.
 
-``dispatch(name, args, attrs)`` finds the operands' common device (SPEC §3 mixing
+``dispatch(name, args, attrs)`` finds the operands' common device (the device mixing
 rules), runs the catalogue's shape/dtype rule (its ``Plan``), and hands the op to that
 device's ``execute``.  Plain devices (``PlainDevice.execute``) run the record's lowering on
-the kernel set that the registry in ``jit_kernels`` gives for their kind, looked up here;
-decorator (autodiff) and recording (capture) devices implement ``execute`` themselves and
-call their inner device's, or ``dispatch`` again for a composite's parts.
+their kernel set (``runtime.kernel_sets``); decorator (autodiff) and recording (capture)
+devices implement ``execute`` themselves and call their inner device's, or ``dispatch`` again
+for a composite's parts.
+
+Three caches keep decisions between calls, each keyed by the operand signature: ``_FAST``
+(``FastEntry``: the prepared kernel of an attr-less unary/binary op), ``_INFER`` and
+``_RULES`` (``Decided``: a rule's plan, for attr-less ops and for ops with attrs).
 """
 from __future__ import annotations
 
-from .core import dtypes as D
 from . import lowprec as _lowprec
-from .device import Device, PlainDevice
+from .core import dtypes as D
 from .core.errors import DeviceError, DeviceMismatchError, ShapeError
-from .core.registry import CATALOGUE, Meta as _Meta, OpSpec
+from .core.registry import CATALOGUE, Meta as _Meta, OpSpec, composite_runner
 from .core.shapes import MAX_ELEMENTS as _MAX_ELEMENTS, prod as _prod
+from .device import Device, PlainDevice
+from .kernel_sets import (KERNELS as _KERNELS, for_device as kernels_for, for_kind as kernels_for_kind,
+                          on_empty_cache, supports)
 from .tensor import Tensor
 
 __all__ = ["dispatch", "create", "kernels_for", "kernels_for_kind", "common_device", "run_fused",
-           "plain_step", "pieces"]
-
-_KERNELS: dict = {}
-
-
-def kernels_for_kind(kind: str):
-    """The kernel set registered for a device kind (imported on first use)."""
-    ks = _KERNELS.get(kind)
-    if ks is None:
-        import jit_kernels
-        try:
-            ks = jit_kernels.kernel_set_for(kind)
-        except ImportError as exc:
-            raise DeviceError(f"the {kind} kernel set cannot be loaded: {exc}") from None
-        _KERNELS[kind] = ks
-    return ks
-
-
-def kernels_for(device: PlainDevice):
-    return kernels_for_kind(device.kind)
+           "plain_step", "pieces", "FastEntry", "Decided"]
 
 
 def common_device(name: str, args) -> Device:
-    """The device an op runs on; DeviceMismatchError when operands disagree (SPEC §3)."""
+    """The device an op runs on; DeviceMismatchError when operands disagree."""
     dev = None
     for a in args:
         if type(a) is Tensor or isinstance(a, Tensor):
@@ -65,12 +52,31 @@ def _mix(name: str, d1: Device, d2: Device) -> Device:
                               f"(in {name})")
 
 
-# Per-op decisions for the small-op fast path: (op, the device's ``fast_kind``, shape/dtype or
-# scalar type per operand) -> (spec, shape, dtype, fn, plain), where fn(payloads...) is the kernel
-# set's prepared kernel for those dtypes (a composite's fused decomposition) and ``plain`` says
-# dispatch runs it itself (else the decorator device's ``execute_fast``).  Filled by ``dispatch``
-# on the second call of an attr-less unary/binary op's signature (see ``_INFER``); an entry is
-# used only while the catalogue still holds the same spec.
+class FastEntry:
+    """A small-op fast-path decision: ``fn(payloads...)`` is the kernel set's prepared kernel
+    for these operand dtypes (a composite's fused decomposition), giving a result of ``shape``
+    and ``dtype``; ``plain`` says dispatch runs it itself (else the decorator device's
+    ``execute_fast``).  Used only while the catalogue still holds the same ``spec``."""
+
+    __slots__ = ("spec", "shape", "dtype", "fn", "plain")
+
+    def __init__(self, spec, shape, dtype, fn, plain):
+        self.spec, self.shape, self.dtype, self.fn, self.plain = spec, shape, dtype, fn, plain
+
+
+class Decided:
+    """A rule's plan for one operand signature (``_INFER``, ``_RULES``); used only while the
+    catalogue still holds the same ``spec``."""
+
+    __slots__ = ("spec", "plan")
+
+    def __init__(self, spec, plan):
+        self.spec, self.plan = spec, plan
+
+
+# The small-op fast path: (op, the device's ``fast_kind``, shape/dtype or scalar type per
+# operand) -> FastEntry.  Filled by ``dispatch`` on the second call of an attr-less
+# unary/binary op's signature (see ``_INFER``).
 _FAST: dict = {}
 _FAST_MAX = 8192
 
@@ -108,75 +114,73 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
                     if b.device is dev:
                         key = (name, dev.fast_kind, a.shape, a.dtype, b.shape, b.dtype)
                         ent = _FAST.get(key)
-                        if ent is not None and ent[4] and CATALOGUE[name] is ent[0]:
-                            return _wrap(ent[3](a._payload, b._payload), ent[1], ent[2], dev)
+                        if ent is not None and ent.plain and CATALOGUE[name] is ent.spec:
+                            return _wrap(ent.fn(a._payload, b._payload), ent.shape, ent.dtype, dev)
                 elif (type(b) is float or type(b) is bool
                       or (type(b) is int and _I32_MIN <= b <= _I32_MAX)):
                     key = (name, dev.fast_kind, a.shape, a.dtype, type(b), None)
                     ent = _FAST.get(key)
-                    if ent is not None and ent[4] and CATALOGUE[name] is ent[0]:
-                        return _wrap(ent[3](a._payload, b), ent[1], ent[2], dev)
+                    if ent is not None and ent.plain and CATALOGUE[name] is ent.spec:
+                        return _wrap(ent.fn(a._payload, b), ent.shape, ent.dtype, dev)
             elif type(b) is Tensor and (type(a) is float or type(a) is bool or (
                     type(a) is int and _I32_MIN <= a <= _I32_MAX)):
                 dev = b.device
                 key = (name, dev.fast_kind, type(a), None, b.shape, b.dtype)
                 ent = _FAST.get(key)
-                if ent is not None and ent[4] and CATALOGUE[name] is ent[0]:
-                    return _wrap(ent[3](a, b._payload), ent[1], ent[2], dev)
+                if ent is not None and ent.plain and CATALOGUE[name] is ent.spec:
+                    return _wrap(ent.fn(a, b._payload), ent.shape, ent.dtype, dev)
         elif n == 1:
             a = args[0]
             if type(a) is Tensor:
                 dev = a.device
                 key = (name, dev.fast_kind, a.shape, a.dtype)
                 ent = _FAST.get(key)
-                if ent is not None and ent[4] and CATALOGUE[name] is ent[0]:
-                    return _wrap(ent[3](a._payload), ent[1], ent[2], dev)
+                if ent is not None and ent.plain and CATALOGUE[name] is ent.spec:
+                    return _wrap(ent.fn(a._payload), ent.shape, ent.dtype, dev)
         if key is not None:
-            if ent is not None and CATALOGUE[name] is ent[0]:
+            if ent is not None and CATALOGUE[name] is ent.spec:
                 # a decorator device's decision (autodiff: the inner kernel, then the tape)
                 out = dev.execute_fast(ent, args)
                 if out is not None:
                     return out
             hit = _INFER.get(key)
-            if hit is not None and hit[0] is CATALOGUE[name]:
+            if hit is not None and hit.spec is CATALOGUE[name]:
                 # a signature seen before: the rule's plan again, and from now on the fast path
-                out = dev.execute(hit[0], args, {}, hit[1])
+                out = dev.execute(hit.spec, args, {}, hit.plan)
                 if dev.fast_kind is not None and ent is None:
-                    _remember(key, hit[0], dev, args, hit[1])
+                    _remember(key, hit.spec, dev, args, hit.plan)
                 return out
         attrs = {}
     spec = CATALOGUE[name]
     device = common_device(name, args) if key is None else dev
     rkey = None
-    if attrs and spec.family in _RULE_FAMILIES:
+    if attrs and spec.cache_plan:
         # an op with attrs (conv, pool, loss, reduction...): its rule's plan by operand
         # signature and attrs, so a training loop's second step runs no rule
         rkey = _rule_key(name, device, args, attrs)
         if rkey is not None:
             hit = _RULES.get(rkey)
-            if hit is not None and hit[0] is spec:
-                return device.execute(spec, args, attrs, hit[1])
+            if hit is not None and hit.spec is spec:
+                return device.execute(spec, args, attrs, hit.plan)
     plan = spec.infer(args, attrs)
     _check_size(name, plan.shape)
     out = device.execute(spec, args, attrs, plan)
     if key is not None and spec.family in _INFER_FAMILIES:
         if len(_INFER) >= _FAST_MAX:
             _evict_oldest(_INFER)
-        _INFER[key] = (spec, plan)
+        _INFER[key] = Decided(spec, plan)
     elif rkey is not None:
         if len(_RULES) >= _FAST_MAX:
             _evict_oldest(_RULES)
-        _RULES[rkey] = (spec, plan)
+        _RULES[rkey] = Decided(spec, plan)
     return out
 
 
-# Plans of ops with attrs, by (name, device, operand signature, attrs): the rules of these
-# families read only operand shapes and dtypes and the attrs (no values, no random state), so
-# a plan they gave once holds for the same key (a rule that raised caches nothing).  Measured
-# (znver4, the demo CNN's training step): the rules took 126 us of a 2.3 ms step.
+# Plans of ops with attrs whose record says their rule reads only operand shapes, dtypes and
+# the attrs (``OpSpec.cache_plan``), by (name, device, operand signature, attrs): a plan such a
+# rule gave once holds for the same key (a rule that raised caches nothing), so a training
+# loop's second step runs no rule.
 _RULES: dict = {}
-_RULE_FAMILIES = frozenset(("conv", "pool", "loss", "reduce", "arg_reduce", "softmax",
-                            "linalg", "shape", "scan", "attention"))
 _PLAIN_ATTR = (int, float, bool, str, type(None))
 
 
@@ -243,8 +247,8 @@ def _check_size(name, shape) -> None:
                          f"the {_MAX_ELEMENTS} a tensor can have")
 
 
-# Plans of attr-less unary/binary ops by operand signature (the fast-path key): key -> (spec,
-# plan).  The first call of a signature runs the rule and leaves its plan here; the second
+# Plans of attr-less unary/binary ops by operand signature (the fast-path key): key ->
+# Decided.  The first call of a signature runs the rule and leaves its plan here; the second
 # finds it and leaves the fast-path decision (``_remember``), so one-off signatures build no
 # prepared kernel; calls that never take the fast path (a capture device's, an op whose kernel
 # set has no prepared kernel) skip the rule.
@@ -259,32 +263,29 @@ def _prepared_fn(spec, ks, device, args, plan):
         # its fused decomposition, for tensor operands only (a scalar is baked into it)
         if not all(isinstance(a, _OPERAND_TYPES) for a in args):
             return None
-        from .ops.composite import runner
-        run = runner(spec, device, args, {})
+        run = composite_runner(spec, device, args, {})
 
         def composite(*payloads):
             return run(payloads)
         return composite
     if spec.family == "binary" and len(args) == 2:
-        prep = getattr(ks, "binary_fn", None)
-        if prep is None or spec.lowering != "binary":
+        if spec.lowering != "binary" or not supports(ks, "prepared"):
             return None
         a, b = args
         ta, tb = isinstance(a, _OPERAND_TYPES), isinstance(b, _OPERAND_TYPES)
         if (not ta and type(a) not in _SCALAR_TYPES) or (not tb and type(b) not in _SCALAR_TYPES):
             return None
-        return prep(spec.name, a.dtype.np if ta else None, b.dtype.np if tb else None,
+        return ks.binary_fn(spec.name, a.dtype.np if ta else None, b.dtype.np if tb else None,
                     plan.compute.np, plan.dtype.np)
     if spec.family == "unary" and len(args) == 1 and isinstance(args[0], _OPERAND_TYPES):
-        prep = getattr(ks, "unary_fn", None)
-        if prep is None or spec.lowering != "unary":
+        if spec.lowering != "unary" or not supports(ks, "prepared"):
             return None
-        return prep(spec.name, args[0].dtype.np, plan.dtype.np)
+        return ks.unary_fn(spec.name, args[0].dtype.np, plan.dtype.np)
     return None
 
 
 def _remember(key, spec, device, args, plan) -> None:
-    """Cache the fast-path decision ``key`` -> (spec, shape, dtype, fn, plain) for this attr-less
+    """Cache the fast-path decision ``key`` -> ``FastEntry`` for this attr-less
     unary/binary call when the kernel set offers a prepared kernel (``unary_fn``/``binary_fn``,
     or the composite's fused decomposition): ``fn(payloads...)`` on the plain device that runs
     it (``device`` itself, ``plain`` true, or a decorator device's inner device)."""
@@ -295,7 +296,7 @@ def _remember(key, spec, device, args, plan) -> None:
     if fn is not None:
         if len(_FAST) >= _FAST_MAX:
             _evict_oldest(_FAST)
-        _FAST[key] = (spec, plan.shape, plan.dtype, fn, plain is device)
+        _FAST[key] = FastEntry(spec, plan.shape, plan.dtype, fn, plain is device)
 
 
 def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, plan):
@@ -313,7 +314,7 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, plan):
     name = spec.name
     kq = spec.lowering
     if _lowprec.needs_upcast(spec, metas, attrs, plan):
-        # a small dtype (issue 16): the tensors' way, upcast, compute, round back
+        # a small dtype: the tensors' way, upcast, compute, round back
         wrap = Tensor._wrap
 
         def ustep(*p):
@@ -344,51 +345,12 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, plan):
     return step
 
 
-def fused_row_ops() -> tuple:
-    """(last-axis reductions, all row-level ops) the kernel sets' fused "rows" kernels compute:
-    jit_kernels' op table, read by the fusion pass (``runtime.capture.fuse``)."""
-    from jit_kernels import optable
-    return optable.ROW_REDUCTIONS, optable.ROW_OPS
-
-
+@on_empty_cache
 def clear_dispatch_cache() -> None:
-    """Forget the cached per-op decisions of the small-op fast path and the cached inference."""
+    """Forget the cached per-op decisions of the small-op fast path and the cached plans."""
     _FAST.clear()
     _INFER.clear()
     _RULES.clear()
-
-
-def synchronize(device=None) -> None:
-    """Wait for ``device``'s outstanding work (every usable device's, ``rt.devices()``, when
-    None): on cuda the queued kernels; on cpu the kernel builds this process left to a
-    background worker (after it, every kernel runs its final variant; benchmarks call it before
-    timing)."""
-    from .device import device as _parse, devices
-    if device is None:
-        targets = devices()
-    else:
-        d = getattr(_parse(device), "innermost", None)
-        if not isinstance(d, PlainDevice):
-            raise DeviceError(f"synchronize: {device} runs on no kernel set")
-        targets = [d]
-    for d in targets:
-        fn = getattr(kernels_for(d), "synchronize", None)
-        if fn is not None:
-            fn(d.index)
-
-
-def empty_cache() -> None:
-    """Release every cached device buffer (each loaded kernel set's ``empty_cache``) and the
-    cached per-op decisions."""
-    from .ops import composite
-    _FAST.clear()
-    _INFER.clear()
-    _RULES.clear()
-    composite.clear()
-    for ks in list(_KERNELS.values()):
-        fn = getattr(ks, "empty_cache", None)
-        if fn is not None:
-            fn()
 
 
 def create(name: str, device: Device, attrs: dict) -> Tensor:
@@ -401,10 +363,9 @@ def run_fused(device: PlainDevice, program, tensors) -> tuple:
     """Run a fused program (``runtime.capture.fuse``) on ``device``'s kernel set; one tensor
     per program output.  DeviceError when the kernel set has no fused kernels."""
     ks = kernels_for_kind(device.kind)
-    fused = getattr(ks, "fused", None)
-    if fused is None:
+    if not supports(ks, "fused"):
         raise DeviceError(f"{device}: the {device.kind} kernel set has no fused kernels")
-    outs = fused(program, [t._payload for t in tensors])
+    outs = ks.fused(program, [t._payload for t in tensors])
     return tuple(Tensor._wrap(o, shape, D.as_dtype(dt), device)
                  for o, shape, dt in zip(outs, program.output_shapes, program.output_dtypes))
 
@@ -419,10 +380,9 @@ def pieces(t: Tensor, shapes) -> list:
         raise ShapeError(f"pieces: shapes {list(shapes)} do not cut a tensor of shape {t.shape}")
     device, dt, p = t.device, t.dtype, t._payload
     ks = kernels_for_kind(device.kind)
-    split = getattr(ks, "split", None)
-    if split is not None:       # (one kernel-set call for all the views)
+    if supports(ks, "split"):       # (one kernel-set call for all the views)
         return [Tensor._wrap(v, tuple(shape), dt, device)
-                for v, shape in zip(split(p, sizes, shapes), shapes)]
+                for v, shape in zip(ks.split(p, sizes, shapes), shapes)]
     index, reshape = ks.index, ks.reshape
     out, start = [], 0
     for shape, n in zip(shapes, sizes):
@@ -430,64 +390,3 @@ def pieces(t: Tensor, shapes) -> list:
                                 tuple(shape), dt, device))
         start += n
     return out
-
-
-def dlpack_plain(device: PlainDevice, t: Tensor, kwargs):
-    """``t``'s DLPack capsule from its kernel set (zero-copy), or with ``kwargs`` None the
-    ``__dlpack_device__`` pair; DeviceError when the set exports none."""
-    ks = kernels_for_kind(device.kind)
-    fn = getattr(ks, "dlpack", None)
-    if fn is None:
-        raise DeviceError(f"{device}: DLPack export is not supported on this device yet (the "
-                          f"{device.kind} kernel set has no dlpack); move the tensor to cpu first")
-    payload = t._payload
-    if t.dtype.is_half:     # stored as uint16 bits: float16 exports as float16 on cpu
-        if t.dtype is not D.float16 or device.kind != "cpu":
-            from .core.errors import DTypeError
-            raise DTypeError(f"__dlpack__: a {t.dtype.name} tensor on {device} cannot be exported "
-                             f"yet; call .float() first")
-        import numpy as np
-        payload = payload.view(np.float16)
-    if kwargs is None:
-        return ks.dlpack_device(payload)
-    return fn(payload, **kwargs)
-
-
-def cuda_array_interface_plain(device: PlainDevice, t: Tensor) -> dict:
-    """``t``'s ``__cuda_array_interface__`` from its kernel set; AttributeError (so ``hasattr``
-    is False, as CuPy and Numba probe it) when the set exports none (cpu)."""
-    fn = getattr(kernels_for_kind(device.kind), "cuda_array_interface", None)
-    if fn is None:
-        raise AttributeError(f"tensors on {device} have no __cuda_array_interface__ (only cuda "
-                             f"tensors do)")
-    return fn(t._payload)
-
-
-def from_cuda_array(obj, device: PlainDevice, copy: bool) -> Tensor:
-    """A tensor on cuda ``device`` viewing (``copy``: copying) the memory of an object exposing
-    ``__cuda_array_interface__``."""
-    import numpy as np
-    ks = kernels_for_kind(device.kind)
-    fn = getattr(ks, "from_cuda_array", None)
-    if fn is None:
-        raise DeviceError(f"{device}: cannot import __cuda_array_interface__ memory (the "
-                          f"{device.kind} kernel set has no from_cuda_array)")
-    payload = fn(obj, device.index, copy)
-    dt = D.from_numpy_dtype(np.dtype(payload.dtype), "from_dlpack")
-    return Tensor._wrap(payload, tuple(payload.shape), dt, device)
-
-
-def to_host_plain(device: PlainDevice, t: Tensor):
-    """A NumPy array the caller owns with ``t``'s values."""
-    import numpy as np
-    try:
-        a = kernels_for_kind(device.kind).to_host(t._payload)
-        if a is t._payload or not a.flags.owndata:
-            a = np.array(a, copy=True)
-    except MemoryError:   # a broadcast view of a huge shape (expand, repeat_interleave)
-        from .core.errors import OutOfMemoryError
-        raise OutOfMemoryError(f"numpy: cannot allocate the {t.dtype.name} array of shape "
-                               f"{t.shape} on the host") from None
-    return a
-
-

@@ -28,6 +28,8 @@ decision for such a call) and the fusion pass leaves such ops unfused.
 from __future__ import annotations
 
 from .core import dtypes as D
+from .core.registry import CATALOGUE
+from .tensor import Tensor
 
 __all__ = ["needs_upcast", "run_upcast", "MOVES"]
 
@@ -64,13 +66,11 @@ def needs_upcast(spec, args, attrs, plan) -> bool:
 def run_upcast(device, spec, args, attrs, plan):
     """Run ``spec`` on plain ``device`` in the compute dtypes and cast the result back to
     ``plan.dtype`` (``args``: plain tensors and scalars)."""
-    from .ops.elementwise import cast
-    from .tensor import Tensor
     if _native(spec, args, attrs, plan):
         compute = plan.compute.compute
         return device.run_kernel(spec, [a._payload if isinstance(a, Tensor) else a for a in args],
                                  args, attrs, plan._replace(compute=compute))
-    new_args = tuple(cast(a, a.dtype.compute) if isinstance(a, Tensor) and a.dtype.emulated
+    new_args = tuple(_cast(device, a, a.dtype.compute) if isinstance(a, Tensor) and a.dtype.emulated
                      else a for a in args)
     new_attrs = attrs
     if _emulated_attr(attrs):
@@ -80,7 +80,15 @@ def run_upcast(device, spec, args, attrs, plan):
     if new_plan.dtype.emulated:      # a rule that keeps a small dtype: round it first
         new_plan = new_plan._replace(dtype=new_plan.dtype.compute)
     out = device.execute(spec, new_args, new_attrs, new_plan)
-    return out if out.dtype is plan.dtype else cast(out, plan.dtype)
+    return _cast(device, out, plan.dtype)
+
+
+def _cast(device, t, dtype):
+    """``t`` (a plain tensor on ``device``) as ``dtype``, by the cast record itself."""
+    if t.dtype is dtype:
+        return t
+    spec, args, attrs = CATALOGUE["cast"], (t,), {"dtype": dtype.name}
+    return device.execute(spec, args, attrs, spec.infer(args, attrs))
 
 
 def _native(spec, args, attrs, plan) -> bool:

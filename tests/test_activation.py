@@ -8,7 +8,7 @@ import runtime as rt
 from autodiff.gradcheck import AD, check_grad
 from oracle import ACTIVATIONS, onnx_run, torch_or_skip
 from runtime.ops.catalogue import CATALOGUE
-from runtime.ops.composite import runner
+from runtime.capture.composite import runner
 
 F = rt.nn.functional
 ELEMENTWISE = list(ACTIVATIONS)
@@ -84,7 +84,7 @@ def test_each_runs_as_one_kernel_on_cpu(name):
 def test_softmin_runs_as_one_kernel_and_glu_as_views_and_one_kernel():
     x = rt.tensor(np.zeros((2, 4), np.float32))
     assert runner(CATALOGUE["softmin"], rt.cpu(), (x,), {"axis": 1}).__name__ == "run_fused"
-    from runtime.ops.composite import _record
+    from runtime.capture.composite import record as _record
     steps = _record(CATALOGUE["glu"], (x,), {"axis": 1}).compile(rt.cpu()).steps
     assert [s[0] for s in steps] == ["op", "op", "fused"]
     assert [s[1].op for s in steps[:2]] == ["index", "index"]     # strided views, no copy

@@ -51,11 +51,11 @@ def test_devices_lists_cpu_and_says_why_no_gpu(capsys):
 
 
 def test_cuda_reason_names_missing_numba_cuda(monkeypatch):
-    from runtime import dispatch
+    device = sys.modules["runtime.device"]      # (rt.device is the function of that name)
 
     def missing(kind):
         raise ImportError("No module named 'numba_cuda'")
-    monkeypatch.setattr(dispatch, "kernels_for_kind", missing)
+    monkeypatch.setattr(device, "_kernels_for_kind", missing)
     assert rt.cuda_unavailable_reason() == (
         "numba-cuda is not installed (pip install '.[cuda]'): No module named 'numba_cuda'")
 

@@ -135,7 +135,8 @@ def test_pieces_cut_views_with_or_without_the_kernel_sets_split(monkeypatch):
     shapes = [(2, 3), (4,), (1, 1, 2)]
     t = rt.tensor(np.arange(12, dtype=np.float32))
     fast = dispatch.pieces(t, shapes)
-    monkeypatch.delattr(type(dispatch.kernels_for(rt.cpu())), "split")
+    ks = dispatch.kernels_for(rt.cpu())
+    monkeypatch.setattr(type(ks), "capabilities", ks.capabilities - {"split"})
     slow = dispatch.pieces(t, shapes)
     want = [np.arange(6).reshape(2, 3), np.arange(6, 10), np.arange(10, 12).reshape(1, 1, 2)]
     for a, b, w in zip(fast, slow, want):

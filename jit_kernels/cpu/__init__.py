@@ -31,6 +31,8 @@ class CpuKernels:
     """Kernel set for device kind ``"cpu"``; payloads are NumPy arrays."""
 
     kind = "cpu"
+    capabilities = frozenset(("fused", "prepared", "split", "winograd", "max_pool2d_relu",
+                              "synchronize", "empty_cache", "dlpack"))
 
     # -- memory
     def from_host(self, array, index=0):

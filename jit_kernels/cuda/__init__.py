@@ -71,6 +71,8 @@ class CudaKernels:
     """Kernel set for device kind ``"cuda"``; payloads are ``CudaArray`` device views."""
 
     kind = "cuda"
+    capabilities = frozenset(("fused", "prepared", "synchronize", "empty_cache",
+                              "cuda_array_interface"))
 
     def __init__(self):
         from jit_kernels.cuda import (conv, elementwise, matmul, memory, pool, random, reduce, shape)

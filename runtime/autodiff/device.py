@@ -117,20 +117,20 @@ class AutodiffDevice(Device):
         return self._result(spec, tracked, attrs, inputs, out)
 
     def execute_fast(self, ent, args):
-        """A cached fast-path decision ``ent`` (dispatch's: these operand shapes and dtypes on
+        """A cached fast-path decision ``ent`` (dispatch's ``FastEntry``: these operand shapes and dtypes on
         this device, every tensor operand on it): the prepared kernel on the inner payloads,
         then the tape node; None (nothing run; dispatch goes the general way) for a tracked
         op that differentiates through its decomposition."""
-        spec = ent[0]
+        spec = ent.spec
         inner_args, inputs, tracked = self._unwrap(args)
         if tracked and spec.backward is None and spec.differentiable and not _mode.disabled:
             return None                         # (a composite's decomposition, or the error)
         if len(inner_args) == 2:
             a, b = inner_args
-            p = ent[3](a._payload if type(a) is Tensor else a, b._payload if type(b) is Tensor else b)
+            p = ent.fn(a._payload if type(a) is Tensor else a, b._payload if type(b) is Tensor else b)
         else:
-            p = ent[3](inner_args[0]._payload)
-        out = _new(p, ent[1], ent[2], self.inner)
+            p = ent.fn(inner_args[0]._payload)
+        out = _new(p, ent.shape, ent.dtype, self.inner)
         return self._result(spec, tracked, {}, inputs, out)
 
     def to_host(self, t):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..core.errors import AutodiffMoveError
-from ..movement import MoveRule, can_move, register_move
+from ..ops.movement import MoveRule, can_move, register_move
 from ..tensor import Tensor
 from . import tape
 from .device import _wrap

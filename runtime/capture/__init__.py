@@ -11,6 +11,7 @@ from .ir import CapturedGraph, OperationIr, TensorIr
 from .replay import Executable
 from .serialize import load_graph
 from . import movement as _movement
+from . import composite as _composite  # (installs the plain-device lowering of composite ops)
 
 __all__ = ["CaptureDevice", "CaptureScope", "CompletionToken", "CapturedGraph", "OperationIr",
            "TensorIr", "Executable", "capture", "load_graph"]

@@ -24,6 +24,7 @@ import numpy as np
 from .. import dispatch
 from ..device import cpu, device as _parse_device
 from ..core.errors import CaptureError, DeviceError
+from ..kernel_sets import supports
 from ..ops.catalogue import CATALOGUE
 from ..ops.create import init_attrs
 from .fuse import plan_fusion
@@ -109,7 +110,7 @@ class CompiledGraph:
             raise CaptureError("ReplayOnCapture", "compile runs on a real device (cpu, cuda:N), "
                                                   "not on a capture device")
         ks = dispatch.kernels_for(dev)
-        if not callable(getattr(ks, "fused", None)):
+        if not supports(ks, "fused"):
             raise DeviceError(f"{dev}: graph.compile is not supported on this device yet (the "
                               f"{dev.kind} kernel set has no fused kernels); use graph.run(..., "
                               f"device={dev}) or compile on cpu")

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .. import dispatch
+from .. import kernel_sets
 from ..ops.catalogue import CATALOGUE, _Meta
 
 __all__ = ["FusedInput", "FusedOp", "FusedProgram", "plan_fusion", "ELEMENTWISE_FAMILIES",
@@ -36,8 +36,8 @@ __all__ = ["FusedInput", "FusedOp", "FusedProgram", "plan_fusion", "ELEMENTWISE_
 ELEMENTWISE_FAMILIES = ("unary", "binary", "select")
 #: the ``OpSpec.fusion`` classes of the elementwise members of a group
 ELEMENTWISE_CLASSES = ("unary", "binary", "select", "clamp")
-# the row ops the kernel sets' fused kernels compute (jit_kernels' op table, via dispatch)
-ROW_REDUCTIONS, _ROW_OPS = dispatch.fused_row_ops()
+# the row ops the kernel sets' fused kernels compute (jit_kernels' op table)
+ROW_REDUCTIONS, _ROW_OPS = kernel_sets.fused_row_ops()
 ROW_SOFTMAX = tuple(o for o in _ROW_OPS if o not in ROW_REDUCTIONS)
 
 

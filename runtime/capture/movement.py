@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..core.errors import CaptureMoveError, CaptureValueError
-from ..movement import MoveRule, register_move
+from ..ops.movement import MoveRule, register_move
 from .device import active_session
 
 __all__: list = []

@@ -15,6 +15,7 @@ reductions do; the fused pool and relu give exactly what they give on the op's o
 """
 from __future__ import annotations
 
+from ..kernel_sets import supports
 from .ir import CapturedGraph, OperationIr, TensorIr
 
 __all__ = ["winograd_rewrite"]
@@ -48,9 +49,9 @@ def _eligible(op, graph) -> bool:
 def winograd_rewrite(graph: CapturedGraph, ks) -> CapturedGraph:
     """``graph`` with each eligible conv2d (and its fusable pool) as ``conv2d_winograd`` where
     the kernel set ``ks`` says it applies; the graph itself when none does."""
-    applies = getattr(ks, "winograd_applies", None)
-    if applies is None or getattr(ks, "conv2d_winograd", None) is None:
+    if not supports(ks, "winograd"):
         return graph
+    applies = ks.winograd_applies
     ops = graph.operations
     readers: dict = {}
     for op in ops:

@@ -81,6 +81,10 @@ class OpSpec:
     # fused row-op table), "matmul" (a matmul with an elementwise epilogue), or None (never
     # fused).  ``register`` sets it from the family (unary, binary, select) when left None.
     fusion: Optional[str] = None
+    # Whether dispatch may keep the rule's plan by operand signature and attrs: True when the
+    # rule reads only operand shapes, dtypes and the attrs (no values, no random state).
+    # ``register`` sets it from the family when the record leaves it None.
+    cache_plan: Optional[bool] = None
 
     @property
     def onnx_lowering(self) -> Optional[Callable]:
@@ -98,6 +102,38 @@ CATALOGUE: dict[str, OpSpec] = {}
 #: ``OpSpec.fusion``'s default per family
 _FAMILY_FUSION = {"unary": "unary", "binary": "binary", "select": "select"}
 
+#: the families whose rules read only shapes, dtypes and attrs (``OpSpec.cache_plan``'s default)
+PLAN_CACHE_FAMILIES = frozenset(("conv", "pool", "loss", "reduce", "arg_reduce", "softmax",
+                                 "linalg", "shape", "scan", "attention"))
+
+
+# A composite op runs on a plain device as its decomposition traced and fused: the tracing
+# service (``runtime.capture.tracing``) sits above this layer and installs the function that
+# builds such a runner when it is imported (``import runtime`` imports it).
+_composite_runner = None
+
+
+def install_composite_runner(fn) -> None:
+    """Install ``fn(spec, device, args, attrs) -> runner(payloads) -> payload``, the plain-device
+    lowering of every composite record."""
+    global _composite_runner
+    _composite_runner = fn
+
+
+def composite_runner(spec, device, args, attrs):
+    """The runner of composite ``spec`` on plain ``device`` for operands like ``args`` (tensors
+    or (shape, dtype) stand-ins, and Python scalars)."""
+    if _composite_runner is None:
+        raise RuntimeError("composite ops need runtime.capture.tracing (import runtime)")
+    return _composite_runner(spec, device, args, attrs)
+
+
+def _composite_kernel(spec):
+    def composite_kernel(ks, p, args, attrs, plan, device):
+        fn = composite_runner(spec, device, args, attrs)
+        return fn([q for q, a in zip(p, args) if hasattr(a, "dtype")])
+    return composite_kernel
+
 
 def register(s: OpSpec, replace: bool = False) -> OpSpec:
     """Add record ``s`` to the catalogue (ValueError when the name is taken)."""
@@ -106,9 +142,10 @@ def register(s: OpSpec, replace: bool = False) -> OpSpec:
     if s.kernel is None:
         if s.decompose is None:
             raise ArgumentValueError(f"op {s.name!r}: a record needs a kernel or a decomposition")
-        from ..ops.composite import kernel_for
-        s.kernel = kernel_for(s)
+        s.kernel = _composite_kernel(s)
         s.lowering = "composite"
+    if s.cache_plan is None:
+        s.cache_plan = s.family in PLAN_CACHE_FAMILIES
     if s.fusion is None:
         s.fusion = _FAMILY_FUSION.get(s.family)
     CATALOGUE[s.name] = s

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..dispatch import dispatch as run
 from ..core.errors import ArgumentValueError, DeviceError, DTypeError, ShapeError
+from ..kernel_sets import supports
 from ..tensor import Tensor
 from .args import tensor_arg
 from .linalg import matmul
@@ -505,8 +506,7 @@ def _infer_winograd_weight(args, attrs):
 def _winograd_kernel(ks, name, device):
     """The kernel set's ``name``, or a ``DeviceError`` (a graph file may name the op on any
     device; only kernel sets whose compile makes it have it)."""
-    fn = getattr(ks, name, None)
-    if fn is None:
+    if not supports(ks, "winograd"):
         raise DeviceError(f"{name}: {device} has no Winograd kernels (graph.compile makes this op "
                           f"on cpu only); run the graph the op was compiled from")
     return getattr(ks, name)

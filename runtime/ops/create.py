@@ -202,7 +202,6 @@ def from_numpy(a, device=None) -> Tensor:
 def _from_cuda_array(op, obj, device, copy):
     """A tensor viewing (``copy``: copying) ``__cuda_array_interface__`` memory on cuda
     ``device`` (default ``cuda:0``; any other device: imported on cuda:0, then moved)."""
-    from ..dispatch import from_cuda_array
     desc = obj.__cuda_array_interface__
     D.from_numpy_dtype(np.dtype(desc["typestr"]), op)
     dev = device_arg("cuda:0" if device is None else device)
@@ -210,7 +209,7 @@ def _from_cuda_array(op, obj, device, copy):
     if not (isinstance(dev, PlainDevice) and dev.kind == "cuda"):
         target = device_arg("cuda:0")
     try:
-        t = from_cuda_array(obj, target, copy)
+        t = target.from_cuda_array(obj, copy)
     except (ValueError, NotImplementedError) as exc:
         raise ArgumentValueError(f"{op}: cannot import {type(obj).__name__} through "
                                  f"__cuda_array_interface__: {exc}") from None

@@ -21,6 +21,7 @@ import numpy as np
 from ..core import dtypes as D
 from ..dispatch import dispatch as run
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ..kernel_sets import supports
 from .args import tensor_arg
 from ..core.registry import Meta, OpSpec, Plan, dtype_names, front_end, register
 from .shape import reshape
@@ -309,8 +310,8 @@ def _infer_max_relu(args, attrs):
 
 def _kernel_max_relu(ks, p, args, attrs, plan, device):
     rows, cols, _ = windows_of("max", args[0].shape, attrs)
-    fused = getattr(ks, "max_pool2d_relu", None)   # (kernel sets may lack it, or decline)
-    y = fused(p[0], rows, cols) if fused is not None else None
+    # a kernel set may lack the fused kernel, or decline the case (None)
+    y = ks.max_pool2d_relu(p[0], rows, cols) if supports(ks, "max_pool2d_relu") else None
     if y is not None:
         return y
     return ks.unary("relu", ks.max_pool2d(p[0], rows, cols, False)[0], plan.dtype.np, {})

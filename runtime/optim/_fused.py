@@ -12,29 +12,28 @@ and concatenates each operand kind, runs the same update once over the concatena
 generated kernel as one parameter's) and cuts the results back into the parameters' shapes.
 A kind whose tensors are still the pieces of an earlier call's flat output (the parameters and
 moments, from one step to the next) comes as that flat tensor instead: no concatenation.
-On a small model the per-call cost (about 35 µs: the graph call, the kernel's operand set-up)
+On a small model the per-call cost (the graph call, the kernel's operand set-up)
 was most of an optimiser step; copying a few thousand elements is not."""
 from __future__ import annotations
 
-import functools
 import math
 
 from .. import dispatch
-from ..capture.device import CaptureDevice
+from ..capture.tracing import TraceCache, compile_for, trace
+from ..core.registry import Meta
 from ..ops import api
 
 __all__ = ["run_update", "run_update_many"]
 
+_UPDATES = TraceCache(256)
+_UPDATES_MANY = TraceCache(64)
 
-@functools.lru_cache(maxsize=256)
+
 def _compiled(fn, variant, n_tensors, n_scalars, size, dtype, device):
-    cap = CaptureDevice()
-    with cap.capture_scope() as scope:
-        tensors = [scope.placeholder((size,), dtype) for _ in range(n_tensors)]
-        scalars = [scope.placeholder((), dtype) for _ in range(n_scalars)]
-        outs = fn(variant, *tensors, *scalars)
-        scope.complete(inputs=tensors + scalars, outputs=list(outs))
-    return scope.graph.compile(device)
+    def build():
+        inputs = [Meta((size,), dtype)] * n_tensors + [Meta((), dtype)] * n_scalars
+        return compile_for(trace(lambda *ts: fn(variant, *ts), inputs), device)
+    return _UPDATES.get((fn, variant, n_tensors, n_scalars, size, dtype, device), build)
 
 
 _SCALARS: dict = {}      # (value, dtype, device) -> 0-d tensor (tensors are immutable)
@@ -66,27 +65,31 @@ def run_update(fn, variant, tensors, scalars):
     return tuple(outs) if len(shape) == 1 else tuple(api.reshape(o, shape) for o in outs)
 
 
-@functools.lru_cache(maxsize=64)
 def _compiled_many(fn, variant, n_tensors, n_scalars, shapes, dtype, device, flat_kinds):
     """The graph of ``run_update_many``: operand kind ``k`` comes as one flat tensor when
     ``flat_kinds[k]``, else one tensor per parameter (flattened and concatenated here); the
     outputs are the flat ones (``dispatch.pieces`` cuts them)."""
     sizes = [math.prod(s) for s in shapes]
-    cap = CaptureDevice()
-    with cap.capture_scope() as scope:
-        inputs, flat = [], []
+
+    def update(*placeholders):
+        it = iter(placeholders)
+        flat = []
         for k in range(n_tensors):
             if flat_kinds[k]:
-                flat.append(scope.placeholder((sum(sizes),), dtype))
-                inputs.append(flat[-1])
+                flat.append(next(it))
             else:
-                ts = [scope.placeholder(s, dtype) for s in shapes]
-                inputs += ts
+                ts = [next(it) for _ in shapes]
                 flat.append(api.cat([api.reshape(t, (n,)) for t, n in zip(ts, sizes)]))
-        scalars = [scope.placeholder((), dtype) for _ in range(n_scalars)]
-        outs = list(fn(variant, *flat, *scalars))
-        scope.complete(inputs=inputs + scalars, outputs=outs)
-    return scope.graph.compile(device)
+        return fn(variant, *flat, *it)
+
+    def build():
+        inputs = []
+        for k in range(n_tensors):
+            inputs += [Meta((sum(sizes),), dtype)] if flat_kinds[k] else [Meta(s, dtype) for s in shapes]
+        inputs += [Meta((), dtype)] * n_scalars
+        return compile_for(trace(update, inputs), device)
+    return _UPDATES_MANY.get((fn, variant, n_tensors, n_scalars, shapes, dtype, device, flat_kinds),
+                             build)
 
 
 def run_update_many(fn, variant, tensor_lists, scalars, flat=None):

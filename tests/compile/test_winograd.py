@@ -220,7 +220,7 @@ def test_a_kernel_set_without_winograd_kernels_raises_a_device_error(monkeypatch
     from runtime.ops.conv import _kernel_conv2d_winograd, _kernel_winograd_weight
 
     class Bare:
-        pass
+        capabilities = frozenset()
     for kernel, name in ((_kernel_conv2d_winograd, "conv2d_winograd"),
                          (_kernel_winograd_weight, "winograd_weight")):
         with pytest.raises(DeviceError) as e:

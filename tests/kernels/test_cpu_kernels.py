@@ -68,6 +68,23 @@ def test_protocol_complete():
         assert callable(getattr(ks, m)), m
 
 
+@pytest.mark.parametrize("cls", ["jit_kernels.cpu:CpuKernels", "jit_kernels.cuda:CudaKernels"])
+def test_capabilities_declared_are_the_methods_present(cls):
+    """A kernel set declares exactly the optional features whose methods it has (the runtime
+    asks ``capabilities``, never probes for methods)."""
+    import importlib
+    from jit_kernels import CAPABILITIES
+    mod, _, name = cls.partition(":")
+    try:
+        k = getattr(importlib.import_module(mod), name)
+    except ImportError:
+        pytest.skip("needs a GPU: numba-cuda is not installed")
+    assert k.capabilities <= set(CAPABILITIES), k.capabilities - set(CAPABILITIES)
+    for cap, methods in CAPABILITIES.items():
+        have = [callable(getattr(k, m, None)) for m in methods]
+        assert all(have) if cap in k.capabilities else not any(have), (cap, methods, have)
+
+
 def test_import_compiles_nothing():
     code = r"""
 import sys, numba, importlib, pkgutil

@@ -1,4 +1,4 @@
-"""``Tensor.to``: the device-movement table of SPEC §3, keyed by (source family, target family).
+"""``Tensor.to``: the device-movement table, keyed by (source family, target family).
 
 Each entry is a ``MoveRule`` with ``allowed`` (used by ``rt.can_move``, never raises) and
 ``move``.  Plain devices fill their row here; the autodiff and capture packages register
@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .device import Device, device as _parse
-from .core.errors import DeviceError
+from ..device import Device, device as _parse
+from ..dispatch import create
+from .create import init_attrs
+from ..core.errors import DeviceError
 
 __all__ = ["MoveRule", "register_move", "move", "can_move"]
 
@@ -57,9 +59,7 @@ def can_move(t, target) -> bool:
 def _plain_to_plain(t, target):
     if t.device == target:
         return t
-    from . import dispatch
-    from .ops.create import init_attrs
-    return dispatch.create("init", target, init_attrs(t.device.to_host(t), t.dtype))
+    return create("init", target, init_attrs(t.device.to_host(t), t.dtype))
 
 
 register_move("plain", "plain", MoveRule(lambda t, d: True, _plain_to_plain))
