@@ -7,7 +7,7 @@ compiled >= 1.2x eager.  ``python bench/bench_compile.py`` prints every ratio;
 
 Importing PyTorch into the process (its OpenMP pool) slows Numba's parallel kernels, most of
 all on a machine with few cores; for clean runtime/NumPy ratios run with torch absent
-(``python -c 'import sys; sys.modules["torch"] = None; ...'``) — see the README, section Compile.
+(``python -c 'import sys; sys.modules["torch"] = None; ...'``) — see docs/compile.md.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A small Numba-JIT tensor runtime: devices, dispatch, autodiff and graph capture.
 
-``import runtime as rt``; see the README for a tour.  Importing compiles nothing.
+``import runtime as rt``; see docs/tour.md for a tour.  Importing compiles nothing.
 """
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     sub.add_parser("tour", help="tour the ops, train an MLP, capture/replay/compile its graph",
                    description="Tour the ops with NumPy timings, train an MLP with autodiff, "
                    "capture, replay, compile and save its inference graph.  The first run "
-                   "compiles its kernels (see the README's 'First run' note).")
+                   "compiles its kernels (see docs/first-run.md).")
     sub.add_parser("warmup", help="compile the common kernels into the disk cache",
                    description="Compile (or load from the disk cache) the common kernels so "
                    "later processes start fast.")

@@ -4,7 +4,7 @@
 2. autodiff: a small MLP trained on synthetic data (the loss falls);
 3. capture: the trained model's inference graph captured, replayed, saved and reloaded;
 4. the timings of part 1 next to NumPy, after ``rt.synchronize()`` (a first run builds some
-   kernels in a background process; see the README's "First run").
+   kernels in a background process; see docs/first-run.md).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 header edits re-signed with a valid checksum (tests/fuzz_graph_files.py has the mutations and
 the check).  CI runs a quick seeded batch in-process (10 mutations per hypothesis example of the
 profile: 150 under ``ci``); the nightly run is ``python -m tests.fuzz_nightly files --n 5000``
-(child processes: a segfault is a recorded crash, see the README's Development section)."""
+(child processes: a segfault is a recorded crash, see CONTRIBUTING.md, Development)."""
 import json
 import os
 import subprocess

@@ -13,7 +13,7 @@ rounding.  A step NumPy refuses (shapes that do not broadcast) is dropped before
 sees the program: the runtime must then run every step without an error.
 
 Profiles: CI runs hypothesis' ``ci`` profile (15 programs per test); ``--hypothesis-profile=nightly``
-(tests/conftest.py) runs 10,000 per test (see the README's Development section).
+(tests/conftest.py) runs 10,000 per test (see CONTRIBUTING.md, Development).
 """
 import math
 import os

@@ -2,7 +2,7 @@
 
 ``cap = rt.CaptureDevice()``; ``with cap.capture_scope() as scope: ...; scope.complete(...)``;
 ``scope.graph`` is a ``CapturedGraph`` that replays (``run``/``bind``) on any device and
-saves/loads (``save``/``rt.load_graph``).  See the README, section Capture.
+saves/loads (``save``/``rt.load_graph``).  See docs/capture.md.
 """
 from __future__ import annotations
 

@@ -227,7 +227,7 @@ class CapturedGraph:
     def compile(self, device=None):
         """An executable for ``device`` (default cpu) returning what ``run`` returns, with chains
         of elementwise ops (and around last-axis reductions/softmax, and matmul epilogues)
-        fused into generated kernels; see the README, section Compile.  Not for autodiff devices."""
+        fused into generated kernels; see docs/compile.md.  Not for autodiff devices."""
         from .compiled import CompiledGraph
         return CompiledGraph(self, device)
 
@@ -237,7 +237,7 @@ class CapturedGraph:
         save_graph(self, path)
 
     def to_onnx(self, path, opset: int = 17):
-        """Write the graph as an ONNX model (needs the ``onnx`` extra); README, "ONNX export"."""
+        """Write the graph as an ONNX model (needs the ``onnx`` extra); docs/capture.md, "ONNX export"."""
         from .onnx import export_onnx
         return export_onnx(self, path, opset)
 

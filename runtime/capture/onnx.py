@@ -15,7 +15,7 @@ has no lowering, or names no ONNX operator where its lowering needs one, raises
 become 0-d initializers of the op's compute dtype; dtype promotion is made explicit with
 ``Cast``.
 
-Known differences from ``graph.run`` (also in the README, "ONNX export"):
+Known differences from ``graph.run`` (also in docs/capture.md, "ONNX export"):
 
 - ``rand``/``randn`` become ``RandomUniform``/``RandomNormal``: other values than the runtime's
   seeded stream.

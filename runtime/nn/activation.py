@@ -1,8 +1,12 @@
 """Activation layers: one module per activation function, PyTorch's names and arguments.
 
-Each is made by ``_activation(name, function, (argument, default)...)``: the module stores its
-arguments and calls ``rt.nn.functional.<function>`` (or ``rt.<function>``) with them."""
+Each is made by ``_activation(name, function)``: the module takes the function's keyword
+arguments, with the function's defaults (read from its signature, so the two cannot drift), stores
+them and calls ``rt.nn.functional.<function>`` (or ``rt.<function>``) with them.  The softmax
+family names its axis ``dim`` as PyTorch's modules do, so it lists its one argument."""
 from __future__ import annotations
+
+import inspect
 
 from ..ops import api
 from . import functional as F
@@ -13,9 +17,18 @@ __all__ = ["ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softplus
            "Softsign", "Softmax", "LogSoftmax", "Softmin", "GLU"]
 
 
+def _signature_params(function) -> tuple:
+    """The (name, default) pairs of ``function``'s arguments after the input."""
+    ps = list(inspect.signature(function).parameters.values())[1:]
+    return tuple((p.name, p.default) for p in ps
+                 if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty)
+
+
 def _activation(cls_name: str, fn: str, *params):
     """A module class calling activation ``fn`` with keyword arguments ``params`` ((name,
-    default) pairs, also accepted positionally in that order)."""
+    default) pairs, also accepted positionally in that order; by default the function's own)."""
+    function = getattr(F, fn, None) or getattr(api, fn)
+    params = params or _signature_params(function)
     names = [p for p, _ in params]
     defaults = dict(params)
 
@@ -35,8 +48,7 @@ def _activation(cls_name: str, fn: str, *params):
             object.__setattr__(self, k, v)
 
     def forward(self, x):
-        f = getattr(F, fn, None) or getattr(api, fn)
-        return f(x, **{k: getattr(self, k) for k in names})
+        return function(x, **{k: getattr(self, k) for k in names})
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={getattr(self, k)!r}" for k in names)
@@ -49,17 +61,17 @@ def _activation(cls_name: str, fn: str, *params):
 
 ReLU = _activation("ReLU", "relu")
 ReLU6 = _activation("ReLU6", "relu6")
-GELU = _activation("GELU", "gelu", ("approximate", "none"))
+GELU = _activation("GELU", "gelu")
 SiLU = _activation("SiLU", "silu")
 Mish = _activation("Mish", "mish")
 Tanh = _activation("Tanh", "tanh")
 Sigmoid = _activation("Sigmoid", "sigmoid")
-Softplus = _activation("Softplus", "softplus", ("beta", 1.0), ("threshold", 20.0))
-ELU = _activation("ELU", "elu", ("alpha", 1.0))
-CELU = _activation("CELU", "celu", ("alpha", 1.0))
+Softplus = _activation("Softplus", "softplus")
+ELU = _activation("ELU", "elu")
+CELU = _activation("CELU", "celu")
 SELU = _activation("SELU", "selu")
-LeakyReLU = _activation("LeakyReLU", "leaky_relu", ("negative_slope", 0.01))
-Hardtanh = _activation("Hardtanh", "hardtanh", ("min_val", -1.0), ("max_val", 1.0))
+LeakyReLU = _activation("LeakyReLU", "leaky_relu")
+Hardtanh = _activation("Hardtanh", "hardtanh")
 Hardsigmoid = _activation("Hardsigmoid", "hardsigmoid")
 Hardswish = _activation("Hardswish", "hardswish")
 LogSigmoid = _activation("LogSigmoid", "logsigmoid")
@@ -67,4 +79,4 @@ Softsign = _activation("Softsign", "softsign")
 Softmax = _activation("Softmax", "softmax", ("dim", -1))
 LogSoftmax = _activation("LogSoftmax", "log_softmax", ("dim", -1))
 Softmin = _activation("Softmin", "softmin", ("dim", -1))
-GLU = _activation("GLU", "glu", ("dim", -1))
+GLU = _activation("GLU", "glu")
