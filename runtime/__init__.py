@@ -9,12 +9,12 @@ from .tensor import Tensor
 from .device import Device, cpu, cuda, cuda_unavailable_reason, default_device, device, devices
 from .core.dtypes import DType, bool_, float32, float64, int32, int64
 from .core.dtypes import bfloat16, float16, int8, int16, uint8
-from .core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError,
+from .core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError, AxisError,
                      AutodiffNotMarkedError, CaptureAutodiffError, CaptureError, CaptureMoveError,
                      CaptureScopeError, CaptureValueError,
                      DeviceError, DeviceMismatchError, DTypeError, GradientError, GraphFileError,
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
-                     OutOfMemoryError, ShapeError, TensorRuntimeError)
+                     OutOfMemoryError, ShapeError, TensorRuntimeError, UnsupportedOptionError)
 from .core.errors import DistributedDeviceError, DistributedError, DistributedTimeoutError
 from .device import empty_cache, synchronize
 from .ops.movement import can_move

@@ -76,7 +76,7 @@ def test_a_bad_second_operand(info, second, error, match, scope):
 def test_an_axis_out_of_range(info, scope):
     cap, _ = scope
     (x,) = _inputs(info, cap)[:1]
-    with pytest.raises(rt.ShapeError, match=rf"{info.op}: axis 5 is out of range for a tensor of shape \(2, 3\)"):
+    with pytest.raises(rt.AxisError, match=rf"{info.op}: axis 5 is out of range for a tensor of shape \(2, 3\)"):
         info.fn(x, axis=5)
 
 
@@ -256,6 +256,52 @@ def test_the_newer_ops_refuse_bad_inputs(call, error, match, scope):
     with pytest.raises(error, match=match) as e:
         call(cap)
     assert isinstance(e.value, rt.TensorRuntimeError)
+
+
+def _saved_graph():
+    return rt.capture(lambda t: t * 2.0, np.ones(2, np.float32))
+
+
+def _placeholder(shape):
+    cap = rt.CaptureDevice()
+    with cap.capture_scope() as s:
+        try:
+            s.placeholder(shape)
+        finally:
+            x = s.placeholder((1,))
+            s.complete(inputs=[x], outputs=[x])
+
+
+# arguments that once escaped as a raw Python error from deep inside (AttributeError,
+# TypeError, ValueError) or were accepted: each is a typed error naming the op
+ENTRY_POINTS = [
+    ("dropout-none", lambda: F.dropout(None), NT, "dropout: expected a Tensor, got NoneType"),
+    ("dropout-p-str", lambda: F.dropout(_cpu((2,)), p="a"), NT, "dropout: p must be a number, got str"),
+    ("dropout2d-none", lambda: F.dropout2d(None), NT, "dropout2d: expected a Tensor, got NoneType"),
+    ("full-none", lambda: rt.full(None, 1.0), SH,
+     "full: shape must be an int or a tuple of ints, got None"),
+    ("zeros_like-list", lambda: rt.zeros_like([1.0, 2.0]), NT, "zeros_like: expected a Tensor, got list"),
+    ("zeros_like-none", lambda: rt.zeros_like(None), NT, "zeros_like: expected a Tensor, got NoneType"),
+    ("ones_like-none", lambda: rt.ones_like(None), NT, "ones_like: expected a Tensor, got NoneType"),
+    ("placeholder-str", lambda: _placeholder("ab"), SH,
+     "placeholder: shape must be a tuple of ints, got 'ab'"),
+    ("placeholder-none", lambda: _placeholder(None), SH,
+     "placeholder: shape must be a tuple of ints, got None"),
+    ("graph.save-none", lambda: _saved_graph().save(None), NT,
+     "graph.save: path must be a str, bytes or os.PathLike, got NoneType"),
+    ("load_graph-none", lambda: rt.load_graph(None), NT,
+     "load_graph: path must be a str, bytes or os.PathLike, got NoneType"),
+    ("autodiff-none", lambda: rt.autodiff(None), NT,
+     "autodiff: expected a device or a device string such as 'cpu', got None"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [c[1:] for c in ENTRY_POINTS],
+                         ids=[c[0] for c in ENTRY_POINTS])
+def test_entry_points_refuse_bad_arguments_with_typed_errors(call, error, message):
+    with pytest.raises(error) as e:
+        call()
+    assert str(e.value).startswith(message)
 
 
 @pytest.mark.parametrize("call, match", [

@@ -219,18 +219,26 @@ PAD_CASES = [((2, 1, 1, 3), "reflect"), ((3, 1), "replicate"), ((2, 2, 1, 0, 1, 
 
 
 def _np_pad(a, amounts, mode):
+    """NumPy's pad with PyTorch's negative amounts: a crop, after padding (before it for
+    circular, which wraps what the crop leaves)."""
     nm = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
           "circular": "wrap"}[mode]
     pw = [(0, 0)] * a.ndim
     for i in range(len(amounts) // 2):
         pw[a.ndim - 1 - i] = (max(amounts[2 * i], 0), max(amounts[2 * i + 1], 0))
+
+    def crop(x, sizes):
+        key = [slice(None)] * a.ndim
+        for i in range(len(amounts) // 2):
+            lo, hi = amounts[2 * i], amounts[2 * i + 1]
+            d = a.ndim - 1 - i
+            key[d] = slice(max(-lo, 0), sizes[d] - max(-hi, 0))
+        return x[tuple(key)]
+
+    if mode == "circular":
+        return np.pad(crop(a, a.shape), pw, mode=nm)
     out = np.pad(a, pw, mode=nm)
-    crop = [slice(None)] * a.ndim
-    for i in range(len(amounts) // 2):
-        lo, hi = amounts[2 * i], amounts[2 * i + 1]
-        d = a.ndim - 1 - i
-        crop[d] = slice(max(-lo, 0), out.shape[d] - max(-hi, 0))
-    return out[tuple(crop)]
+    return crop(out, out.shape)
 
 
 @pytest.mark.parametrize("amounts,mode", PAD_CASES)

@@ -236,7 +236,7 @@ X32 = _t(X)
      "batch_norm: input must be (N, C) or (N, C, *), got shape (2,)"),
     (lambda: F.batch_norm(X32.astype(rt.int64), None, None, training=True), rt.DTypeError,
      "batch_norm: input must be a float tensor, got int64"),
-    (lambda: F.normalize(X32, p=-1.0), rt.ArgumentValueError, "normalize: p must be > 0, got -1.0"),
+    (lambda: F.normalize(X32, p="2"), rt.ArgumentValueError, "normalize: p must be a number, got '2'"),
     (lambda: F.embedding(rt.tensor([0]), X32), rt.ShapeError,
      "embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape (2, 6, 3, 2)"),
     (lambda: F.embedding(X32[0, 0, 0], X32[0, 0]), rt.DTypeError,

@@ -197,9 +197,16 @@ def _device(inner, checkpointing: str) -> AutodiffDevice:
     return d
 
 
-def autodiff(inner=None, checkpointing: str = "none") -> AutodiffDevice:
-    """The autodiff device over ``inner`` (default: the default device)."""
+_DEFAULT = object()
+
+
+def autodiff(inner=_DEFAULT, checkpointing: str = "none") -> AutodiffDevice:
+    """The autodiff device over ``inner`` (a device or a device string; when omitted, the
+    default device)."""
     if inner is None:
+        raise ArgumentTypeError("autodiff: expected a device or a device string such as 'cpu', "
+                                "got None (call rt.autodiff() for the default device)")
+    if inner is _DEFAULT:
         from ..device import current_default
         inner = current_default()
     return _device(_parse_device(inner), checkpointing)

@@ -18,7 +18,9 @@ from ..core import dtypes as D
 from ..device import Device, register_device_parser
 from ..core.errors import (CAPTURE_SCOPE_COMPLETE, CAPTURE_SCOPE_REQUIRED, ArgumentTypeError,
                       CaptureAutodiffError,
-                      CaptureError, CaptureScopeError, CaptureValueError, DeviceError)
+                      CaptureError, CaptureScopeError, CaptureValueError, DeviceError,
+                      ShapeError)
+from ..ops.args import shape_arg
 from ..tensor import Tensor, new_id
 from .ir import CapturedGraph, OperationIr, TensorIr
 
@@ -141,10 +143,11 @@ class CaptureScope:
     def placeholder(self, shape, dtype=D.float32) -> Tensor:
         """A graph input with no example value; it must be declared in ``complete(inputs=...)``."""
         s = self._live_session()
-        shape = tuple(int(d) for d in shape)
-        if any(d < 0 for d in shape):
-            from ..core.errors import ShapeError
-            raise ShapeError(f"placeholder: negative dimension in shape {shape}")
+        if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+            shape = (shape,)
+        if not isinstance(shape, (tuple, list)):
+            raise ShapeError(f"placeholder: shape must be a tuple of ints, got {shape!r}")
+        shape = shape_arg("placeholder", tuple(shape))
         t = s.tensor(shape, D.as_dtype(dtype))
         s.placeholders[t.id] = t._payload.ir
         return t

@@ -185,8 +185,18 @@ def _untir(x) -> TensorIr:
 
 
 # ---- save / load ---------------------------------------------------------------------------
+def _path(op: str, path) -> str:
+    """``path`` as a file name, or ArgumentTypeError naming the op."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise ArgumentTypeError(f"{op}: path must be a str, bytes or os.PathLike, got "
+                                f"{type(path).__name__}") from None
+
+
 def save_graph(graph: CapturedGraph, path) -> None:
     """Write ``graph`` to ``path`` (canonical ids; byte-identical for identical computations)."""
+    path = _path("graph.save", path)
     g = canonicalize(graph)
     blobs = []
     values = []
@@ -225,7 +235,7 @@ def load_graph(path) -> CapturedGraph:
     values and dtypes, with canonical ids).  The file is validated whole first: a file that is
     not a saved graph, or is damaged, raises ``GraphFileError``; one whose ops disagree with
     its declared shapes, ``CaptureError`` with ``.kind == "InvalidGraph"``."""
-    name = os.fspath(path)
+    name = _path("load_graph", path)
     with open(name, "rb") as f:
         data = f.read()
 

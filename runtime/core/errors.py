@@ -5,8 +5,8 @@ __all__ = [
     "TensorRuntimeError", "CaptureScopeError", "CaptureMoveError", "CaptureAutodiffError",
     "CaptureValueError", "AutodiffMoveError", "AutodiffNotMarkedError", "RequiresAutodiffError",
     "NestedAutodiffError", "GradientError", "CaptureError", "GraphFileError", "DeviceMismatchError", "DeviceError",
-    "ShapeError", "DTypeError", "IndexOutOfRangeError", "ArgumentTypeError",
-    "ArgumentValueError", "OutOfMemoryError", "StateDictError", "CheckpointError",
+    "ShapeError", "AxisError", "DTypeError", "IndexOutOfRangeError", "ArgumentTypeError",
+    "ArgumentValueError", "UnsupportedOptionError", "OutOfMemoryError", "StateDictError", "CheckpointError",
     "DistributedDeviceError", "DistributedError", "DistributedTimeoutError",
 ]
 
@@ -119,6 +119,11 @@ class IndexOutOfRangeError(ShapeError, IndexError):
     """An index value outside its axis (also an IndexError, as in NumPy and PyTorch)."""
 
 
+class AxisError(ShapeError, IndexError):
+    """An axis (``dim``) outside the tensor's dimensions; also an IndexError, as PyTorch raises
+    (NumPy's ``AxisError`` is both as well)."""
+
+
 class ArgumentTypeError(TensorRuntimeError, TypeError):
     """An argument of the wrong Python type (a list where a tensor is expected, ...); also a
     TypeError, as Python and NumPy raise."""
@@ -127,6 +132,11 @@ class ArgumentTypeError(TensorRuntimeError, TypeError):
 class ArgumentValueError(TensorRuntimeError, ValueError):
     """An argument value the operation does not accept (an unknown option, a non-finite
     ``arange`` bound, ...); also a ValueError."""
+
+
+class UnsupportedOptionError(ArgumentValueError, NotImplementedError):
+    """An option value the operation does not implement (an unknown padding mode); also a
+    NotImplementedError, as PyTorch raises."""
 
 
 class OutOfMemoryError(TensorRuntimeError, MemoryError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import operator
 
-from .errors import ShapeError
+from .errors import AxisError, ShapeError
 
 __all__ = ["broadcast_shapes", "normalize_axis", "normalize_axes", "resolve_reshape", "prod"]
 
@@ -39,7 +39,8 @@ MAX_ELEMENTS = 1 << 60
 
 
 def normalize_axis(op: str, axis, ndim: int, shape=None) -> int:
-    """A non-negative axis, or ShapeError naming the op, axis and shape."""
+    """A non-negative axis; ShapeError naming the op when ``axis`` is not an int, AxisError (also
+    an IndexError) naming the op, axis and shape when it is out of range."""
     if isinstance(axis, bool) or not isinstance(axis, int):
         try:
             axis = operator.index(axis)
@@ -47,7 +48,7 @@ def normalize_axis(op: str, axis, ndim: int, shape=None) -> int:
             raise ShapeError(f"{op}: axis must be an int, got {axis!r}") from None
     if not -ndim <= axis < ndim if ndim > 0 else axis not in (0, -1):
         where = f"shape {tuple(shape)}" if shape is not None else f"{ndim} dimension(s)"
-        raise ShapeError(f"{op}: axis {axis} is out of range for a tensor of {where}")
+        raise AxisError(f"{op}: axis {axis} is out of range for a tensor of {where}")
     return axis % ndim if ndim > 0 else 0
 
 

@@ -358,12 +358,14 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     The mask comes from ``rt.rand`` on ``x``'s device, so ``rt.manual_seed`` makes it
     reproducible.
     """
+    x = tensor_arg("dropout", x)
     return _dropout("dropout", x, p, training, x.shape)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     """Zero whole channels of a (N, C, H, W) or unbatched (C, H, W) input with probability
     ``p`` (one draw per channel), scaling the rest by ``1/(1-p)``."""
+    input = tensor_arg("dropout2d", input)
     if input.ndim not in (3, 4):
         raise ShapeError(f"dropout2d: input must be 3-D (C, H, W) or 4-D (N, C, H, W), got "
                          f"shape {tuple(input.shape)}")
@@ -373,6 +375,8 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 
 
 def _dropout(name, x, p, training, mask_shape):
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.floating, np.integer)):
+        raise ArgumentTypeError(f"{name}: p must be a number, got {type(p).__name__}")
     if not 0.0 <= p <= 1.0:
         raise ArgumentValueError(f"{name}: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
@@ -505,18 +509,24 @@ def batch_norm_stats(input: Tensor, running_mean, running_var, momentum: float =
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
-    """``x / max(||x||_p, eps)`` along ``dim``."""
+    """``x / max(||x||_p, eps)`` along ``dim``, with PyTorch's vector norms: ``p = 0`` counts
+    the non-zero elements, ``p = inf`` / ``-inf`` take the largest / smallest magnitude, any other
+    ``p`` (negative ones too) is ``(sum |x|**p)**(1/p)``."""
     input = _float_input("normalize", input)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or math.isnan(p):
+        raise ArgumentValueError(f"normalize: p must be a number, got {p!r}")
     if p == 2.0:
         n = api.norm(input, axis=dim, keepdims=True)
     elif p == 1.0:
         n = api.sum(api.abs(input), axis=dim, keepdims=True)
     elif p == math.inf:
         n = api.max(api.abs(input), axis=dim, keepdims=True)
-    elif p > 0:
-        n = api.pow(api.sum(api.pow(api.abs(input), p), axis=dim, keepdims=True), 1.0 / p)
+    elif p == -math.inf:
+        n = api.min(api.abs(input), axis=dim, keepdims=True)
+    elif p == 0:
+        n = api.sum(api.cast(api.ne(input, 0), input.dtype), axis=dim, keepdims=True)
     else:
-        raise ArgumentValueError(f"normalize: p must be > 0, got {p}")
+        n = api.pow(api.sum(api.pow(api.abs(input), p), axis=dim, keepdims=True), 1.0 / p)
     return api.div(input, api.clamp(n, min=eps))
 
 

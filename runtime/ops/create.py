@@ -239,7 +239,9 @@ def from_dlpack(x, device=None) -> Tensor:
 @front_end
 def full(shape, value, dtype=None, device=None) -> Tensor:
     """A tensor of ``shape`` filled with ``value`` (dtype from the value when not given)."""
-    shape = shape_arg("full", (shape,) if isinstance(shape, int) else tuple(shape))
+    if not isinstance(shape, (int, np.integer, tuple, list)):
+        raise ShapeError(f"full: shape must be an int or a tuple of ints, got {shape!r}")
+    shape = shape_arg("full", (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
     dt = D.scalar_dtype(value) if dtype is None else D.as_dtype(dtype)
     if isinstance(value, np.generic):
         value = value.item()
@@ -269,13 +271,23 @@ def empty(*shape, dtype=None, device=None) -> Tensor:
 @front_end
 def zeros_like(t, dtype=None) -> Tensor:
     """Zeros of ``t``'s shape, dtype (or ``dtype``) and device."""
+    t = _like("zeros_like", t)
     return full(t.shape, 0, dtype or t.dtype, t.device)
 
 
 @front_end
 def ones_like(t, dtype=None) -> Tensor:
     """Ones of ``t``'s shape, dtype (or ``dtype``) and device."""
+    t = _like("ones_like", t)
     return full(t.shape, 1, dtype or t.dtype, t.device)
+
+
+def _no_bool_range(op, dt):
+    """A range of booleans is refused (PyTorch refuses it; a cast would make every value after
+    the first zero True)."""
+    if dt is D.bool_:
+        raise DTypeError(f"{op}: dtype bool is not supported (a range of values has no boolean "
+                         f"form; cast the result instead)")
 
 
 @front_end
@@ -294,6 +306,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
     all_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                   for v in (start, stop, step))
     dt = D.as_dtype(dtype) if dtype is not None else (D.int64 if all_int else D.float32)
+    _no_bool_range("arange", dt)
     if all_int:                         # exact, and no value may wrap
         start, stop, step = int(start), int(stop), int(step)
         n = _b.max(0, -(-(stop - start) // step))
@@ -380,6 +393,7 @@ def linspace(start, end, steps, dtype=None, device=None) -> Tensor:
     start, end = _real("linspace", "start", start), _real("linspace", "end", end)
     a = _linspace64(float(start), float(end), _steps("linspace", steps))
     dt = D.as_dtype(dtype or D.float32)
+    _no_bool_range("linspace", dt)
     return tensor(a, dtype=dt, device=device)
 
 
@@ -391,6 +405,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None) -> Tensor:
     with np.errstate(over="ignore"):
         a = np.power(float(base), _linspace64(float(start), float(end), _steps("logspace", steps)))
     dt = D.as_dtype(dtype or D.float32)
+    _no_bool_range("logspace", dt)
     return tensor(a, dtype=dt, device=device)
 
 

@@ -985,7 +985,10 @@ def _decompose_isclose(args, attrs):
     b = cast(b, dt) if isinstance(b, Tensor) else b
     rtol, atol = attrs.get("rtol", 1e-05), attrs.get("atol", 1e-08)
     bound = add(mul(abs(b), rtol), atol) if isinstance(b, Tensor) else atol + rtol * _b.abs(b)
-    close = logical_or(le(abs(sub(a, b)), bound), eq(a, b))   # (eq: equal infinities)
+    # an infinite |a - b| is never within the bound, even where the bound is infinite (b = inf):
+    # infinities are close only to themselves (eq), as in NumPy and PyTorch
+    d = abs(sub(a, b))
+    close = logical_or(logical_and(le(d, bound), isfinite(d)), eq(a, b))
     if attrs.get("equal_nan", False):
         close = logical_or(close, logical_and(ne(a, a), ne(b, b)))
     return close

@@ -21,17 +21,19 @@ import numpy as np
 
 from ..core import dtypes as D
 from ..core.errors import (ArgumentTypeError, ArgumentValueError, CaptureError, DTypeError,
-                      IndexOutOfRangeError, OutOfMemoryError, ShapeError)
+                      IndexOutOfRangeError, OutOfMemoryError, ShapeError,
+                      UnsupportedOptionError)
 from ..tensor import Tensor
 from .args import check_size, int_arg, operand, tensor_arg, torch_alias
 from .create import arange, from_numpy, full
 from .elementwise import (add, div, eq, gt, maximum, minimum, mul, where)
+from .index import _infer_scatter_add as _check_scatter_add
 from .index import getitem, scatter_add, slice_assign, take
 from .reduce import max as _max, min as _min, prod_ as _prod
 from ..core.registry import OpSpec, Plan, front_end, register
 from ..dispatch import dispatch as run
 from .shape import cat, expand, permute, reshape
-from ..core.shapes import broadcast_shapes, normalize_axis, prod
+from ..core.shapes import broadcast_shapes, normalize_axis, normalize_axes, prod
 
 __all__ = ["pad", "repeat", "tile", "repeat_interleave", "roll", "flip", "tril", "triu",
            "diagonal", "diag", "diag_embed", "meshgrid", "movedim", "narrow", "unflatten",
@@ -128,8 +130,8 @@ def _pad_index_of(mode: str, n: int, lo: int, hi: int, dim: int, shape) -> np.nd
     return np.mod(i, n)
 
 
-# (mode, input shape, amounts) -> (pads, crop) of a non-constant pad: its record's pads (None:
-# nothing to pad) and the crop of negative amounts (None: none), the checks behind it passed.
+# (mode, input shape, amounts) -> (crop before, pads, crop after) of a non-constant pad: its
+# record's pads and the crop of negative amounts (None: nothing to do), the checks behind it passed.
 # A repeated call (every step of a conv net) skips the checks and the loops over the axes,
 # most of the call's Python time.  Only int amounts key it (1.0 == 1 hashes alike but is refused).
 _PAD_PLANS: dict = {}
@@ -157,8 +159,8 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
         raise ShapeError(f"pad: the padding {amounts} must have an even length of at most "
                          f"2 * {x.ndim} for an input of shape {x.shape}")
     if mode not in _PAD_MODES:
-        raise ArgumentValueError(f"pad: mode must be one of {', '.join(_PAD_MODES)}, got "
-                                 f"{mode!r}")
+        raise UnsupportedOptionError(f"pad: mode must be one of {', '.join(_PAD_MODES)}, got "
+                                     f"{mode!r}")
     if mode != "constant" and value not in (None, 0):
         raise ArgumentValueError(f"pad: value= applies only to mode 'constant', got mode "
                                  f"{mode!r}")
@@ -182,16 +184,26 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
         if n + lo + hi < 0:
             raise ShapeError(f"pad: padding ({lo}, {hi}) leaves a negative size on axis {d} "
                              f"of shape {x.shape}")
-        if mode != "constant":
+        if mode == "circular" and (lo < 0 or hi < 0):
+            kept = n + _b.min(lo, 0) + _b.min(hi, 0)
+            if _b.max(lo, 0) > kept or _b.max(hi, 0) > kept:
+                raise ShapeError(f"pad: circular padding ({lo}, {hi}) must be no larger than "
+                                 f"the {kept} elements its negative amount leaves of axis {d} "
+                                 f"(shape {x.shape})")
+        elif mode != "constant":
             _pad_index(mode, n, lo, hi, d, x.shape)          # validates the amounts
-    if mode != "constant":             # one native pass (the ``pad`` record), then crop
+    if mode != "constant":             # one native pass (the ``pad`` record) and the crops
+        # Negative amounts crop.  Circular padding crops first and wraps what is left (as
+        # PyTorch); reflect and replicate read the whole axis, then crop (also as PyTorch).
         pads = tuple(tuple(_b.max(a, 0) for a in pairs.get(d, (0, 0))) for d in range(x.ndim))
-        padded = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, pads))
+        first = mode == "circular"
+        sizes = x.shape if first else tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, pads))
         crop = tuple(slice(_b.max(-pairs.get(d, (0, 0))[0], 0),
-                           padded[d] - _b.max(-pairs.get(d, (0, 0))[1], 0))
+                           sizes[d] - _b.max(-pairs.get(d, (0, 0))[1], 0))
                      for d in range(x.ndim))
-        plan = (pads if any(p != (0, 0) for p in pads) else None,
-                crop if any(c.start or c.stop != m for c, m in zip(crop, padded)) else None)
+        crop = crop if any(c.start or c.stop != m for c, m in zip(crop, sizes)) else None
+        plan = (crop if first else None, pads if any(p != (0, 0) for p in pads) else None,
+                None if first else crop)
         if key is not None:
             if len(_PAD_PLANS) >= _PAD_PLANS_MAX:
                 _PAD_PLANS.clear()
@@ -207,11 +219,12 @@ def pad(input, pad, mode="constant", value=None) -> Tensor:
     return out
 
 
-def _pad_native(x, mode, pads, crop):
-    """A checked non-constant pad: the ``pad`` record of ``pads`` (when not None), then the
-    ``crop`` of negative amounts (when not None)."""
-    out = x if pads is None else run("pad", (x,), {"pads": pads, "mode": mode})
-    return out if crop is None else getitem(out, crop)
+def _pad_native(x, mode, crop_before, pads, crop_after):
+    """A checked non-constant pad: the crop of negative amounts before (circular) or after the
+    ``pad`` record of ``pads``; each step is skipped where it is None."""
+    out = x if crop_before is None else getitem(x, crop_before)
+    out = out if pads is None else run("pad", (out,), {"pads": pads, "mode": mode})
+    return out if crop_after is None else getitem(out, crop_after)
 
 
 def _pad_axis(x, d, lo, hi, value):
@@ -419,7 +432,7 @@ def roll(x, shifts, dims=None) -> Tensor:
 def flip(x, dims) -> Tensor:
     """Reverse the order of elements along ``dims`` (an int or a sequence)."""
     x = tensor_arg("flip", x)
-    axes = {normalize_axis("flip", a, x.ndim, x.shape) for a in _ints("flip", "a dim", dims)}
+    axes = normalize_axes("flip", tuple(_ints("flip", "a dim", dims)), x.ndim, x.shape)
     if x.ndim == 0 or not any(x.shape[a] > 1 for a in axes):
         return x
     return getitem(x, tuple(slice(None, None, -1) if a in axes else slice(None)
@@ -706,8 +719,9 @@ def scatter(x, dim, index, src=None, *, value=None) -> Tensor:
     """PyTorch's ``scatter(input, dim, index, src)``: a copy of ``x`` with ``src[p]`` written
     at ``p`` with ``p[dim]`` replaced by ``index[p]`` for every position ``p`` of ``index``;
     ``src`` may be a tensor (x's dtype) or a scalar (``value=`` too).  Where several indices
-    hit one position PyTorch leaves the winner undefined; here a float result gets their
-    mean (an int or bool one their sum / logical or)."""
+    hit one position the last write wins, in the row-major order of ``index`` (PyTorch's cpu
+    result, and the rule of ``index_put`` and ``slice_assign``); only that write gets a
+    gradient."""
     if src is None:
         src = value
     elif value is not None:
@@ -715,18 +729,22 @@ def scatter(x, dim, index, src=None, *, value=None) -> Tensor:
     if src is None:
         raise ArgumentTypeError("scatter: needs src (a tensor or a scalar) or value=")
     x, d, idx = _scatter_args("scatter", x, dim, index, src)
-    hits = _hits("scatter", x, d, idx)
-    hit = gt(hits, 0)
     if not isinstance(src, Tensor):
+        hit = gt(_hits("scatter", x, d, idx), 0)
         src = operand("scatter", src)
         D.check_scalar("scatter", src, x.dtype)
         out = where(hit, src, x)
         return out if out.dtype is x.dtype else out.astype(x.dtype)
+    _check_scatter_add((x, idx, src), {"axis": d})   # scatter_add's rules and messages
+    if prod(idx.shape) == 0:
+        return x
     with _named("scatter"):
-        summed = scatter_add(full(x.shape, _zero_of(x.dtype), x.dtype, x.device), d, idx, src)
-    if x.dtype.is_float:
-        summed = div(summed, maximum(hits, 1))
-    return where(hit, summed, x)
+        # the last write: the largest row-major position of index landing on each place of x
+        order = reshape(arange(prod(idx.shape), dtype=D.int64, device=x.device), idx.shape)
+        winner = run("scatter_reduce", (full(x.shape, -1, D.int64, x.device), idx, order),
+                     {"axis": d, "reduce": "amax"})
+        picked = take(getitem(src, tuple(slice(0, n) for n in idx.shape)), maximum(winner, 0))
+    return where(gt(winner, -1), picked, x)
 
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")

@@ -273,6 +273,19 @@ def test_take_gather(dev, n):
         rt.gather(t, 0, rt.tensor(np.full((1, n), -4), device=dev))
 
 
+@pytest.mark.parametrize("dtype", [F32, I64, B])
+def test_scatter_keeps_the_last_write_as_on_cpu(dev, dtype, n):
+    """Duplicate indices: the last write in index order wins on cuda as on cpu (the bits)."""
+    x = data((3, n), dtype, seed=19)
+    src = data((5, n), dtype, seed=20)
+    idx = np.random.default_rng(2).integers(-3, 3, size=(5, n))        # repeats, negatives
+    want = rt.scatter(rt.tensor(x), 0, rt.tensor(idx), rt.tensor(src))
+    got = rt.scatter(rt.tensor(x, device=dev), 0, rt.tensor(idx, device=dev),
+                     rt.tensor(src, device=dev))
+    assert got.device == dev and got.dtype is dtype
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("dtype", [F32, F64, I32, I64, B])
 def test_scatter_add_matches_cpu(dev, dtype, n):
     """Same values as the cpu set (floats within rounding: cuda adds repeats atomically, in no
