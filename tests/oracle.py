@@ -95,6 +95,7 @@ def onnx_op_types(path):
 # --------------------------------------------------------------------------- op lists
 #: the elementwise activations of runtime/ops/activation.py (``rt.nn.functional`` names)
 ACTIVATIONS = ("elu", "celu", "selu", "leaky_relu", "relu6", "hardtanh", "hardsigmoid",
-               "hardswish", "logsigmoid", "softsign")
-#: those defined piecewise, whose derivative jumps at the joins (logsigmoid, softsign are smooth)
-KINKED_ACTIVATIONS = tuple(n for n in ACTIVATIONS if n not in ("logsigmoid", "softsign"))
+               "hardswish", "logsigmoid", "softsign", "quick_gelu")
+#: those defined piecewise, whose derivative jumps at the joins (the last three are smooth)
+KINKED_ACTIVATIONS = tuple(n for n in ACTIVATIONS if n not in ("logsigmoid", "softsign",
+                                                               "quick_gelu"))

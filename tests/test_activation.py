@@ -27,6 +27,7 @@ CASES = {
     "hardswish": (rt.hardswish, lambda f, x: f.hardswish(x)),
     "logsigmoid": (rt.logsigmoid, lambda f, x: f.logsigmoid(x)),
     "softsign": (rt.softsign, lambda f, x: f.softsign(x)),
+    "quick_gelu": (rt.quick_gelu, lambda f, x: x * f.sigmoid(1.702 * x)),   # (no torch op)
 }
 
 

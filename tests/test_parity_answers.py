@@ -210,3 +210,113 @@ def test_torch_raises_the_same_builtins():
         torch.ones(3).sum(2)
     with pytest.raises(NotImplementedError):
         torch.nn.functional.pad(torch.ones(1, 1, 3), (1, 1), mode="foo")
+
+
+# --------------------------------------------------------------------------- op variants
+def _trunc_div(a, b):
+    q = np.trunc(a.astype(np.float64) / np.where(b == 0, 1, b))
+    return np.where(b == 0, 0, q).astype(a.dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_div_rounding_modes_on_ints(dtype):
+    a = np.array([-7, 7, -6, 7, 0, -1, 5, -9, 9], dtype)
+    b = np.array([2, -2, 2, 2, 3, 3, 0, -4, 4], dtype)
+    ta, tb = rt.tensor(a), rt.tensor(b)
+    got = rt.div(ta, tb, rounding_mode="trunc")
+    assert got.dtype is rt.tensor(a).dtype
+    np.testing.assert_array_equal(got.numpy(), _trunc_div(a, b))
+    floor = ta.div(tb, rounding_mode="floor").numpy()
+    np.testing.assert_array_equal(floor[b != 0], (a // np.where(b == 0, 1, b))[b != 0])
+    # scalar operands on either side
+    np.testing.assert_array_equal(rt.div(ta, 2, rounding_mode="trunc").numpy(),
+                                  _trunc_div(a, np.full_like(a, 2)))
+    np.testing.assert_array_equal(rt.div(-7, tb[:4], rounding_mode="trunc").numpy(),
+                                  _trunc_div(np.full(4, -7, dtype), b[:4]))
+
+
+def test_div_rounding_modes_on_floats():
+    a = np.array([-7.5, 7.5, -6.0, 1e30, -0.5, 3.0], np.float32)
+    b = np.array([2.0, -2.0, 2.0, 3.0, 4.0, -1.0], np.float32)
+    got = rt.div(rt.tensor(a), rt.tensor(b), rounding_mode="trunc").numpy()
+    np.testing.assert_array_equal(got, np.trunc(a / b))
+    assert np.signbit(got[4])                                   # trunc(-0.125) is -0.0
+    got = rt.div(rt.tensor(a), rt.tensor(b), rounding_mode="floor").numpy()
+    np.testing.assert_array_equal(got, np.floor_divide(a, b))
+    np.testing.assert_array_equal(rt.div(rt.tensor(a), rt.tensor(b)).numpy(), a / b)
+    with pytest.raises(rt.ArgumentValueError) as e:
+        rt.div(rt.tensor(a), 2, rounding_mode="round")
+    assert str(e.value) == "div: rounding_mode must be None, 'trunc' or 'floor', got 'round'"
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["trunc", "floor", None])
+def test_div_rounding_modes_match_torch(mode):
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-50, 50, 64), rng.integers(1, 9, 64) * rng.choice([-1, 1], 64)
+    want = torch.div(torch.tensor(a), torch.tensor(b), rounding_mode=mode).numpy()
+    np.testing.assert_array_equal(rt.div(rt.tensor(a), rt.tensor(b), rounding_mode=mode).numpy(),
+                                  want)
+    af, bf = a * 0.37, b * 1.1
+    want = torch.div(torch.tensor(af), torch.tensor(bf), rounding_mode=mode).numpy()
+    np.testing.assert_array_equal(
+        rt.div(rt.tensor(af), rt.tensor(bf), rounding_mode=mode).numpy(), want)
+
+
+def test_div_rounding_modes_record_into_a_graph_that_compiles():
+    x = np.array([7, -7, 8, -1], np.int64)
+    g = rt.capture(lambda t: rt.div(t, 3, rounding_mode="trunc"), x)
+    np.testing.assert_array_equal(g.run(x)[0].numpy(), [2, -2, 2, 0])
+    np.testing.assert_array_equal(g.compile()(x)[0].numpy(), [2, -2, 2, 0])
+
+
+def test_isposinf_and_isneginf():
+    x = np.array([INF, -INF, math.nan, 1.0, -0.0, 3e38], np.float32)
+    np.testing.assert_array_equal(rt.isposinf(rt.tensor(x)).numpy(), np.isposinf(x))
+    np.testing.assert_array_equal(rt.tensor(x).isneginf().numpy(), np.isneginf(x))
+    assert not rt.isposinf(rt.tensor([1, 2])).numpy().any()
+    assert rt.isneginf(rt.tensor([1, 2])).dtype is rt.bool_
+
+
+def test_quick_gelu_and_its_layer():
+    x = np.linspace(-8, 8, 33)
+    want = x / (1 + np.exp(-1.702 * x))
+    np.testing.assert_allclose(F.quick_gelu(rt.tensor(x)).numpy(), want, rtol=1e-12)
+    layer = rt.nn.QuickGELU()
+    np.testing.assert_allclose(layer(rt.tensor(x)).numpy(), want, rtol=1e-12)
+    assert repr(layer) == "QuickGELU()"
+
+
+# --------------------------------------------------------------------------- Tensor.unfold
+def _np_windows(x, d, size, step):
+    w = np.lib.stride_tricks.sliding_window_view(x, size, axis=d)
+    return np.take(w, np.arange(0, x.shape[d] - size + 1, step), axis=d)
+
+
+@pytest.mark.parametrize("d, size, step", [(0, 1, 1), (1, 2, 1), (2, 2, 2), (2, 3, 1),
+                                           (-1, 4, 3), (2, 0, 1), (1, 1, 5)])
+def test_tensor_unfold_gives_sliding_windows(d, size, step):
+    x = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    got = rt.tensor(x).unfold(d, size, step).numpy()
+    want = _np_windows(x, d % 3, size, step)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    if torch is not None:
+        np.testing.assert_array_equal(got, torch.tensor(x).unfold(d, size, step).numpy())
+
+
+def test_tensor_unfold_gradient_and_errors():
+    ad = rt.autodiff(rt.cpu())
+    t = rt.tensor(np.arange(5.0), device=ad).require_grad()
+    g = t.unfold(0, 2, 1).sum().backward()
+    np.testing.assert_array_equal(t.grad(g).numpy(), [1.0, 2.0, 2.0, 2.0, 1.0])
+    assert rt.tensor(3.0).unfold(0, 1, 1).shape == (1,)
+    x = rt.zeros(2, 3)
+    with pytest.raises(rt.ShapeError) as e:
+        x.unfold(0, 3, 1)
+    assert str(e.value) == "unfold: size 3 does not fit axis 0 of size 2 (shape (2, 3))"
+    with pytest.raises(rt.ArgumentValueError) as e:
+        x.unfold(1, 1, 0)
+    assert str(e.value) == "unfold: step must be positive, got 0"
+    with pytest.raises(rt.AxisError):
+        x.unfold(2, 1, 1)

@@ -14,7 +14,7 @@ from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softplus", "ELU",
            "CELU", "SELU", "LeakyReLU", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
-           "Softsign", "Softmax", "LogSoftmax", "Softmin", "GLU"]
+           "Softsign", "QuickGELU", "Softmax", "LogSoftmax", "Softmin", "GLU"]
 
 
 def _signature_params(function) -> tuple:
@@ -76,6 +76,7 @@ Hardsigmoid = _activation("Hardsigmoid", "hardsigmoid")
 Hardswish = _activation("Hardswish", "hardswish")
 LogSigmoid = _activation("LogSigmoid", "logsigmoid")
 Softsign = _activation("Softsign", "softsign")
+QuickGELU = _activation("QuickGELU", "quick_gelu")
 Softmax = _activation("Softmax", "softmax", ("dim", -1))
 LogSoftmax = _activation("LogSoftmax", "log_softmax", ("dim", -1))
 Softmin = _activation("Softmin", "softmin", ("dim", -1))

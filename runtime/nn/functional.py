@@ -16,7 +16,7 @@ from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..ops import api
 from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
-                              logsigmoid, relu6, selu, softmin, softsign)
+                              logsigmoid, quick_gelu, relu6, selu, softmin, softsign)
 from ..ops.elementwise import gelu, mish, relu, sigmoid, silu, softplus, tanh
 from ..ops.args import tensor_arg
 from ..ops.attention import attention_softmax as _attention_softmax
@@ -33,7 +33,7 @@ __all__ = ["linear", "mse_loss", "cross_entropy", "dropout", "dropout2d",
            # activations
            "relu", "gelu", "silu", "mish", "softplus", "sigmoid", "tanh", "elu", "celu", "selu",
            "leaky_relu", "relu6", "hardtanh", "hardsigmoid", "hardswish", "logsigmoid",
-           "softsign", "softmin", "softmax", "log_softmax", "glu",
+           "softsign", "quick_gelu", "softmin", "softmax", "log_softmax", "glu",
            # convolution
            "conv1d", "conv2d", "conv_transpose2d", "fold", "unfold",
            # pooling and resampling

@@ -1,5 +1,5 @@
 """Activations as composites (one record each, no kernel): ``elu celu selu leaky_relu relu6
-hardtanh hardsigmoid hardswish logsigmoid softsign`` (elementwise), ``softmin`` (along one
+hardtanh hardsigmoid hardswish logsigmoid softsign quick_gelu`` (elementwise), ``softmin`` (along one
 axis) and ``glu`` (halves one axis).  PyTorch's names, arguments and semantics; none is a
 Tensor method (none is in PyTorch).  On a plain device each runs as one fused kernel
 generated from its decomposition (``runtime.ops.composite``).
@@ -24,7 +24,7 @@ from .shape import split
 from ..core.shapes import normalize_axis
 
 __all__ = ["elu", "celu", "selu", "leaky_relu", "relu6", "hardtanh", "hardsigmoid",
-           "hardswish", "logsigmoid", "softsign", "softmin", "glu"]
+           "hardswish", "logsigmoid", "softsign", "quick_gelu", "softmin", "glu"]
 
 # PyTorch's SELU constants (Klambauer et al.)
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -251,6 +251,21 @@ def logsigmoid(input) -> Tensor:
 def softsign(input) -> Tensor:
     """``x / (1 + |x|)``."""
     return run("softsign", (tensor_arg("softsign", input),))
+
+
+def _decompose_quick_gelu(args, attrs):
+    x = _as_float(args[0])
+    return mul(x, sigmoid(mul(x, 1.702)))
+
+
+_register("quick_gelu", _decompose_quick_gelu)    # its decomposition's gradient is exact
+
+
+@front_end
+def quick_gelu(input) -> Tensor:
+    """``x * sigmoid(1.702 * x)``: the sigmoid approximation of GELU used by CLIP and GPT-2
+    style models (``QuickGELU`` in Hugging Face Transformers and open_clip)."""
+    return run("quick_gelu", (tensor_arg("quick_gelu", input),))
 
 
 # --------------------------------------------------------------------------- along an axis

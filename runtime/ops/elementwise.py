@@ -333,8 +333,9 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None,
     return front_end(fn, method=True)
 
 
-def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None, onnx_lower=None):
-    """A native binary op: its record and its front-end function (a Tensor method too)."""
+def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None, onnx_lower=None, api=True):
+    """A native binary op: its record and its front-end function (a Tensor method too; only
+    the record when not ``api``: the family module defines the function)."""
     def infer(args, attrs):
         a, b = args
         sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
@@ -364,7 +365,7 @@ def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None, onnx_lower=No
     register(OpSpec(name, "binary", infer, kernel, differentiable=grad is not None,
                     backward=grad, onnx=onnx, onnx_lower=onnx_lower or onnx_binary(),
                     onnx_skip=onnx_skip, lowering="binary"))
-    return front_end(_binary_fn(name, doc), method=True)
+    return front_end(_binary_fn(name, doc), method=True) if api else None
 
 
 def _operands(name, args) -> tuple:
@@ -611,7 +612,7 @@ def _grad_maxmin(c, g):
 add = _binary("add", "arith", "Add", _grad_add, onnx_lower=onnx_binary("Or"))
 sub = _binary("sub", "arith", "Sub", _grad_sub)
 mul = _binary("mul", "arith", "Mul", _grad_mul, onnx_lower=onnx_binary("And"))
-div = _binary("div", "div", "Div", _grad_div)
+_binary("div", "div", "Div", _grad_div, api=False)
 pow = _binary("pow", "arith", "Pow", _grad_pow)
 maximum = _binary("maximum", "arith", "Max", _grad_maxmin, onnx_lower=onnx_binary("Or"))
 minimum = _binary("minimum", "arith", "Min", _grad_maxmin, onnx_lower=onnx_binary("And"))
@@ -623,6 +624,34 @@ gt = _binary("gt", "cmp", "Greater")
 ge = _binary("ge", "cmp", "GreaterOrEqual")
 logical_and = _binary("logical_and", "logical", "And", onnx_lower=_onnx_logical)
 logical_or = _binary("logical_or", "logical", "Or", onnx_lower=_onnx_logical)
+
+
+@front_end(method=True)
+def div(a, b, *, rounding_mode=None) -> Tensor:
+    """True division ``a / b`` with NumPy broadcasting and scalar operands; PyTorch's
+    ``rounding_mode``: "trunc" rounds the quotient toward zero, "floor" down (``floor_divide``);
+    with either, two int operands give an int result (``a // 0`` and ``trunc(a / 0)`` are 0)."""
+    if rounding_mode is None:
+        if type(a) is Tensor and type(b) is Tensor:  # the common case, straight to dispatch
+            return run("div", (a, b))
+        return run("div", _operands("div", (a, b)))
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
+    if rounding_mode != "trunc":
+        raise ArgumentValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
+                                 f"{rounding_mode!r}")
+    a, b = _operands("div", (a, b))
+    q = floor_divide(a, b)
+    if not q.dtype.is_int:
+        return trunc(div(a, b))
+    # an int floor quotient is one below the truncated one where the exact quotient is a
+    # negative non-integer: a non-zero remainder, and operands of opposite signs
+    neg_a = lt(a, 0) if isinstance(a, Tensor) else a < 0
+    neg_b = lt(b, 0) if isinstance(b, Tensor) else b < 0
+    off = logical_and(ne(remainder(a, b), 0), ne(neg_a, neg_b))
+    return add(q, cast(off, q.dtype))
+
+
 true_divide = divide = div
 subtract, multiply = sub, mul
 for _alias, _fn in (("true_divide", div), ("divide", div), ("subtract", sub),
@@ -895,6 +924,12 @@ isnan = _composite("isnan", 1, lambda args, attrs: ne(args[0], args[0]), result=
 isinf = _composite("isinf", 1, lambda args, attrs: (
     eq(abs(args[0]), math.inf) if args[0].dtype.is_float else ne(args[0], args[0])),
     result="bool", differentiable=False, doc="Whether each element is +inf or -inf.")
+isposinf = _composite("isposinf", 1, lambda args, attrs: (
+    eq(args[0], math.inf) if args[0].dtype.is_float else ne(args[0], args[0])),
+    result="bool", differentiable=False, doc="Whether each element is +inf.")
+isneginf = _composite("isneginf", 1, lambda args, attrs: (
+    eq(args[0], -math.inf) if args[0].dtype.is_float else ne(args[0], args[0])),
+    result="bool", differentiable=False, doc="Whether each element is -inf.")
 isfinite = _composite("isfinite", 1, lambda args, attrs: (
     lt(abs(args[0]), math.inf) if args[0].dtype.is_float else eq(args[0], args[0])),
     result="bool", differentiable=False, doc="Whether each element is neither inf nor NaN.")

@@ -13,6 +13,7 @@ from .movement import move
 from ..tensor import Tensor
 from . import api as _api
 from .create import from_storage
+from .rearrange import sliding_windows
 
 __all__ = ["install"]
 
@@ -118,6 +119,10 @@ class _Methods:
 
     def __getitem__(self, key):
         return _api.getitem(self, key)
+
+    def unfold(self, dimension, size, step) -> "Tensor":
+        """Sliding windows along ``dimension`` (PyTorch's ``Tensor.unfold``)."""
+        return sliding_windows(self, dimension, size, step)
 
     @property
     def T(self) -> "Tensor":

@@ -584,6 +584,30 @@ def meshgrid(*tensors, indexing="ij") -> tuple:
     return tuple(out)
 
 
+def sliding_windows(x, dimension, size, step) -> Tensor:
+    """PyTorch's ``Tensor.unfold(dimension, size, step)``: every window of ``size`` elements
+    along ``dimension``, ``step`` apart; that axis becomes the windows' count and a new last
+    axis of ``size`` holds each window.  A copy (PyTorch returns a view), by one ``take``, so
+    gradients, capture and ONNX follow; ``rt.nn.functional.unfold`` is the im2col one."""
+    x = tensor_arg("unfold", x)
+    size, step = int_arg("unfold", "size", size), int_arg("unfold", "step", step)
+    scalar = x.ndim == 0
+    if scalar:                       # PyTorch: a 0-d tensor gives its one window, of shape (size,)
+        normalize_axis("unfold", dimension, 0)
+        x, d = reshape(x, (1,)), 0
+    else:
+        d = normalize_axis("unfold", dimension, x.ndim, x.shape)
+    if step <= 0:
+        raise ArgumentValueError(f"unfold: step must be positive, got {step}")
+    if not 0 <= size <= x.shape[d]:
+        raise ShapeError(f"unfold: size {size} does not fit axis {d} of size {x.shape[d]} "
+                         f"(shape {x.shape})")
+    n = (x.shape[d] - size) // step + 1
+    idx = np.arange(n, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)
+    out = movedim(take(x, _const(idx, x), axis=d), d + 1, x.ndim)
+    return reshape(out, (size,)) if scalar else out
+
+
 @front_end(method=True)
 def narrow(x, dim, start, length) -> Tensor:
     """``x`` restricted to ``start .. start + length`` along ``dim`` (a view; a negative
