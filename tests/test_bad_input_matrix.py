@@ -293,6 +293,23 @@ ENTRY_POINTS = [
      "load_graph: path must be a str, bytes or os.PathLike, got NoneType"),
     ("autodiff-none", lambda: rt.autodiff(None), NT,
      "autodiff: expected a device or a device string such as 'cpu', got None"),
+    # scalar arguments that are not numbers fail at the front end, not deep in a conversion
+    ("full-str", lambda: rt.full((2,), "a"), NT, "full: fill value must be a number, got str"),
+    ("full_like-tensor", lambda: rt.full_like(_cpu((2,)), _cpu((2,))), NT,
+     "full_like: fill_value must be a number, got Tensor"),
+    ("softplus-beta-none", lambda: rt.softplus(_cpu((2,)), None), NT,
+     "softplus: beta must be a number, got NoneType"),
+    ("nan_to_num-str", lambda: rt.nan_to_num(_cpu((2,)), "a"), NT,
+     "nan_to_num: nan must be a number, got str"),
+    ("isclose-rtol-none", lambda: rt.isclose(_cpu((2,)), _cpu((2,)), None), NT,
+     "isclose: rtol must be a number, got NoneType"),
+    ("l1_loss-target-str", lambda: F.l1_loss(_cpu((2,)), "a"), NT,
+     "l1_loss: target must be a Tensor or numbers, got str"),
+    ("layer_norm-none", lambda: F.layer_norm(_cpu((2, 3)), None), SH,
+     "layer_norm: normalized_shape must be an int or a tuple of ints, got None"),
+    ("group_norm-none", lambda: F.group_norm(_cpu((2, 4)), None), NT,
+     "group_norm: num_groups must be an int, got None"),
+    ("capture-none", lambda: rt.capture(None), NT, "capture: fn must be callable, got NoneType"),
 ]
 
 

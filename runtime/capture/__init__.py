@@ -6,6 +6,7 @@ saves/loads (``save``/``rt.load_graph``).  See docs/capture.md.
 """
 from __future__ import annotations
 
+from ..core.errors import ArgumentTypeError
 from .device import CaptureDevice, CaptureScope, CompletionToken
 from .ir import CapturedGraph, OperationIr, TensorIr
 from .replay import Executable
@@ -23,6 +24,8 @@ def capture(fn, *example_inputs) -> CapturedGraph:
     import numpy as np
     from ..ops.api import tensor
     from ..tensor import Tensor
+    if not callable(fn):
+        raise ArgumentTypeError(f"capture: fn must be callable, got {type(fn).__name__}")
     dev = CaptureDevice()
     with dev.capture_scope() as scope:
         xs = []

@@ -9,6 +9,7 @@ catalogue ops of their own (``runtime/ops/nn.py``), the activations composites
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from ..ops import api
 from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                               logsigmoid, quick_gelu, relu6, selu, softmin, softsign)
 from ..ops.elementwise import gelu, mish, relu, sigmoid, silu, softplus, tanh
-from ..ops.args import tensor_arg
+from ..ops.args import int_arg, tensor_arg
 from ..ops.attention import attention_softmax as _attention_softmax
 from ..ops.conv import conv1d, conv2d, conv_transpose2d, fold, unfold
 from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
@@ -81,7 +82,11 @@ def _float_input(name: str, x) -> Tensor:
 def _same_shape(name: str, input: Tensor, target, what="target") -> Tensor:
     """``target`` as a tensor on ``input``'s device with ``input``'s shape (ShapeError else)."""
     if not isinstance(target, Tensor):
-        target = api.tensor(np.asarray(target), dtype=input.dtype, device=input.device)
+        arr = np.asarray(target)
+        if arr.dtype.kind not in "biuf":
+            raise ArgumentTypeError(f"{name}: {what} must be a Tensor or numbers, got "
+                                    f"{type(target).__name__}")
+        target = api.tensor(arr, dtype=input.dtype, device=input.device)
     if tuple(target.shape) != tuple(input.shape):
         raise ShapeError(f"{name}: {what} of shape {tuple(target.shape)} does not match input "
                          f"of shape {tuple(input.shape)}")
@@ -389,7 +394,12 @@ def _dropout(name, x, p, training, mask_shape):
 
 # --------------------------------------------------------------------------- normalisation
 def _trailing_axes(name: str, input: Tensor, normalized_shape) -> tuple:
-    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    try:
+        ns = ((operator.index(normalized_shape),) if not isinstance(normalized_shape, (tuple, list))
+              else tuple(operator.index(d) for d in normalized_shape))
+    except TypeError:
+        raise ShapeError(f"{name}: normalized_shape must be an int or a tuple of ints, got "
+                         f"{normalized_shape!r}") from None
     k = len(ns)
     if k == 0 or k > input.ndim or tuple(input.shape[input.ndim - k:]) != ns:
         raise ShapeError(f"{name}: normalized_shape {ns} does not match the trailing dimensions "
@@ -449,6 +459,7 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None,
     if input.ndim < 2:
         raise ShapeError(f"group_norm: input must be (N, C, *), got shape {tuple(input.shape)}")
     n, c = input.shape[:2]
+    num_groups = int_arg("group_norm", "num_groups", num_groups)
     if num_groups <= 0 or c % num_groups:
         raise ArgumentValueError(f"group_norm: num_groups {num_groups} must divide the {c} "
                                  f"channels of input of shape {tuple(input.shape)}")

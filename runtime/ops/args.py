@@ -11,7 +11,7 @@ from ..core.shapes import MAX_ELEMENTS
 from ..tensor import Tensor
 
 __all__ = ["operand", "tensor_arg", "device_arg", "shape_arg", "check_size", "int_arg",
-           "torch_alias", "axis_keepdims", "MAX_ELEMENTS"]
+           "number_arg", "torch_alias", "axis_keepdims", "MAX_ELEMENTS"]
 
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 
@@ -83,6 +83,14 @@ def axis_keepdims(op: str, axis, keepdims, dim, keepdim) -> tuple:
         return axis, keepdims
     return (torch_alias(op, axis, None, dim, "axis= and dim="),
             torch_alias(op, keepdims, False, keepdim, "keepdims= and keepdim="))
+
+
+def number_arg(op: str, name: str, v):
+    """``v`` as a Python bool, int or float (NumPy scalars unwrapped); ArgumentTypeError for
+    anything else (a string, None, a tensor), which would otherwise fail deep inside."""
+    if isinstance(v, _SCALARS):
+        return v.item() if isinstance(v, np.generic) else v
+    raise ArgumentTypeError(f"{op}: {name} must be a number, got {type(v).__name__}")
 
 
 def int_arg(op: str, name: str, v) -> int:

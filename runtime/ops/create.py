@@ -13,7 +13,7 @@ from ..dispatch import create as make
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
-from .args import device_arg, int_arg, shape_arg
+from .args import device_arg, int_arg, number_arg, shape_arg
 from ..core.registry import OpSpec, Plan, front_end, register
 from ..core.shapes import prod
 
@@ -242,9 +242,8 @@ def full(shape, value, dtype=None, device=None) -> Tensor:
     if not isinstance(shape, (int, np.integer, tuple, list)):
         raise ShapeError(f"full: shape must be an int or a tuple of ints, got {shape!r}")
     shape = shape_arg("full", (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    value = number_arg("full", "fill value", value)
     dt = D.scalar_dtype(value) if dtype is None else D.as_dtype(dtype)
-    if isinstance(value, np.generic):
-        value = value.item()
     D.check_scalar("full", value, dt)
     return make("full", device_arg(device), {"shape": shape, "dtype": dt.name, "value": value})
 
@@ -419,6 +418,7 @@ def _like(op, t):
 def full_like(t, fill_value, dtype=None, device=None) -> Tensor:
     """``fill_value`` in ``t``'s shape, dtype (or ``dtype``) and device (or ``device``)."""
     t = _like("full_like", t)
+    fill_value = number_arg("full_like", "fill_value", fill_value)
     return full(t.shape, fill_value, dtype or t.dtype, device or t.device)
 
 

@@ -19,7 +19,7 @@ from ..dispatch import dispatch as run
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
-from .args import operand, tensor_arg
+from .args import number_arg, operand, tensor_arg
 from ..core.registry import (CATALOGUE, Meta, OpSpec, Plan, dtype_names, float_of, front_end, register,
                              shape_of)
 from ..core.shapes import broadcast_shapes
@@ -881,7 +881,8 @@ register(OpSpec("softplus", "unary", _infer_same("softplus", "float"),
 def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, and ``x`` where ``beta x > threshold`` (PyTorch's)."""
     x = tensor_arg("softplus", x)
-    beta, threshold = float(beta), float(threshold)
+    beta = float(number_arg("softplus", "beta", beta))
+    threshold = float(number_arg("softplus", "threshold", threshold))
     if beta == 1.0 and threshold == 20.0:
         return run("softplus", (x,))
     return run("softplus", (x,), {"beta": beta, "threshold": threshold})
@@ -1006,8 +1007,8 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None) -> Tensor:
         info = D.finfo(x.dtype)
         posinf = float(info.max) if posinf is None else posinf
         neginf = float(info.min) if neginf is None else neginf
-    attrs = {k: float(v) for k, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf))
-             if v is not None}
+    attrs = {k: float(number_arg("nan_to_num", k, v))
+             for k, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)) if v is not None}
     return run("nan_to_num", (x,), attrs if attrs != {"nan": 0.0} else None)
 
 
@@ -1041,7 +1042,8 @@ register(OpSpec("isclose", "binary", _infer_isclose,
 @front_end(method=True)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
     """``|a - b| <= atol + rtol * |b|`` elementwise (NumPy's and PyTorch's ``isclose``)."""
-    attrs = {"rtol": float(rtol), "atol": float(atol), "equal_nan": bool(equal_nan)}
+    attrs = {"rtol": float(number_arg("isclose", "rtol", rtol)),
+             "atol": float(number_arg("isclose", "atol", atol)), "equal_nan": bool(equal_nan)}
     return run("isclose", _operands("isclose", (a, b)), attrs)
 
 
