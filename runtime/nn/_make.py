@@ -1,10 +1,41 @@
 """How layers create their parameters' storage (then filled by ``rt.nn.init``)."""
 from __future__ import annotations
 
+import operator
+
 from ..core import dtypes as D
+from ..core.errors import ArgumentTypeError, ArgumentValueError
 from ..ops import api
 
-__all__ = ["factory"]
+__all__ = ["factory", "size_arg", "shape_arg", "probability_arg"]
+
+
+def size_arg(layer: str, name: str, v) -> int:
+    """A layer's size argument as an int: ArgumentTypeError for a float, a string or None
+    (``int()`` would truncate or fail untyped), ArgumentValueError for a negative one."""
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise ArgumentTypeError(f"{layer}: {name} must be an int, got {v!r}") from None
+    if n < 0:
+        raise ArgumentValueError(f"{layer}: {name} must be non-negative, got {n}")
+    return n
+
+
+def shape_arg(layer: str, name: str, v) -> tuple:
+    """An int or a sequence of ints (``normalized_shape``) as a tuple of sizes."""
+    if isinstance(v, (tuple, list)):
+        return tuple(size_arg(layer, name, d) for d in v)
+    return (size_arg(layer, name, v),)
+
+
+def probability_arg(layer: str, name: str, v) -> float:
+    """A probability in [0, 1] as a float (PyTorch's dropout layers refuse anything else)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ArgumentTypeError(f"{layer}: {name} must be a number, got {type(v).__name__}")
+    if not 0.0 <= v <= 1.0:
+        raise ArgumentValueError(f"{layer}: {name} must be between 0 and 1, got {v}")
+    return float(v)
 
 
 def factory(dtype=None, device=None):

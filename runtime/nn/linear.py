@@ -6,7 +6,7 @@ import math
 
 from ..ops import api
 from . import functional as F, init
-from ._make import factory
+from ._make import factory, probability_arg, size_arg
 from .module import Module, Parameter
 
 __all__ = ["Identity", "Linear", "Flatten", "Embedding", "Dropout", "Dropout2d"]
@@ -29,7 +29,8 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None,
                  device=None):
         super().__init__()
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.in_features = size_arg("Linear", "in_features", in_features)
+        self.out_features = size_arg("Linear", "out_features", out_features)
         make = factory(dtype, device)
         self.weight = Parameter(make(self.out_features, self.in_features))
         self.bias = Parameter(make(self.out_features)) if bias else None
@@ -70,7 +71,8 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  dtype=None, device=None):
         super().__init__()
-        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.num_embeddings = size_arg("Embedding", "num_embeddings", num_embeddings)
+        self.embedding_dim = size_arg("Embedding", "embedding_dim", embedding_dim)
         if padding_idx is not None and padding_idx < 0:
             padding_idx += self.num_embeddings
         self.padding_idx = padding_idx
@@ -93,7 +95,7 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5):
         super().__init__()
-        self.p = float(p)
+        self.p = probability_arg(type(self).__name__, "p", p)
 
     def forward(self, x):
         return F.dropout(x, self.p, self.training)

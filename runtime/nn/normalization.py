@@ -8,7 +8,7 @@ from ..autodiff.grad_mode import no_grad
 from ..core.errors import ShapeError
 from ..ops import api
 from . import functional as F
-from ._make import factory
+from ._make import factory, shape_arg, size_arg
 from .module import Module, Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "RMSNorm"]
@@ -21,7 +21,8 @@ class _BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, dtype=None, device=None):
         super().__init__()
-        self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
+        self.num_features = size_arg(type(self).__name__, "num_features", num_features)
+        self.eps, self.momentum = float(eps), momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         make = factory(dtype, device)
         self.weight = Parameter(make(self.num_features, fill=1.0)) if affine else None
@@ -73,15 +74,12 @@ class BatchNorm2d(_BatchNorm):
     _what = "4-D (N, C, H, W) input"
 
 
-def _shape(s) -> tuple:
-    return (int(s),) if isinstance(s, int) else tuple(int(d) for d in s)
-
-
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, dtype=None, device=None):
         super().__init__()
-        self.normalized_shape, self.eps = _shape(normalized_shape), float(eps)
+        self.normalized_shape = shape_arg("LayerNorm", "normalized_shape", normalized_shape)
+        self.eps = float(eps)
         self.elementwise_affine = elementwise_affine
         make = factory(dtype, device)
         self.weight = Parameter(make(*self.normalized_shape, fill=1.0)) if elementwise_affine else None
@@ -98,6 +96,8 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
                  dtype=None, device=None):
         super().__init__()
+        num_groups = size_arg("GroupNorm", "num_groups", num_groups)
+        num_channels = size_arg("GroupNorm", "num_channels", num_channels)
         if num_groups <= 0 or num_channels % num_groups:
             from ..core.errors import ArgumentValueError
             raise ArgumentValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible "
@@ -119,7 +119,8 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True,
                  dtype=None, device=None):
         super().__init__()
-        self.normalized_shape, self.eps = _shape(normalized_shape), eps
+        self.normalized_shape = shape_arg("RMSNorm", "normalized_shape", normalized_shape)
+        self.eps = eps
         self.elementwise_affine = elementwise_affine
         make = factory(dtype, device)
         self.weight = Parameter(make(*self.normalized_shape, fill=1.0)) if elementwise_affine else None

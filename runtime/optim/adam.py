@@ -7,7 +7,7 @@ from ..core import dtypes as D
 from ..core.errors import ArgumentValueError
 from ..ops import api
 from ._fused import run_update, run_update_many
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_numbers
 
 __all__ = ["Adam", "AdamW"]
 
@@ -46,6 +46,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False):
         name = type(self).__name__
+        check_numbers(name, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
         if eps < 0:
             raise ArgumentValueError(f"{name}: invalid epsilon value: {eps}")
         for i, b in enumerate(betas):

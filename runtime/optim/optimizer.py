@@ -7,11 +7,28 @@ kernel per parameter (``_fused.run_update``), and the state (moments, momentum b
 there."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.errors import ArgumentTypeError, ArgumentValueError, ShapeError, StateDictError
 from ..nn.module import Parameter, _onto, _plain
 from ..tensor import Tensor
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "check_numbers"]
+
+_NUMBERS = (bool, int, float)
+
+
+def check_numbers(name: str, **values) -> None:
+    """ArgumentTypeError naming the optimizer and the argument when a hyperparameter is not a
+    number (``betas``: a pair of numbers), before any comparison with it can fail untyped."""
+    for key, v in values.items():
+        if key == "betas":
+            ok = (isinstance(v, (tuple, list)) and len(v) == 2
+                  and all(isinstance(b, _NUMBERS + (np.number,)) for b in v))
+            if not ok:
+                raise ArgumentTypeError(f"{name}: betas must be a pair of numbers, got {v!r}")
+        elif not isinstance(v, _NUMBERS + (np.number,)):
+            raise ArgumentTypeError(f"{name}: {key} must be a number, got {type(v).__name__}")
 
 
 class Optimizer:
@@ -25,7 +42,11 @@ class Optimizer:
         if isinstance(params, (Parameter, Tensor)):
             raise ArgumentTypeError(f"{type(self).__name__}: params must be an iterable of "
                                     f"Parameters or dicts, got a single {type(params).__name__}")
-        groups = list(params)
+        try:
+            groups = list(params)
+        except TypeError:
+            raise ArgumentTypeError(f"{type(self).__name__}: params must be an iterable of "
+                                    f"Parameters or dicts, got {type(params).__name__}") from None
         if not groups:
             raise ArgumentValueError(f"{type(self).__name__} got an empty parameter list")
         if not isinstance(groups[0], dict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..core.errors import ArgumentValueError
 from ..ops import api
 from ._fused import run_update
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_numbers
 
 __all__ = ["RMSprop"]
 
@@ -42,6 +42,8 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
                  maximize: bool = False):
+        check_numbers("RMSprop", lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                      momentum=momentum)
         if eps < 0:
             raise ArgumentValueError(f"RMSprop: invalid epsilon value: {eps}")
         if momentum < 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..core.errors import ArgumentValueError
 from ..ops import api
 from ._fused import run_update
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_numbers
 
 __all__ = ["SGD"]
 
@@ -34,6 +34,8 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, maximize: bool = False):
+        check_numbers("SGD", lr=lr, momentum=momentum, dampening=dampening,
+                      weight_decay=weight_decay)
         if momentum < 0:
             raise ArgumentValueError(f"SGD: invalid momentum value: {momentum}")
         if weight_decay < 0:
