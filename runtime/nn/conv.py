@@ -1,5 +1,9 @@
 """Convolution layers: ``Conv1d``, ``Conv2d``, ``ConvTranspose2d`` (PyTorch's arguments and
-default init: kaiming-uniform weight with a=sqrt(5), bias uniform in ±1/sqrt(fan_in))."""
+default init: kaiming-uniform weight with a=sqrt(5), bias uniform in ±1/sqrt(fan_in)).
+
+``padding_mode`` other than ``"zeros"`` pads the input with ``pad`` first (reflect, replicate,
+circular; ``padding="same"`` puts the odd pad at the end) and convolves without padding, as
+PyTorch's layers do."""
 from __future__ import annotations
 
 import math
@@ -12,8 +16,27 @@ from .module import Module, Parameter
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
 
 
+PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
 def _tuple(v, n: int) -> tuple:
     return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+def _reversed_pads(padding, kernel, dilation) -> tuple:
+    """``pad``'s amounts (last dimension first) for a conv's ``padding`` (ints, "valid" or
+    "same", which puts the odd pad of an even kernel at the end)."""
+    out = []
+    for i in reversed(range(len(kernel))):
+        if padding == "valid":
+            lo = hi = 0
+        elif padding == "same":
+            tot = dilation[i] * (kernel[i] - 1)
+            lo, hi = tot // 2, tot - tot // 2
+        else:
+            lo = hi = padding[i]
+        out += [lo, hi]
+    return tuple(out)
 
 
 class _ConvNd(Module):
@@ -21,9 +44,25 @@ class _ConvNd(Module):
     _transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, output_padding=0, dtype=None, device=None):
+                 groups=1, bias=True, output_padding=0, padding_mode="zeros", dtype=None,
+                 device=None):
         super().__init__()
         n = self._n
+        name = type(self).__name__
+        if padding_mode not in PADDING_MODES:
+            raise ArgumentValueError(f"{name}: padding_mode must be one of {list(PADDING_MODES)}, "
+                                     f"got {padding_mode!r}")
+        if self._transposed and padding_mode != "zeros":
+            raise ArgumentValueError(f"{name}: only padding_mode='zeros' is supported, got "
+                                     f"{padding_mode!r}")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ArgumentValueError(f"{name}: padding must be 'valid', 'same' or ints, got "
+                                         f"{padding!r}")
+            if padding == "same" and any(s != 1 for s in _tuple(stride, n)):
+                raise ArgumentValueError(f"{name}: padding='same' is not supported for strided "
+                                         f"convolutions (stride={_tuple(stride, n)})")
+        self.padding_mode = padding_mode
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ArgumentValueError(f"{type(self).__name__}: in_channels ({in_channels}) and "
                                      f"out_channels ({out_channels}) must be divisible by groups "
@@ -50,6 +89,14 @@ class _ConvNd(Module):
             bound = 1 / math.sqrt(fan_in) if fan_in else 0.0
             init.uniform_(self._parameters["bias"], -bound, bound)
 
+    def _conv_input(self, x):
+        """(input, padding) for the functional conv: with a non-zeros ``padding_mode`` the
+        input padded by ``pad`` in that mode and a padding of 0."""
+        if self.padding_mode == "zeros":
+            return x, self.padding
+        pads = _reversed_pads(self.padding, self.kernel_size, self.dilation)
+        return F.pad(x, pads, mode=self.padding_mode), 0
+
     def extra_repr(self) -> str:
         n = self._n
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -63,6 +110,8 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode!r}"
         return s
 
 
@@ -72,26 +121,26 @@ class Conv1d(_ConvNd):
     _n = 1
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, dtype=None, device=None):
+                 groups=1, bias=True, padding_mode="zeros", dtype=None, device=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, dtype=dtype, device=device)
+                         bias, padding_mode=padding_mode, dtype=dtype, device=device)
 
     def forward(self, x):
-        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+        x, padding = self._conv_input(x)
+        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class Conv2d(_ConvNd):
     """2-D convolution over (N, C, H, W) (or (C, H, W))."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, dtype=None, device=None):
+                 groups=1, bias=True, padding_mode="zeros", dtype=None, device=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, dtype=dtype, device=device)
+                         bias, padding_mode=padding_mode, dtype=dtype, device=device)
 
     def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+        x, padding = self._conv_input(x)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
@@ -100,9 +149,10 @@ class ConvTranspose2d(_ConvNd):
     _transposed = True
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, dtype=None, device=None):
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 dtype=None, device=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, output_padding, dtype=dtype, device=device)
+                         bias, output_padding, padding_mode, dtype=dtype, device=device)
 
     def forward(self, x):
         return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,

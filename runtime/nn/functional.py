@@ -25,6 +25,7 @@ from ..ops.conv import conv1d, conv2d, conv_transpose2d, fold, unfold
 from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
                         max_pool1d, max_pool2d)
 from ..ops.nn import cross_entropy as _ce_op, linear
+from ..ops.rearrange import pad
 from ..core.registry import CATALOGUE
 from ..ops.reduce import log_softmax, softmax
 from ..core.shapes import broadcast_shapes
@@ -36,7 +37,7 @@ __all__ = ["linear", "mse_loss", "cross_entropy", "dropout", "dropout2d",
            "leaky_relu", "relu6", "hardtanh", "hardsigmoid", "hardswish", "logsigmoid",
            "softsign", "quick_gelu", "softmin", "softmax", "log_softmax", "glu",
            # convolution
-           "conv1d", "conv2d", "conv_transpose2d", "fold", "unfold",
+           "conv1d", "conv2d", "conv_transpose2d", "fold", "unfold", "pad",
            # pooling and resampling
            "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d",
            "adaptive_max_pool2d", "interpolate",
