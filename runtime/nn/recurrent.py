@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 
+from ..capture.tracing import TraceCache, compile_for, signature, trace
 from ..core.errors import ArgumentValueError, DTypeError, ShapeError
+from ..core.registry import Meta
 from ..ops import api
 from ..tensor import Tensor
 from . import functional as F, init
@@ -53,23 +55,67 @@ def _check_dtype(name: str, what: str, t: Tensor, want) -> None:
 # ``xg`` is the step's input projection ``x @ W_ih.T + b_ih`` and ``hg`` the hidden one
 # ``h @ W_hh.T + b_hh``, both (N, gates * H); the updates are PyTorch's.
 
-def _rnn_step(act, xg, hg):
-    return act(api.add(xg, hg))
-
-
-def _lstm_step(xg, hg, c):
+def _lstm_gates(xg, hg, c):
     i, f, g, o = api.chunk(api.add(xg, hg), 4, -1)
     c = api.add(api.mul(api.sigmoid(f), c), api.mul(api.sigmoid(i), api.tanh(g)))
     return api.mul(api.sigmoid(o), api.tanh(c)), c
 
 
-def _gru_step(xg, hg, h):
+def _gru_gates(xg, hg, h):
     xr, xz, xn = api.chunk(xg, 3, -1)
     hr, hz, hn = api.chunk(hg, 3, -1)
     r = api.sigmoid(api.add(xr, hr))
     z = api.sigmoid(api.add(xz, hz))
     n = api.tanh(api.add(xn, api.mul(r, hn)))
     return api.add(n, api.mul(z, api.sub(h, n)))      # (1 - z) * n + z * h
+
+
+def _step(mode, xg, h, c, w_hh, b_hh, w_hr):
+    """One time step of ``mode`` from the input projection ``xg``: the new (h, c) (c None but
+    for an LSTM)."""
+    hg = F.linear(h, w_hh, b_hh)
+    if mode == "LSTM":
+        h, c = _lstm_gates(xg, hg, c)
+        return (h if w_hr is None else F.linear(h, w_hr)), c
+    if mode == "GRU":
+        return _gru_gates(xg, hg, h), None
+    act = api.relu if mode == "RNN_RELU" else api.tanh
+    return act(api.add(xg, hg)), None
+
+
+#: (mode, operand shapes and dtypes, device) -> the compiled step
+_STEPS = TraceCache(256)
+
+
+def _stepper(mode, xg, h, c, w_hh, b_hh, w_hr):
+    """``step(xg_t, h, c) -> (h, c)`` with these weights.  On a plain device the step (the
+    hidden matmul and every gate) is traced once per signature and compiled by the tracing
+    service, so its elementwise gate update runs as one generated kernel with one output per
+    state; elsewhere (autodiff, capture) it is the op chain itself, so gradients and captured
+    graphs see the primitives."""
+    consts = (w_hh, b_hh, w_hr)
+    if h.device.family != "plain":
+        return lambda x, h, c: _step(mode, x, h, c, *consts)
+    lstm = mode == "LSTM"
+    operands = [t for t in (xg, h, c if lstm else None) + consts if t is not None]
+    present = tuple(t is not None for t in consts)
+
+    def step(*ts):
+        it = iter(ts)
+        x, h = next(it), next(it)
+        c = next(it) if lstm else None
+        w = [next(it) if p else None for p in present]
+        h, c = _step(mode, x, h, c, *w)
+        return (h, c) if lstm else h
+
+    def build():
+        return compile_for(trace(step, [Meta(t.shape, t.dtype) for t in operands]), h.device)
+    key = (mode, present, signature(operands), h.device)
+    exe = _STEPS.get(key, build)
+    weights = [t for t in consts if t is not None]
+    if lstm:
+        return lambda x, h, c: tuple(exe(x, h, c, *weights))
+    return lambda x, h, c: (exe(x, h, *weights)[0], None)
 
 
 # --------------------------------------------------------------------------- layers
@@ -230,20 +276,13 @@ class RNNBase(Module):
         """One layer in one direction over ``x`` (L, N, in): (outputs (L, N, out), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
         xg = F.linear(x, w_ih, b_ih)                    # every step's input projection at once
-        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
-        ys = [None] * x.shape[0]
-        act = api.relu if self.mode == "RNN_RELU" else api.tanh
-        for t in steps:
-            hg = F.linear(h, w_hh, b_hh)
-            if self.mode == "LSTM":
-                h, c = _lstm_step(xg[t], hg, c)
-                if w_hr is not None:
-                    h = F.linear(h, w_hr)
-            elif self.mode == "GRU":
-                h = _gru_step(xg[t], hg, h)
-            else:
-                h = _rnn_step(act, xg[t], hg)
-            ys[t] = h
+        length = x.shape[0]
+        ys = [None] * length
+        if length:
+            step = _stepper(self.mode, xg[0], h, c, w_hh, b_hh, w_hr)
+            for t in (range(length - 1, -1, -1) if reverse else range(length)):
+                h, c = step(xg[t], h, c)
+                ys[t] = h
         if not ys:                                      # an empty sequence: (0, N, out)
             return api.full((0,) + tuple(h.shape), 0.0, h.dtype, h.device), h, c
         return api.stack(ys, 0), h, c
@@ -370,9 +409,10 @@ class RNNCellBase(Module):
             out.append(h if batched else api.unsqueeze(h, 0))
         return x, out, batched
 
-    def _projections(self, x, h):
-        return (F.linear(x, self.weight_ih, self.bias_ih),
-                F.linear(h, self.weight_hh, self.bias_hh))
+    def _cell(self, mode, x, h, c=None):
+        """One step of ``mode`` on (N, in) ``x``: the new (h, c)."""
+        xg = F.linear(x, self.weight_ih, self.bias_ih)
+        return _stepper(mode, xg, h, c, self.weight_hh, self.bias_hh, None)(xg, h, c)
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -391,8 +431,7 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, (hx,))
-        act = api.relu if self.nonlinearity == "relu" else api.tanh
-        h = _rnn_step(act, *self._projections(x, h))
+        h = self._cell("RNN_RELU" if self.nonlinearity == "relu" else "RNN_TANH", x, h)[0]
         return h if batched else api.squeeze(h, 0)
 
     def extra_repr(self) -> str:
@@ -410,7 +449,7 @@ class LSTMCell(RNNCellBase):
             raise DTypeError(f"LSTMCell: expected hx to be a tuple (h_0, c_0), got "
                              f"{type(hx).__name__}")
         x, (h, c), batched = self._prepare(input, hx or (None, None), "h_0,c_0")
-        h, c = _lstm_step(*self._projections(x, h), c)
+        h, c = self._cell("LSTM", x, h, c)
         if not batched:
             h, c = api.squeeze(h, 0), api.squeeze(c, 0)
         return h, c
@@ -423,5 +462,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, (hx,))
-        h = _gru_step(*self._projections(x, h), h)
+        h = self._cell("GRU", x, h)[0]
         return h if batched else api.squeeze(h, 0)
