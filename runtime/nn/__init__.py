@@ -10,10 +10,13 @@ from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from .pooling import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
+                          TransformerEncoder)
 
 __all__ = ["functional", "init", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
            "Identity", "Linear", "Flatten", "Embedding", "Dropout", "Dropout2d", "Conv1d",
            "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
            "AdaptiveMaxPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "RMSNorm",
            "MultiheadAttention", "TransformerEncoderLayer", "RNN", "LSTM", "GRU", "RNNCell",
-           "LSTMCell", "GRUCell"] + list(_act)
+           "LSTMCell", "GRUCell", "TransformerDecoderLayer", "TransformerEncoder",
+           "TransformerDecoder", "Transformer"] + list(_act)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..core.errors import ArgumentValueError, DTypeError, ShapeError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..ops import api
 from . import functional as F, init
 from ._make import factory
@@ -136,6 +136,58 @@ def _fused_mask(masks):
     return out
 
 
+def activation_fn(op: str, activation):
+    """PyTorch's ``activation`` argument: 'relu', 'gelu' or a callable."""
+    if isinstance(activation, str):
+        if activation not in ("relu", "gelu"):
+            raise ArgumentValueError(f"{op}: activation should be relu or gelu, not {activation!r}")
+        return getattr(api, activation)
+    if not callable(activation):
+        raise ArgumentTypeError(f"{op}: activation should be 'relu', 'gelu' or a callable, got "
+                                f"{type(activation).__name__}")
+    return activation
+
+
+def _shape(t) -> tuple:
+    return tuple(t.shape)
+
+
+def check_attention_inputs(op: str, x, x_name: str, kv, kv_name: str, d_model: int, nhead: int,
+                           batch_first: bool, attn_mask=None, mask_name: str = "",
+                           key_padding_mask=None, kpm_name: str = ""):
+    """Shapes and dtypes of one attention block's inputs as PyTorch's attention takes them:
+    ``x`` (L, N, E) / (N, L, E) with ``batch_first`` / unbatched (L, E), ``kv`` likewise with S
+    rows; ``attn_mask`` (L, S) or (N * nhead, L, S); ``key_padding_mask`` (N, S) or unbatched
+    (S,); masks bool or float."""
+    if x.ndim not in (2, 3):
+        raise ShapeError(f"{op}: {x_name} must be 2-D (L, E) or 3-D, got shape {_shape(x)}")
+    if kv.ndim != x.ndim:
+        raise ShapeError(f"{op}: {x_name} and {kv_name} must both be batched (3-D) or both "
+                         f"unbatched (2-D), got shapes {_shape(x)} and {_shape(kv)}")
+    for name, t in ((x_name, x), (kv_name, kv)):
+        if t.shape[-1] != d_model:
+            raise ShapeError(f"{op}: expected d_model {d_model} as the last dimension of {name}, "
+                             f"got shape {_shape(t)}")
+    batched = x.ndim == 3
+    n_axis, l_axis = (0, 1) if batch_first else (1, 0)
+    if batched and x.shape[n_axis] != kv.shape[n_axis]:
+        raise ShapeError(f"{op}: {x_name} and {kv_name} must have the same batch size, got "
+                         f"shapes {_shape(x)} and {_shape(kv)}")
+    n = x.shape[n_axis] if batched else 1
+    length = x.shape[l_axis] if batched else x.shape[0]
+    s = kv.shape[l_axis] if batched else kv.shape[0]
+    for name, m in ((mask_name, attn_mask), (kpm_name, key_padding_mask)):
+        if m is not None and not (m.dtype.is_bool or m.dtype.is_float):
+            raise DTypeError(f"{op}: {name} must be bool or float, got {m.dtype.name}")
+    if attn_mask is not None and _shape(attn_mask) not in ((length, s), (n * nhead, length, s)):
+        raise ShapeError(f"{op}: {mask_name} must have shape {(length, s)} or "
+                         f"{(n * nhead, length, s)}, got {_shape(attn_mask)}")
+    want = (n, s) if batched else (s,)
+    if key_padding_mask is not None and _shape(key_padding_mask) != want:
+        raise ShapeError(f"{op}: {kpm_name} must have shape {want}, got "
+                         f"{_shape(key_padding_mask)}")
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention then a feed-forward block, each with dropout, a residual connection and
     layer norm (after, or before with ``norm_first``), as PyTorch's layer."""
@@ -155,12 +207,7 @@ class TransformerEncoderLayer(Module):
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
-        if isinstance(activation, str):
-            if activation not in ("relu", "gelu"):
-                raise ArgumentValueError(f"TransformerEncoderLayer: activation should be relu or "
-                                         f"gelu, not {activation!r}")
-            activation = getattr(api, activation)
-        self.activation = activation
+        self.activation = activation_fn("TransformerEncoderLayer", activation)
 
     def _sa(self, x, mask, kpm, is_causal):
         y = self.self_attn(x, x, x, key_padding_mask=kpm, need_weights=False, attn_mask=mask,
@@ -171,6 +218,10 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
+        sa = self.self_attn
+        check_attention_inputs("TransformerEncoderLayer", src, "src", src, "src", sa.embed_dim,
+                               sa.num_heads, sa.batch_first, src_mask, "src_mask",
+                               src_key_padding_mask, "src_key_padding_mask")
         x = src
         if self.norm_first:
             x = api.add(x, self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal))
