@@ -229,3 +229,54 @@ def test_causal_offset_is_the_decomposition():
         y = attention_softmax(x, None, 0.5, is_causal=True, offset=off)
         g = x.grad(rt.sum(rt.where(rt.isnan(y), 0.0, y) * y).backward()).numpy()
         assert np.isnan(got[:, :2]).all() == (off == -2) and np.isfinite(g).all()
+
+
+def test_gqa_repeats_key_value_heads_as_torch():
+    # 4 query heads over 2 key heads and 1 value head (each divides 4), causal; values and
+    # gradients against PyTorch's enable_gqa, then captured and replayed
+    torch = torch_or_skip()
+    q, k, v = RNG.normal(size=(2, 4, 3, 6)), RNG.normal(size=(2, 2, 5, 6)), RNG.normal(size=(2, 1, 5, 6))
+    ts = [rt.tensor(a, device=AD).require_grad() for a in (q, k, v)]
+    out = F.scaled_dot_product_attention(*ts, is_causal=True, enable_gqa=True)
+    assert out.shape == (2, 4, 3, 6)
+    grads = rt.sum(out * out).backward()
+    tt = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    tout = torch.nn.functional.scaled_dot_product_attention(*tt, is_causal=True, enable_gqa=True)
+    (tout * tout).sum().backward()
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    for t, r in zip(ts, tt):
+        np.testing.assert_allclose(t.grad(grads).numpy(), r.grad.numpy(), rtol=1e-9, atol=1e-11)
+    # a key head shared by query heads 0 and 1 differs from one repeated by tile (0 and 2)
+    k2 = np.concatenate([k[:, :1], k[:, :1] + 1.0], axis=1)
+    got = F.scaled_dot_product_attention(rt.tensor(q), rt.tensor(k2), rt.tensor(v), enable_gqa=True)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        torch.tensor(q), torch.tensor(k2), torch.tensor(v), enable_gqa=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    arrs = [a.astype(np.float32) for a in (q, k, v)]
+    graph = rt.capture(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, enable_gqa=True), *arrs)
+    (replayed,) = graph.run(*[rt.tensor(a) for a in arrs])
+    eager = F.scaled_dot_product_attention(*[rt.tensor(a) for a in arrs], enable_gqa=True)
+    np.testing.assert_allclose(replayed.numpy(), eager.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shapes, gqa, exc, message", [
+    (((2, 4, 3, 6), (2, 3, 5, 6), (2, 3, 5, 6)), True, rt.ShapeError,
+     "scaled_dot_product_attention: the number of heads in key (3) and value (3) must divide "
+     "the number of heads in query (4)"),
+    (((2, 4, 3, 6), (2, 2, 5, 6), (2, 4, 5, 6)), False, rt.ShapeError,
+     "scaled_dot_product_attention: query has 4 heads (dim -3) and key 2 (shapes (2, 4, 3, 6) "
+     "and (2, 2, 5, 6)); pass enable_gqa=True to share key/value heads across groups of query "
+     "heads"),
+    (((3, 6), (5, 6), (5, 6)), True, rt.errors.AxisError,
+     "scaled_dot_product_attention: enable_gqa needs a heads dimension (-3): query, key and "
+     "value of 3 or more dims, got shapes (3, 6), (5, 6), (5, 6)"),
+])
+def test_gqa_errors(shapes, gqa, exc, message):
+    args = [rt.zeros(*s) for s in shapes]
+    with pytest.raises(exc) as info:
+        F.scaled_dot_product_attention(*args, enable_gqa=gqa)
+    assert str(info.value) == message
+    torch = torch_or_skip()       # PyTorch refuses the same inputs
+    with pytest.raises((RuntimeError, IndexError)):
+        torch.nn.functional.scaled_dot_product_attention(*[torch.zeros(s) for s in shapes],
+                                                         enable_gqa=gqa)

@@ -14,7 +14,8 @@ import operator
 import numpy as np
 
 from ..core import dtypes as D
-from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..core.errors import (ArgumentTypeError, ArgumentValueError, AxisError, DTypeError,
+                           IndexOutOfRangeError, ShapeError)
 from ..ops import api
 from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                               logsigmoid, quick_gelu, relu6, selu, softmin, softsign)
@@ -601,17 +602,50 @@ def _causal_halves(q, k, v, scale, dropout_p):
     return api.cat(outs, axis=-2)
 
 
+def _gqa_heads(name: str, q: Tensor, k: Tensor, v: Tensor, enable_gqa: bool):
+    """``k`` and ``v`` with their heads (axis -3) repeated over the query's head groups when
+    ``enable_gqa`` (each group of Hq / Hkv query heads shares one key/value head, as PyTorch's
+    ``repeat_interleave``); with it off, head counts must be equal or 1 (broadcast)."""
+    if not enable_gqa:
+        for what, t in (("key", k), ("value", v)):
+            if (q.ndim >= 3 and t.ndim >= 3 and q.shape[-3] != t.shape[-3]
+                    and 1 not in (q.shape[-3], t.shape[-3])):
+                raise ShapeError(f"{name}: query has {q.shape[-3]} heads (dim -3) and {what} "
+                                 f"{t.shape[-3]} (shapes {tuple(q.shape)} and "
+                                 f"{tuple(t.shape)}); pass enable_gqa=True to share key/value "
+                                 f"heads across groups of query heads")
+        return k, v
+    if min(q.ndim, k.ndim, v.ndim) < 3:
+        raise AxisError(f"{name}: enable_gqa needs a heads dimension (-3): query, key and value "
+                        f"of 3 or more dims, got shapes {tuple(q.shape)}, {tuple(k.shape)}, "
+                        f"{tuple(v.shape)}")
+    hq, hk, hv = q.shape[-3], k.shape[-3], v.shape[-3]
+    if hk == 0 or hv == 0 or hq % hk or hq % hv:
+        raise ShapeError(f"{name}: the number of heads in key ({hk}) and value ({hv}) must "
+                         f"divide the number of heads in query ({hq})")
+
+    def repeat(t, h):
+        if h == hq:
+            return t
+        s = tuple(t.shape)       # (..., H, S, E) -> (..., H, g, S, E) -> (..., H * g, S, E)
+        wide = api.expand(api.unsqueeze(t, -3), *s[:-2], hq // h, *s[-2:])
+        return api.reshape(wide, s[:-3] + (hq,) + s[-2:])
+    return repeat(k, hk), repeat(v, hv)
+
+
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale=None) -> Tensor:
+                                 scale=None, enable_gqa: bool = False) -> Tensor:
     """``softmax(q k^T * scale + mask) v`` over (..., L, E) queries, (..., S, E) keys and
     (..., S, Ev) values: ``attn_mask`` boolean (True takes part) or additive, ``is_causal``
-    masks keys after each query; ``scale`` defaults to ``1 / sqrt(E)``."""
+    masks keys after each query; ``scale`` defaults to ``1 / sqrt(E)``; ``enable_gqa`` lets
+    key/value have fewer heads (dim -3) than the query, each shared by Hq / Hkv query heads."""
     name = "scaled_dot_product_attention"
     q, k, v = (_float_input(name, t) for t in (query, key, value))
     if min(q.ndim, k.ndim, v.ndim) < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ShapeError(f"{name}: query {tuple(q.shape)}, key {tuple(k.shape)} and value "
                          f"{tuple(v.shape)} do not fit (..., L, E), (..., S, E), (..., S, Ev)")
+    k, v = _gqa_heads(name, q, k, v, enable_gqa)
     if is_causal and attn_mask is not None:
         raise ArgumentValueError(f"{name}: give attn_mask or is_causal, not both")
     if not 0.0 <= dropout_p <= 1.0:
