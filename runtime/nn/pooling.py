@@ -1,10 +1,11 @@
-"""Pooling layers: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool2d``."""
+"""Pooling and resampling layers: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``,
+``AdaptiveMaxPool2d``, ``Upsample``."""
 from __future__ import annotations
 
 from . import functional as F
 from .module import Module
 
-__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "Upsample"]
 
 
 class MaxPool2d(Module):
@@ -62,3 +63,23 @@ class AdaptiveMaxPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class Upsample(Module):
+    """``F.interpolate`` as a layer (PyTorch's ``nn.Upsample``): 1-D, 2-D or 3-D inputs, modes
+    "nearest", "nearest-exact", "linear", "bilinear", "trilinear"."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, x):
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+                             self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        what = f"size={self.size}" if self.size is not None else \
+            f"scale_factor={self.scale_factor}"
+        return f"{what}, mode={self.mode!r}"

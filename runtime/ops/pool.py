@@ -29,7 +29,7 @@ from .shape import reshape
 _MAX_DTYPES = (D.float32, D.float64, D.int32, D.int64, D.float16, D.bfloat16, D.int8, D.uint8,
                D.int16)   # (the small dtypes run upcast: runtime.lowprec)
 _FLOAT_DTYPES = (D.float32, D.float64, D.float16, D.bfloat16)
-INTERPOLATE_MODES = ("nearest", "bilinear")
+INTERPOLATE_MODES = ("nearest", "nearest-exact", "bilinear")
 
 
 # --------------------------------------------------------------------------- argument checks
@@ -376,8 +376,9 @@ def _infer_interp_out(op, x, attrs) -> tuple:
         raise DTypeError(f"{op}: input must be float32 or float64, got {x.dtype.name}")
     mode, ac = attrs["mode"], attrs["align_corners"]
     if mode not in INTERPOLATE_MODES:
-        raise ArgumentValueError(f"{op}: mode must be 'nearest' or 'bilinear', got {mode!r}")
-    if mode == "nearest" and ac is not None:
+        raise ArgumentValueError(f"{op}: mode must be 'nearest', 'nearest-exact' or 'bilinear', "
+                                 f"got {mode!r}")
+    if mode != "bilinear" and ac is not None:
         raise ArgumentValueError(f"{op}: align_corners can only be set with mode='bilinear'")
     size = tuple(attrs["size"])
     _positive(op, size=size)
@@ -398,6 +399,21 @@ def _nearest_axis(n, o, scale):
         s = np.float32(1.0 / scale if scale else n / o)
         src = np.minimum(np.floor(i.astype(np.float32) * s).astype(np.int64), n - 1)
     return _i64(src), _i64(src), np.zeros(o)
+
+
+def _nearest_exact_axis(n, o, scale):
+    # PyTorch's nearest_neighbor_exact_compute_source_index: floorf((dst + 0.5) * scale) with
+    # a float32 scale, the product rounded to float32 before the floor
+    s = np.float32(1.0 / scale if scale else n / o)
+    prod = ((np.arange(o) + 0.5) * np.float64(s)).astype(np.float32)
+    src = np.minimum(np.floor(prod).astype(np.int64), n - 1)
+    return _i64(src), _i64(src), np.zeros(o)
+
+
+def nearest_source(mode, n, o, scale):
+    """The input index each of ``o`` outputs of a nearest ``mode`` reads along an axis of
+    ``n`` (``scale``: the scale_factor given, or None)."""
+    return (_nearest_axis if mode == "nearest" else _nearest_exact_axis)(n, o, scale)[0]
 
 
 def _linear_axis(n, o, scale, align_corners, dt):
@@ -423,8 +439,8 @@ def _taps(H, W, dtype_name, key):
     scales = a["scales"] or (None, None)
     out = []
     for n, o, s in zip((H, W), a["size"], scales):
-        if a["mode"] == "nearest":
-            i0, i1, lam = _nearest_axis(n, o, s)
+        if a["mode"] != "bilinear":
+            i0, i1, lam = (_nearest_axis if a["mode"] == "nearest" else _nearest_exact_axis)(n, o, s)
             out.append((i0, i1, lam.astype(dt)))
         else:
             out.append(_linear_axis(n, o, s, bool(a["align_corners"]), dt))
@@ -442,7 +458,7 @@ def _infer_interp(args, attrs):
 
 def _kernel_interp(ks, p, args, attrs, plan, device):
     rows, cols = taps_of(args[0].shape, args[0].dtype, attrs)
-    return ks.resample2d(p[0], rows, cols, attrs["mode"] == "nearest")
+    return ks.resample2d(p[0], rows, cols, attrs["mode"] != "bilinear")
 
 
 def _grad_interp(c, g):
@@ -460,7 +476,7 @@ def _infer_interp_backward(args, attrs):
 
 def _kernel_interp_backward(ks, p, args, attrs, plan, device):
     rows, cols = taps_of(plan.shape, plan.dtype, attrs)
-    return ks.resample2d_backward(p[0], rows, cols, attrs["mode"] == "nearest",
+    return ks.resample2d_backward(p[0], rows, cols, attrs["mode"] != "bilinear",
                                   tuple(plan.shape[2:]))
 
 
@@ -557,34 +573,121 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _max_results("adaptive_max_pool2d", x, attrs, lifted, return_indices)
 
 
+def _spatial(op, name, v, n) -> tuple:
+    """An int or a sequence of ``n`` ints as an ``n``-tuple (ArgumentTypeError otherwise)."""
+    if n == 2:
+        return _pair(op, name, v)
+    try:
+        if isinstance(v, (tuple, list)):
+            if len(v) != n:
+                raise TypeError
+            return tuple(operator.index(e) for e in v)
+        return (operator.index(v),) * n
+    except TypeError:
+        raise ArgumentTypeError(f"{op}: {name} must be an int or a tuple of {n} ints, got "
+                                f"{v!r}") from None
+
+
 def _interp_size(op, x, size, scale_factor, recompute):
+    n = x.ndim - 2
     if (size is None) == (scale_factor is None):
         raise ArgumentValueError(f"{op}: give exactly one of size and scale_factor")
     if size is not None:
-        return _pair(op, "size", size), None
-    sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * 2
-    if len(sf) != 2 or not all(isinstance(s, (int, float)) and s > 0 and math.isfinite(s)
+        out = _spatial(op, "size", size, n)
+        _positive(op, size=out)
+        return out, None
+    sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * n
+    if len(sf) != n or not all(isinstance(s, (int, float)) and s > 0 and math.isfinite(s)
                                for s in sf):
-        raise ArgumentValueError(f"{op}: scale_factor must be a positive number or a pair of "
-                                 f"them, got {scale_factor!r}")
+        what = "a pair of them" if n == 2 else f"a tuple of {n}"
+        raise ArgumentValueError(f"{op}: scale_factor must be a positive number or {what}, got "
+                                 f"{scale_factor!r}")
     out = tuple(int(math.floor(n * float(s))) for n, s in zip(x.shape[2:], sf))
     return out, (None if recompute else tuple(float(s) for s in sf))
+
+
+#: the interpolating modes and the spatial rank each takes (PyTorch's)
+_LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
+_INPUT_LAYOUT = {1: "3-D (N, C, L)", 2: "4-D (N, C, H, W)", 3: "5-D (N, C, D, H, W)"}
+
+
+def _resample(x, size, scales, mode, align_corners):
+    """The ``interpolate`` record on a 4-D ``x`` (mode "bilinear" for every linear mode)."""
+    return run("interpolate", (x,), {"size": tuple(size), "mode": mode, "scales": scales,
+                                     "align_corners": align_corners})
+
+
+def _nearest_take(x, out, scales, mode):
+    """Nearest resampling of any dtype as one ``take`` per resized axis (the index tables
+    of the float kernels)."""
+    from .index import take
+    for i, o in enumerate(out):
+        n = x.shape[2 + i]
+        src = nearest_source(mode, n, o, None if scales is None else scales[i])
+        if o != n or np.any(src != np.arange(n)):
+            x = take(x, src, axis=2 + i)
+    return x
 
 
 @front_end
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None):
-    """PyTorch's ``interpolate`` on (N, C, H, W): ``mode`` "nearest" (floor of
-    ``dst * in/out``) or "bilinear" (``align_corners`` True or False)."""
-    x = tensor_arg("interpolate", input)
-    if x.ndim != 4:
-        raise ShapeError(f"interpolate: expected a 4-D (N, C, H, W) input, got shape {x.shape}")
-    out, scales = _interp_size("interpolate", x, size, scale_factor, recompute_scale_factor)
-    if mode == "bilinear" and align_corners is None:
-        align_corners = False
-    attrs = {"size": out, "mode": mode, "scales": scales,
-             "align_corners": None if align_corners is None else bool(align_corners)}
-    return run("interpolate", (x,), attrs)
+    """PyTorch's ``interpolate`` on (N, C, L), (N, C, H, W) or (N, C, D, H, W): ``mode``
+    "nearest" (``floor(dst * in/out)``), "nearest-exact" (``floor((dst + 0.5) * in/out)``;
+    both also on integer dtypes), or "linear"/"bilinear"/"trilinear" for the input's rank
+    (``align_corners`` True or False).  ``in/out`` is ``1/scale_factor`` when given (unless
+    ``recompute_scale_factor``).  1-D and 3-D inputs run on the 2-D op: a height of 1, or one
+    pass over (H, W) and one over D."""
+    op = "interpolate"
+    x = tensor_arg(op, input)
+    n = x.ndim - 2
+    if n not in (1, 2, 3):
+        raise ShapeError(f"{op}: expected a 4-D (N, C, H, W), 3-D (N, C, L) or 5-D "
+                         f"(N, C, D, H, W) input, got shape {tuple(x.shape)}")
+    if mode in _LINEAR_MODES:
+        if _LINEAR_MODES[mode] != n:
+            raise ShapeError(f"{op}: mode {mode!r} needs a {_INPUT_LAYOUT[_LINEAR_MODES[mode]]} "
+                             f"input, got shape {tuple(x.shape)}")
+        align_corners = bool(align_corners)
+    elif mode in ("nearest", "nearest-exact"):
+        if align_corners is not None:
+            raise ArgumentValueError(f"{op}: align_corners can only be set with the "
+                                     f"interpolating modes (linear, bilinear, trilinear)")
+    else:
+        raise ArgumentValueError(f"{op}: mode must be 'nearest', 'nearest-exact', 'linear', "
+                                 f"'bilinear' or 'trilinear', got {mode!r}")
+    out, scales = _interp_size(op, x, size, scale_factor, recompute_scale_factor)
+    if 0 in x.shape[2:]:
+        raise ShapeError(f"{op}: input of shape {tuple(x.shape)} has an empty spatial "
+                         f"dimension")
+    if not x.dtype.is_float:
+        if mode in _LINEAR_MODES or not x.dtype.is_int:
+            raise DTypeError(f"{op}: input must be float32 or float64, got {x.dtype.name} (mode "
+                             f"{mode!r}; the nearest modes also take integer dtypes)")
+        return _nearest_take(x, out, scales, mode)
+    kind = "bilinear" if mode in _LINEAR_MODES else mode
+    ac = align_corners if mode in _LINEAR_MODES else None
+    if n == 2:
+        return _resample(x, out, scales, kind, ac)
+    if n == 1:
+        N, C, L = x.shape
+        y = _resample(reshape(x, (N, C, 1, L)), (1, out[0]),
+                      None if scales is None else (1.0, scales[0]), kind, ac)
+        return reshape(y, (N, C, out[0]))
+    # 3-D: (H, W) resampled on (N, C*D, H, W), then D on (N, C, D, oH*oW), whose second
+    # axis is kept (same size, scale 1: the identity map); the weights multiply
+    # (trilinear is separable), so the two passes are the 3-D interpolation
+    N, C, D, H, W = x.shape
+    od, oh, ow = out
+    if (oh, ow) != (H, W) or (scales is not None and scales[1:] != (1.0, 1.0)):
+        x = reshape(_resample(reshape(x, (N, C * D, H, W)), (oh, ow),
+                              None if scales is None else scales[1:], kind, ac),
+                    (N, C, D, oh, ow))
+    if od != D or (scales is not None and scales[0] != 1.0):
+        x = reshape(_resample(reshape(x, (N, C, D, oh * ow)), (od, oh * ow),
+                              None if scales is None else (scales[0], 1.0), kind, ac),
+                    (N, C, od, oh, ow))
+    return x
 
 
 def _as_2d_pool(op, x):
@@ -670,5 +773,9 @@ def onnx_resize(attrs: dict) -> dict:
     if attrs["mode"] == "nearest":
         return {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
                 "nearest_mode": "floor"}
+    if attrs["mode"] == "nearest-exact":
+        # floor((dst + 0.5) / scale) is round-half-up of half_pixel's (dst + 0.5) / scale - 0.5
+        return {"mode": "nearest", "coordinate_transformation_mode": "half_pixel",
+                "nearest_mode": "round_prefer_ceil"}
     ctm = "align_corners" if attrs["align_corners"] else "half_pixel"
     return {"mode": "linear", "coordinate_transformation_mode": ctm}
