@@ -90,6 +90,41 @@ def test_nll_loss_shapes_vs_torch():
            tf.nll_loss(torch.tensor(x3[0, :, 0]), torch.tensor(2)).numpy())
 
 
+X4 = RNG.normal(size=(2, 5, 3, 2))                    # (N, C, d1, d2) logits
+T4 = RNG.integers(0, 5, size=(2, 3, 2))
+T4[0, 1, 0] = T4[1, 2, 1] = -100                      # two ignored targets
+P4 = RNG.dirichlet(np.ones(5), size=(2, 3, 2)).transpose(0, 3, 1, 2).copy()
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_unbatched_and_nd_vs_torch(reduction):
+    # (C,) with a 0-d target, (N, C, d1, d2) with (N, d1, d2) targets (class axis 1) and
+    # probability targets of either shape; weight, ignore_index, label_smoothing; values and
+    # the logits' gradients against PyTorch (float64)
+    torch = torch_or_skip()
+    tf = torch.nn.functional
+    cases = [(X4, T4, dict(weight=W, label_smoothing=0.2)), (X4, T4, {}),
+             (X4, P4, dict(weight=W, label_smoothing=0.1)),
+             (X4[1, :, 2, 0], np.array(3), dict(weight=W)),
+             (X4[1, :, 2, 0], P4[0, :, 1, 1], dict(label_smoothing=0.3))]
+    for x, t, kw in cases:
+        xs = rt.tensor(x, device=AD).require_grad()
+        tt = rt.tensor(t, device=AD)
+        ours = F.cross_entropy(xs, tt, reduction=reduction,
+                               **{k: rt.tensor(v, device=AD) if k == "weight" else v
+                                  for k, v in kw.items()})
+        tx = torch.tensor(x, requires_grad=True)
+        theirs = tf.cross_entropy(tx, torch.tensor(t), reduction=reduction,
+                                  **{k: torch.tensor(v) if k == "weight" else v
+                                     for k, v in kw.items()})
+        assert ours.shape == tuple(theirs.shape)
+        np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12, atol=1e-12)
+        w = RNG.normal(size=ours.shape)
+        g = rt.sum(ours * rt.tensor(w, device=AD)).backward()
+        (theirs * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(xs.grad(g).numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_binary_cross_entropies_vs_numpy(reduction):
     w = W[:4]
@@ -271,6 +306,17 @@ X32, T64 = _t(X), rt.tensor(np.array([0, 3, 1, 4]))
      "cross_entropy: target 6 is out of range for 5 classes"),
     (lambda: F.cross_entropy(X32, X32, reduction="avg"), rt.ArgumentValueError,
      "cross_entropy: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+    (lambda: F.cross_entropy(_t(X4), rt.tensor(T4[:, :2])), rt.ShapeError,
+     "cross_entropy: target of shape (2, 2, 2) does not match logits of shape (2, 5, 3, 2) "
+     "(expected (2, 3, 2))"),
+    (lambda: F.cross_entropy(_t(X4), _t(T4)), rt.DTypeError,
+     "cross_entropy: targets must be integer class indices, got float32"),
+    (lambda: F.cross_entropy(X32[0], T64), rt.ShapeError,
+     "cross_entropy: target of shape (4,) does not match logits of shape (5,) (expected ())"),
+    (lambda: F.cross_entropy(X32[0, 0], T64[0]), rt.ShapeError,
+     "cross_entropy: input must have a class axis, got a 0-d tensor"),
+    (lambda: F.cross_entropy(_t(X4), rt.tensor(np.full((2, 3, 2), 7))), rt.IndexOutOfRangeError,
+     "cross_entropy: target 7 is out of range for 5 classes"),
     (lambda: F.smooth_l1_loss(X32, X32, beta=-1.0), rt.ArgumentValueError,
      "smooth_l1_loss: beta must be >= 0, got -1.0"),
     (lambda: F.huber_loss(X32, X32, delta=0.0), rt.ArgumentValueError,

@@ -252,11 +252,21 @@ def _prob_target_ce(input, target, weight, label_smoothing, reduction):
     return _reduce_loss("cross_entropy", per, reduction)
 
 
+def _class_rows(x: Tensor) -> Tensor:
+    """(C,) or (N, C, d1, ..., dk) as (N * d1 * ... * dk, C): one row per item, classes last."""
+    if x.ndim == 1:
+        return api.reshape(x, (1, x.shape[0]))
+    order = (0,) + tuple(range(2, x.ndim)) + (1,)
+    items = math.prod(x.shape[:1] + x.shape[2:])
+    return api.reshape(api.permute(x, order), (items, x.shape[1]))
+
+
 def cross_entropy(input: Tensor, target, weight=None, ignore_index: int = -100,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Softmax cross-entropy of (N, C) logits against integer class indices (N,) or class
+    """Softmax cross-entropy of logits (N, C), unbatched (C,) or (N, C, d1, ..., dk) (class
+    axis 1) against integer class indices (N,), () or (N, d1, ..., dk), or class
     probabilities (a float target of the logits' shape), with PyTorch's ``weight``,
-    ``ignore_index`` and ``label_smoothing``.
+    ``ignore_index`` (index targets) and ``label_smoothing``.
 
     The plain case (integer targets, no weight, no smoothing, no ignored target) is the
     native ``cross_entropy`` op.  A capture device cannot read the target, so there an
@@ -270,15 +280,32 @@ def cross_entropy(input: Tensor, target, weight=None, ignore_index: int = -100,
     if not 0.0 <= label_smoothing <= 1.0:
         raise ArgumentValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
                                  f"{label_smoothing}")
-    if logits.ndim == 2 and isinstance(target, Tensor) and target.dtype.is_float \
+    if logits.ndim == 0:
+        raise ShapeError("cross_entropy: input must have a class axis, got a 0-d tensor")
+    items = tuple(logits.shape[:1] + logits.shape[2:]) if logits.ndim > 1 else ()
+    if isinstance(target, Tensor) and target.dtype.is_float \
             and tuple(target.shape) == tuple(logits.shape):
         _check_reduction("cross_entropy", reduction)
-        weight = _class_weight("cross_entropy", weight, logits.shape[1])
-        return _prob_target_ce(logits, target, weight, label_smoothing, reduction)
+        weight = _class_weight("cross_entropy", weight, logits.shape[1 if logits.ndim > 1 else 0])
+        if logits.ndim == 2:
+            return _prob_target_ce(logits, target, weight, label_smoothing, reduction)
+        loss = _prob_target_ce(_class_rows(logits), _class_rows(target), weight,
+                               label_smoothing, reduction)
+        return api.reshape(loss, items) if reduction == "none" else loss
     if not isinstance(target, Tensor):
         target = api.tensor(np.asarray(target, dtype=np.int64), device=logits.device)
     if logits.ndim != 2:
-        raise ShapeError(f"cross_entropy: logits must be 2-D (N, C), got shape {logits.shape}")
+        # (C,) with a 0-d target and (N, C, d1, ..., dk) with (N, d1, ..., dk) targets are
+        # the (N * d1 * ... * dk, C) case, class axis last (the same sums and means)
+        if not target.dtype.is_int:
+            raise DTypeError(f"cross_entropy: targets must be integer class indices, got "
+                             f"{target.dtype.name}")
+        if tuple(target.shape) != items:
+            raise ShapeError(f"cross_entropy: target of shape {tuple(target.shape)} does not "
+                             f"match logits of shape {tuple(logits.shape)} (expected {items})")
+        loss = cross_entropy(_class_rows(logits), api.reshape(target, (math.prod(items),)),
+                             weight, ignore_index, reduction, label_smoothing)
+        return api.reshape(loss, items) if reduction == "none" else loss
     # the native rule's checks: the target's dtype and shape, the reduction
     CATALOGUE["cross_entropy"].infer((logits, target), {"reduction": reduction})
     c = logits.shape[1]
