@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from ..capture.tracing import TraceCache, compile_for, signature, trace
-from ..core.errors import ArgumentValueError, DTypeError, ShapeError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..core.registry import Meta
 from ..ops import api
 from ..tensor import Tensor
@@ -191,13 +191,16 @@ class RNNBase(Module):
     def _check_input(self, x):
         name = type(self).__name__
         if not isinstance(x, Tensor):
-            raise DTypeError(f"{name}: expected a Tensor input, got {type(x).__name__}")
+            raise ArgumentTypeError(f"{name}: expected a Tensor input, got {type(x).__name__}")
         if x.ndim not in (2, 3):
             raise ShapeError(f"{name}: expected a 3-D (batched) or 2-D (unbatched) input, got "
                              f"shape {x.shape}")
         if x.shape[-1] != self.input_size:
             raise ShapeError(f"{name}: expected input with {self.input_size} features in its "
                              f"last dimension, got shape {x.shape}")
+        if x.shape[1 if self.batch_first and x.ndim == 3 else 0] == 0:
+            raise ShapeError(f"{name}: expected a sequence length larger than 0, got input of "
+                             f"shape {x.shape}")
         _check_dtype(name, "the input", x, self._parameters["weight_ih_l0"].value.dtype)
 
     def _check_state(self, what: str, h, batch, real: bool = False):
@@ -207,7 +210,7 @@ class RNNBase(Module):
         if h is None:
             return None
         if not isinstance(h, Tensor):
-            raise DTypeError(f"{name}: expected {what} to be a Tensor, got {type(h).__name__}")
+            raise ArgumentTypeError(f"{name}: expected {what} to be a Tensor, got {type(h).__name__}")
         if tuple(h.shape) != want:
             kind = "batched 3-D" if batch is not None else "unbatched 2-D"
             raise ShapeError(f"{name}: expected {what} of shape {want} for {kind} input, got "
@@ -225,13 +228,13 @@ class RNNBase(Module):
         lstm = self.mode == "LSTM"
         if lstm and hx is not None:
             if not (isinstance(hx, (tuple, list)) and len(hx) == 2):
-                raise DTypeError(f"LSTM: expected hx to be a tuple (h_0, c_0), got "
+                raise ArgumentTypeError(f"LSTM: expected hx to be a tuple (h_0, c_0), got "
                                  f"{type(hx).__name__}")
             h0 = self._check_state("h_0", hx[0], batch)
             c0 = self._check_state("c_0", hx[1], batch, real=True)
         else:
             if hx is not None and isinstance(hx, (tuple, list)):
-                raise DTypeError(f"{type(self).__name__}: expected hx to be a Tensor, got "
+                raise ArgumentTypeError(f"{type(self).__name__}: expected hx to be a Tensor, got "
                                  f"{type(hx).__name__}")
             h0, c0 = self._check_state("hx", hx, batch), None
         x = input
@@ -278,14 +281,15 @@ class RNNBase(Module):
         xg = F.linear(x, w_ih, b_ih)                    # every step's input projection at once
         length = x.shape[0]
         ys = [None] * length
-        if length:
-            step = _stepper(self.mode, xg[0], h, c, w_hh, b_hh, w_hr)
-            for t in (range(length - 1, -1, -1) if reverse else range(length)):
-                h, c = step(xg[t], h, c)
-                ys[t] = h
-        if not ys:                                      # an empty sequence: (0, N, out)
-            return api.full((0,) + tuple(h.shape), 0.0, h.dtype, h.device), h, c
+        step = _stepper(self.mode, xg[0], h, c, w_hh, b_hh, w_hr)
+        for t in (range(length - 1, -1, -1) if reverse else range(length)):
+            h, c = step(xg[t], h, c)
+            ys[t] = h
         return api.stack(ys, 0), h, c
+
+    def flatten_parameters(self) -> None:
+        """Does nothing: PyTorch packs cuDNN's weights into one buffer here; the parameters are
+        used as they are (kept so PyTorch code runs unchanged)."""
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -382,7 +386,7 @@ class RNNCellBase(Module):
         """(input as (N, in), state as (N, hidden) or None, whether the input was batched)."""
         name = type(self).__name__
         if not isinstance(input, Tensor):
-            raise DTypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
+            raise ArgumentTypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
         if input.ndim not in (1, 2):
             raise ShapeError(f"{name}: expected a 2-D (batched) or 1-D (unbatched) input, got "
                              f"shape {input.shape}")
@@ -399,7 +403,7 @@ class RNNCellBase(Module):
                 out.append(api.full((x.shape[0], self.hidden_size), 0.0, dt, x.device))
                 continue
             if not isinstance(h, Tensor):
-                raise DTypeError(f"{name}: expected {w} to be a Tensor, got {type(h).__name__}")
+                raise ArgumentTypeError(f"{name}: expected {w} to be a Tensor, got {type(h).__name__}")
             want = (x.shape[0], self.hidden_size) if batched else (self.hidden_size,)
             if tuple(h.shape) != want:
                 kind = "batched 2-D" if batched else "unbatched 1-D"
@@ -446,7 +450,7 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         if hx is not None and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
-            raise DTypeError(f"LSTMCell: expected hx to be a tuple (h_0, c_0), got "
+            raise ArgumentTypeError(f"LSTMCell: expected hx to be a tuple (h_0, c_0), got "
                              f"{type(hx).__name__}")
         x, (h, c), batched = self._prepare(input, hx or (None, None), "h_0,c_0")
         h, c = self._cell("LSTM", x, h, c)

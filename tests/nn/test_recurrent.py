@@ -1,0 +1,325 @@
+"""rt.nn.RNN/LSTM/GRU and their cells: PyTorch's state dicts load one to one and give
+PyTorch's outputs, final states and gradients (parameters, input, initial state); a NumPy
+reference for the cells; dropout between layers; the compiled step of a plain device; capture
+replay, compile and ONNX export of an LSTM; the init bounds; the typed errors."""
+import math
+
+import numpy as np
+import pytest
+
+import runtime as rt
+import runtime.nn as nn
+from oracle import assert_close, needs_torch, onnx_session, torch
+
+AD = rt.autodiff(rt.cpu())
+RNG = np.random.default_rng(5)
+T, N, I, H = 5, 3, 4, 6             # sequence, batch, input features, hidden features
+NP = {rt.float32: np.float32, rt.float64: np.float64}
+TOL = {rt.float32: dict(rtol=2e-5, atol=2e-6), rt.float64: dict(rtol=1e-10, atol=1e-12)}
+
+
+def _data(*shape, dtype=rt.float64):
+    return RNG.normal(size=shape).astype(NP[dtype])
+
+
+def _load_from_torch(ours, theirs):
+    """``theirs``' state dict, as NumPy arrays, into ``ours`` (strict: every name matches)."""
+    assert [k for k, _ in ours.named_parameters()] == [k for k, _ in theirs.named_parameters()]
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+
+
+def _flat(out):
+    """(output, h_n) or (output, (h_n, c_n)) as a flat list."""
+    first, state = out
+    return [first] + (list(state) if isinstance(state, tuple) else [state])
+
+
+def _compare_with_torch(name, kwargs, x, state, dtype, batched=True):
+    """Forward on autodiff and in torch; outputs, final states and the gradients of a weighted
+    sum of all of them w.r.t. every parameter, the input and the initial state agree."""
+    theirs = getattr(torch.nn, name)(I, H, **kwargs).to(getattr(torch, dtype.name))
+    ours = getattr(nn, name)(I, H, dtype=dtype, **kwargs)
+    _load_from_torch(ours, theirs)
+    ours.to(AD)
+    xs = [x] + list(state)
+    ts = [torch.from_numpy(a).requires_grad_(True) for a in xs]
+    rs = [rt.tensor(a).to(AD).require_grad() for a in xs]
+    pack = (lambda s: tuple(s) if len(s) == 2 else s[0]) if name in ("LSTM", "LSTMCell") \
+        else (lambda s: s[0])
+    cell = name.endswith("Cell")
+    if cell:
+        got = ours(rs[0], pack(rs[1:]) if state else None)
+        want = theirs(ts[0], pack(ts[1:]) if state else None)
+        got, want = (list(got), list(want)) if isinstance(got, tuple) else ([got], [want])
+    else:
+        got = _flat(ours(rs[0], pack(rs[1:]) if state else None))
+        want = _flat(theirs(ts[0], pack(ts[1:]) if state else None))
+    assert len(got) == len(want)
+    loss, tloss = None, 0
+    for g, w in zip(got, want):
+        assert g.shape == tuple(w.shape) and g.dtype is dtype
+        np.testing.assert_allclose(g.inner().numpy(), w.detach().numpy(), **TOL[dtype])
+        wt = _data(*g.shape, dtype=dtype)
+        term = rt.sum(g * rt.tensor(wt).to(AD))
+        loss = term if loss is None else loss + term
+        tloss = tloss + (w * torch.from_numpy(wt)).sum()
+    grads = loss.backward()
+    tloss.backward()
+    for k, (r, t) in enumerate(zip(rs, ts)):
+        np.testing.assert_allclose(r.grad(grads).numpy(), t.grad.numpy(), **TOL[dtype],
+                                   err_msg=f"input {k}")
+    tparams = dict(theirs.named_parameters())
+    for pname, p in ours.named_parameters():
+        np.testing.assert_allclose(p.grad(grads).numpy(), tparams[pname].grad.numpy(),
+                                   **TOL[dtype], err_msg=pname)
+
+
+LAYER_CASES = [
+    # name, kwargs, input shape, initial state given, dtype
+    ("LSTM", dict(num_layers=2, bidirectional=True), (T, N, I), True, rt.float64),
+    ("LSTM", dict(batch_first=True, bias=False), (N, T, I), False, rt.float32),
+    ("LSTM", dict(proj_size=3, num_layers=2), (T, N, I), True, rt.float64),
+    ("LSTM", dict(bidirectional=True), (T, I), True, rt.float32),          # unbatched
+    ("GRU", dict(num_layers=2, bidirectional=True), (T, N, I), True, rt.float64),
+    ("GRU", dict(batch_first=True), (N, T, I), True, rt.float32),
+    ("GRU", dict(), (T, I), False, rt.float64),                             # unbatched
+    ("RNN", dict(num_layers=2, nonlinearity="relu"), (T, N, I), True, rt.float64),
+    ("RNN", dict(bidirectional=True, batch_first=True), (N, T, I), False, rt.float32),
+    ("RNN", dict(), (T, I), True, rt.float64),                              # unbatched
+]
+
+
+def _state_shapes(name, kwargs, shape):
+    dirs = 2 if kwargs.get("bidirectional") else 1
+    lead = kwargs.get("num_layers", 1) * dirs
+    batch = () if len(shape) == 2 else (shape[0] if kwargs.get("batch_first") else shape[1],)
+    h = (lead,) + batch + (kwargs.get("proj_size") or H,)
+    return [h, (lead,) + batch + (H,)] if name == "LSTM" else [h]
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kwargs,shape,given,dtype", LAYER_CASES,
+                         ids=[f"{c[0]}-{k}" for k, c in enumerate(LAYER_CASES)])
+def test_layer_matches_torch(name, kwargs, shape, given, dtype):
+    state = [_data(*s, dtype=dtype) for s in _state_shapes(name, kwargs, shape)] if given else []
+    _compare_with_torch(name, kwargs, _data(*shape, dtype=dtype), state, dtype)
+
+
+CELL_CASES = [
+    ("RNNCell", dict(), (N, I), True, rt.float64),
+    ("RNNCell", dict(nonlinearity="relu", bias=False), (I,), True, rt.float32),
+    ("LSTMCell", dict(), (N, I), True, rt.float64),
+    ("LSTMCell", dict(), (I,), False, rt.float32),
+    ("GRUCell", dict(), (N, I), True, rt.float32),
+    ("GRUCell", dict(bias=False), (I,), True, rt.float64),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kwargs,shape,given,dtype", CELL_CASES,
+                         ids=[f"{c[0]}-{k}" for k, c in enumerate(CELL_CASES)])
+def test_cell_matches_torch(name, kwargs, shape, given, dtype):
+    hs = shape[:-1] + (H,)
+    state = [_data(*hs, dtype=dtype) for _ in range(2 if name == "LSTMCell" else 1)] if given else []
+    _compare_with_torch(name, kwargs, _data(*shape, dtype=dtype), state, dtype)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_plain_device_compiled_step_matches_torch(name):
+    """On cpu every step runs compiled (traced once); the outputs are PyTorch's."""
+    theirs = getattr(torch.nn, name)(I, H, bidirectional=True)
+    ours = getattr(nn, name)(I, H, bidirectional=True)
+    _load_from_torch(ours, theirs)
+    x = _data(T, N, I, dtype=rt.float32)
+    got, want = _flat(ours(rt.tensor(x))), _flat(theirs(torch.from_numpy(x)))
+    for g, w in zip(got, want):
+        assert g.device == rt.cpu()
+        np.testing.assert_allclose(g.numpy(), w.detach().numpy(), **TOL[rt.float32])
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def test_cells_match_numpy():
+    """LSTMCell and GRUCell (on cpu: the compiled step) against the gate equations written in
+    NumPy (float64)."""
+    x, h, c = _data(N, I), _data(N, H), _data(N, H)
+    f32 = [rt.tensor(a.astype(np.float32)) for a in (x, h, c)]
+    lstm = nn.LSTMCell(I, H)
+    w_ih, w_hh, b_ih, b_hh = (lstm.state_dict()[k].numpy().astype(np.float64)
+                              for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    i, f, g, o = np.split(x @ w_ih.T + b_ih + h @ w_hh.T + b_hh, 4, axis=1)
+    c1 = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+    h1 = _sigmoid(o) * np.tanh(c1)
+    got_h, got_c = lstm(f32[0], (f32[1], f32[2]))
+    assert_close(got_h, h1, rt.float32, tol=1e-5)
+    assert_close(got_c, c1, rt.float32, tol=1e-5)
+
+    gru = nn.GRUCell(I, H)
+    w_ih, w_hh, b_ih, b_hh = (gru.state_dict()[k].numpy().astype(np.float64)
+                              for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    xr, xz, xn = np.split(x @ w_ih.T + b_ih, 3, axis=1)
+    hr, hz, hn = np.split(h @ w_hh.T + b_hh, 3, axis=1)
+    r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
+    n = np.tanh(xn + r * hn)
+    assert_close(gru(f32[0], f32[1]), (1 - z) * n + z * h, rt.float32, tol=1e-5)
+    # the zero default state, and an unbatched input
+    n0 = np.tanh(xn[0] + _sigmoid(xr[0] + b_hh[:H]) * b_hh[2 * H:])
+    z0 = _sigmoid(xz[0] + b_hh[H:2 * H])
+    assert_close(gru(f32[0][0]), (1 - z0) * n0, rt.float32, tol=1e-5)
+
+
+def test_dropout_between_layers_only_in_training():
+    rt.manual_seed(3)
+    gru = nn.GRU(I, H, num_layers=2, dropout=1.0, dtype=rt.float64)
+    x = rt.tensor(_data(T, N, I))
+    # p = 1 zeroes the first layer's output, so the second layer runs on zeros; nothing is
+    # dropped after the last layer
+    top = nn.GRU(H, H, dtype=rt.float64)
+    top.load_state_dict({k.replace("_l1", "_l0"): v for k, v in gru.state_dict().items()
+                         if "_l1" in k})
+    out, h_n = gru(x)
+    want, want_h = top(rt.zeros(T, N, H, dtype=rt.float64))
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(h_n.numpy()[1], want_h.numpy()[0], rtol=1e-12, atol=1e-12)
+    assert np.abs(out.numpy()).max() > 0
+    gru.eval()
+    eval_out = gru(x)[0].numpy()
+    assert not np.allclose(eval_out, out.numpy())
+    half = nn.GRU(I, H, num_layers=2, dropout=0.5, dtype=rt.float64)
+    half.load_state_dict(gru.state_dict())
+    half.eval()
+    np.testing.assert_array_equal(half(x)[0].numpy(), eval_out)
+
+
+def _capture_lstm(model, x):
+    cap = rt.CaptureDevice()
+    with cap.capture_scope() as scope:
+        model.to(scope.device)
+        xc = rt.tensor(x, device=scope.device)
+        out, (h, c) = model(xc)
+        scope.complete(inputs=[xc], outputs=[out, h, c])
+    return scope.graph
+
+
+def test_captured_lstm_replays_compiles_and_exports(tmp_path):
+    rt.manual_seed(0)
+    eager = nn.LSTM(I, H, num_layers=2, bidirectional=True, batch_first=True)
+    recorded = nn.LSTM(I, H, num_layers=2, bidirectional=True, batch_first=True)
+    recorded.load_state_dict(eager.state_dict())
+    x = _data(N, T, I, dtype=rt.float32)
+    out, (h, c) = eager(rt.tensor(x))
+    want = [out.numpy(), h.numpy(), c.numpy()]
+    graph = _capture_lstm(recorded, x)
+    ops = {op.op for op in graph.operations}
+    assert {"matmul", "sigmoid", "tanh"} <= ops and "lstm" not in ops      # unrolled primitives
+    for got, w in zip(graph.run(x), want):
+        np.testing.assert_allclose(got.numpy(), w, rtol=1e-6, atol=1e-6)
+    for got, w in zip(graph.compile(rt.cpu())(rt.tensor(x)), want):
+        np.testing.assert_allclose(got.numpy(), w, rtol=1e-6, atol=1e-6)
+    sess = onnx_session(graph, tmp_path / "lstm.onnx")
+    for got, w in zip(sess.run(None, {"input_0": x}), want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_init_bounds_and_shapes():
+    rt.manual_seed(1)
+    lstm = nn.LSTM(10, 100, num_layers=2, bidirectional=True, proj_size=20)
+    bound = 1 / math.sqrt(100)
+    shapes = {k: tuple(p.shape) for k, p in lstm.named_parameters()}
+    assert shapes["weight_ih_l0"] == (400, 10) and shapes["weight_hh_l0"] == (400, 20)
+    assert shapes["weight_ih_l1_reverse"] == (400, 40) and shapes["bias_hh_l1"] == (400,)
+    assert shapes["weight_hr_l0_reverse"] == (20, 100)
+    for k, p in lstm.named_parameters():
+        v = p.numpy()
+        assert v.dtype == np.float32 and np.abs(v).max() <= bound, k
+        assert np.abs(v).max() > 0.9 * bound and abs(v.mean()) < 0.1 * bound, k
+    cell = nn.GRUCell(3, 25, bias=False)
+    assert [k for k, _ in cell.named_parameters()] == ["weight_ih", "weight_hh"]
+    assert cell.weight_ih.shape == (75, 3) and np.abs(cell.weight_hh.numpy()).max() <= 0.2
+    rt.manual_seed(1)
+    again = nn.LSTM(10, 100, num_layers=2, bidirectional=True, proj_size=20)
+    np.testing.assert_array_equal(again.weight_hr_l1.numpy(), lstm.weight_hr_l1.numpy())
+    assert repr(nn.RNN(4, 6, 2, nonlinearity="relu")) == "RNN(4, 6, num_layers=2, nonlinearity='relu')"
+
+
+# --------------------------------------------------------------------------- typed errors
+E = rt.errors
+
+
+@pytest.mark.parametrize("make,err,msg", [
+    (lambda: nn.RNN(4, 6, nonlinearity="gelu"), E.ArgumentValueError,
+     "RNN: unknown nonlinearity 'gelu' (expected 'tanh' or 'relu')"),
+    (lambda: nn.RNNCell(4, 6, nonlinearity="sigmoid"), E.ArgumentValueError,
+     "RNNCell: unknown nonlinearity 'sigmoid' (expected 'tanh' or 'relu')"),
+    (lambda: nn.LSTM(4, 6, dropout=1.5), E.ArgumentValueError,
+     "LSTM: dropout must be a number in [0, 1] (the probability of zeroing an element), got 1.5"),
+    (lambda: nn.GRU(4, 6, dropout=-0.1), E.ArgumentValueError,
+     "GRU: dropout must be a number in [0, 1] (the probability of zeroing an element), got -0.1"),
+    (lambda: nn.GRU(4, 6, num_layers=0), E.ArgumentValueError,
+     "GRU: num_layers must be >= 1, got 0"),
+    (lambda: nn.LSTM(4, 0), E.ArgumentValueError,
+     "LSTM: hidden_size must be greater than zero, got 0"),
+    (lambda: nn.LSTMCell(-1, 3), E.ArgumentValueError, "LSTMCell: input_size must be >= 0, got -1"),
+    (lambda: nn.LSTM(4, 6, proj_size=6), E.ArgumentValueError,
+     "LSTM: proj_size (6) must be smaller than hidden_size (6)"),
+    (lambda: nn.LSTM(4, 6, proj_size=-2), E.ArgumentValueError, "LSTM: proj_size must be >= 0, got -2"),
+])
+def test_constructor_errors(make, err, msg):
+    with pytest.raises(err) as info:
+        make()
+    assert str(info.value) == msg
+
+
+def _call(m, *args):
+    return lambda: m(*args)
+
+
+Z = rt.zeros
+LSTM_, GRU_, RNN_ = nn.LSTM(4, 6, num_layers=2), nn.GRU(4, 6, bidirectional=True), nn.RNN(4, 6)
+CELL = nn.LSTMCell(4, 6)
+
+
+@pytest.mark.parametrize("call,err,msg", [
+    (_call(LSTM_, Z(5, 3, 5)), E.ShapeError,
+     "LSTM: expected input with 4 features in its last dimension, got shape (5, 3, 5)"),
+    (_call(LSTM_, Z(0, 3, 4)), E.ShapeError,
+     "LSTM: expected a sequence length larger than 0, got input of shape (0, 3, 4)"),
+    (_call(nn.GRU(4, 6, batch_first=True), Z(3, 0, 4)), E.ShapeError,
+     "GRU: expected a sequence length larger than 0, got input of shape (3, 0, 4)"),
+    (_call(GRU_, Z(2, 5, 3, 4)), E.ShapeError,
+     "GRU: expected a 3-D (batched) or 2-D (unbatched) input, got shape (2, 5, 3, 4)"),
+    (_call(GRU_, Z(5, 3, 4), Z(1, 3, 6)), E.ShapeError,
+     "GRU: expected hx of shape (2, 3, 6) for batched 3-D input, got shape (1, 3, 6)"),
+    (_call(RNN_, Z(5, 4), Z(1, 3, 6)), E.ShapeError,
+     "RNN: expected hx of shape (1, 6) for unbatched 2-D input, got shape (1, 3, 6)"),
+    (_call(LSTM_, Z(5, 3, 4), (Z(2, 3, 6), Z(2, 2, 6))), E.ShapeError,
+     "LSTM: expected c_0 of shape (2, 3, 6) for batched 3-D input, got shape (2, 2, 6)"),
+    (_call(LSTM_, Z(5, 3, 4), Z(2, 3, 6)), E.ArgumentTypeError,
+     "LSTM: expected hx to be a tuple (h_0, c_0), got Tensor"),
+    (_call(RNN_, Z(5, 3, 4), (Z(1, 3, 6),)), E.ArgumentTypeError,
+     "RNN: expected hx to be a Tensor, got tuple"),
+    (_call(RNN_, Z(5, 3, 4, dtype=rt.float64)), E.DTypeError,
+     "RNN: the input has dtype float64, the parameters float32"),
+    (_call(RNN_, np.zeros((5, 3, 4))), E.ArgumentTypeError, "RNN: expected a Tensor input, got ndarray"),
+    (_call(CELL, Z(3, 5)), E.ShapeError,
+     "LSTMCell: expected input with 4 features in its last dimension, got shape (3, 5)"),
+    (_call(CELL, Z(3, 4), (Z(3, 6), Z(6))), E.ShapeError,
+     "LSTMCell: expected c_0 of shape (3, 6) for batched 2-D input, got shape (6,)"),
+    (_call(CELL, Z(4), (Z(3, 6), Z(6))), E.ShapeError,
+     "LSTMCell: expected h_0 of shape (6,) for unbatched 1-D input, got shape (3, 6)"),
+    (_call(CELL, Z(2, 3, 4)), E.ShapeError,
+     "LSTMCell: expected a 2-D (batched) or 1-D (unbatched) input, got shape (2, 3, 4)"),
+    (_call(CELL, Z(3, 4), Z(3, 6)), E.ArgumentTypeError,
+     "LSTMCell: expected hx to be a tuple (h_0, c_0), got Tensor"),
+    (_call(CELL, Z(3, 4), (Z(3, 6), 0.0)), E.ArgumentTypeError,
+     "LSTMCell: expected c_0 to be a Tensor, got float"),
+    (_call(nn.GRUCell(4, 6), Z(3, 4), Z(3, 6, dtype=rt.float64)), E.DTypeError,
+     "GRUCell: hx has dtype float64, the parameters float32"),
+])
+def test_forward_errors(call, err, msg):
+    with pytest.raises(err) as info:
+        call()
+    assert str(info.value) == msg
