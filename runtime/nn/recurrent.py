@@ -19,7 +19,7 @@ from ..core.registry import Meta
 from ..ops import api
 from ..tensor import Tensor
 from . import functional as F, init
-from ._make import factory
+from ._make import factory, probability_arg, size_arg
 from .module import Module, Parameter
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -36,12 +36,10 @@ def _nonlinearity(name: str, nonlinearity) -> str:
 
 
 def _check_sizes(name: str, input_size, hidden_size) -> tuple:
-    input_size, hidden_size = int(input_size), int(hidden_size)
-    if input_size < 0:
-        raise ArgumentValueError(f"{name}: input_size must be >= 0, got {input_size}")
-    if hidden_size <= 0:
-        raise ArgumentValueError(f"{name}: hidden_size must be greater than zero, got "
-                                 f"{hidden_size}")
+    input_size, hidden_size = size_arg(name, "input_size", input_size), \
+        size_arg(name, "hidden_size", hidden_size)
+    if hidden_size == 0:
+        raise ArgumentValueError(f"{name}: hidden_size must be greater than zero, got 0")
     return input_size, hidden_size
 
 
@@ -131,22 +129,18 @@ class RNNBase(Module):
         super().__init__()
         name = type(self).__name__
         input_size, hidden_size = _check_sizes(name, input_size, hidden_size)
-        num_layers, proj_size = int(num_layers), int(proj_size)
+        num_layers = size_arg(name, "num_layers", num_layers)
         if num_layers < 1:
-            raise ArgumentValueError(f"{name}: num_layers must be >= 1, got {num_layers}")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) \
-                or not 0 <= dropout <= 1:
-            raise ArgumentValueError(f"{name}: dropout must be a number in [0, 1] (the "
-                                     f"probability of zeroing an element), got {dropout!r}")
-        if proj_size < 0:
-            raise ArgumentValueError(f"{name}: proj_size must be >= 0, got {proj_size}")
+            raise ArgumentValueError(f"{name}: num_layers must be at least 1, got {num_layers}")
+        dropout = probability_arg(name, "dropout", dropout)
+        proj_size = size_arg(name, "proj_size", proj_size)
         if proj_size >= hidden_size:
             raise ArgumentValueError(f"{name}: proj_size ({proj_size}) must be smaller than "
                                      f"hidden_size ({hidden_size})")
         self.mode = mode
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first = bool(bias), bool(batch_first)
-        self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
+        self.dropout, self.bidirectional = dropout, bool(bidirectional)
         self.proj_size = proj_size
         dirs = 2 if self.bidirectional else 1
         out_size = proj_size or hidden_size
