@@ -107,6 +107,77 @@ def test_nonzero_and_masked_select():
                                   A[np.broadcast_to(row, A.shape)])
 
 
+def _static_nonzero_ref(a, size, fill):
+    idx = np.argwhere(a)[:size]
+    return np.concatenate([idx, np.full((size - len(idx), a.ndim), fill, np.int64)])
+
+
+@pytest.mark.parametrize("size", [0, 3, 30, 40])              # truncated, exact (30), padded
+def test_nonzero_and_masked_select_with_a_static_size(size):
+    m = A > 0                                                 # 30 True entries
+    got = rt.nonzero(rt.tensor(A * m), size=size)
+    assert got.dtype is rt.int64 and got.shape == (size, 3)
+    np.testing.assert_array_equal(got.numpy(), _static_nonzero_ref(m, size, -1))
+    cols = rt.nonzero(rt.tensor(m), size=size, fill_value=7, as_tuple=True)
+    np.testing.assert_array_equal(np.stack([c.numpy() for c in cols], axis=1).reshape(size, 3),
+                                  _static_nonzero_ref(m, size, 7))
+    sel = T.masked_select(rt.tensor(m), size=size, fill_value=-1.5)
+    want = np.concatenate([A[m][:size], np.full(max(size - 30, 0), -1.5, np.float32)])
+    assert sel.dtype is rt.float32
+    np.testing.assert_array_equal(sel.numpy(), want)
+
+
+@needs_torch
+def test_static_nonzero_is_torch_nonzero_static():
+    for a in (A[0] * (A[0] > 3), np.float32(2.0), np.zeros((0, 3), np.float32)):
+        for size in (2, 6):
+            ours = rt.nonzero(rt.tensor(a), size=size)
+            theirs = torch.nonzero_static(torch.tensor(a), size=size)
+            assert ours.shape == tuple(theirs.shape)
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_static_size_forms_capture_and_differentiate():
+    # no value is read: the graph replays on other data with the same shapes
+    m = A[0] > 3
+    g = rt.capture(lambda x, k: (rt.nonzero(x, size=6), rt.masked_select(x, k, size=6)), A[0], m)
+    other = A[2] * (A[2] < -20)
+    nz, sel = g.run(rt.tensor(other), rt.tensor(other < -25))
+    np.testing.assert_array_equal(nz.numpy(), _static_nonzero_ref(other, 6, -1))
+    want = np.concatenate([other[other < -25][:6], np.zeros(6 - (other < -25).sum(), np.float32)])
+    np.testing.assert_array_equal(sel.numpy(), want)
+    # a row-broadcast mask (x (3, 4), mask (4,)), padded; the gradient reaches the selected
+    # entries only
+    x = np.arange(12.0).reshape(3, 4)
+    row = np.array([True, False, True, False])
+    check_grad(lambda t: rt.masked_select(t, rt.tensor(row, device=t.device), size=8,
+                                          fill_value=0.0) * rt.arange(8.0, device=t.device), x)
+    ad = rt.autodiff(rt.cpu())
+    t = rt.tensor(x, device=ad).require_grad()
+    grads = rt.sum(rt.masked_select(t, rt.tensor(row, device=ad), size=4)).backward()
+    np.testing.assert_array_equal(t.grad(grads).numpy(),
+                                  [[1, 0, 1, 0], [1, 0, 1, 0], [0, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("call, exc, message", [
+    (lambda: rt.nonzero(T, size=-1), rt.ArgumentValueError, "nonzero: size must be >= 0, got -1"),
+    (lambda: rt.nonzero(T, size=2.0), rt.ArgumentTypeError, "nonzero: size must be an int, got 2.0"),
+    (lambda: rt.nonzero(T, size=2, fill_value=0.5), rt.DTypeError,
+     "nonzero: fill_value must be a Python scalar of the result's dtype int64, got 0.5"),
+    (lambda: T.masked_select(T > 0, size=2, fill_value=None), rt.DTypeError,
+     "masked_select: fill_value must be a Python scalar of the result's dtype float32, got None"),
+    (lambda: rt.masked_select(rt.tensor([1, 2], dtype=rt.int32), rt.tensor([True, False]), size=3,
+                              fill_value=2 ** 40), rt.DTypeError,
+     "masked_select: Python integer 1099511627776 is out of bounds for int32"),
+    (lambda: rt.masked_select(T, T, size=2), rt.DTypeError,
+     "masked_select: mask must be bool, got float32"),
+])
+def test_static_size_errors(call, exc, message):
+    with pytest.raises(exc) as info:
+        call()
+    assert str(info.value) == message
+
+
 # --------------------------------------------------------------------------- gradients
 X = np.random.default_rng(0).standard_normal((3, 4))
 

@@ -26,13 +26,15 @@ from ..core.errors import (ArgumentTypeError, ArgumentValueError, CaptureError, 
 from ..tensor import Tensor
 from .args import check_size, int_arg, operand, tensor_arg, torch_alias
 from .create import arange, from_numpy, full
-from .elementwise import (add, div, eq, gt, maximum, minimum, mul, where)
+from .elementwise import (add, div, eq, floor_divide, ge, gt, maximum, minimum, mul, ne,
+                          remainder, where)
 from .index import _infer_scatter_add as _check_scatter_add
 from .index import getitem, scatter_add, slice_assign, take
 from .reduce import max as _max, min as _min, prod_ as _prod
 from ..core.registry import OpSpec, Plan, front_end, register
 from ..dispatch import dispatch as run
-from .shape import cat, expand, permute, reshape
+from .scan import cumsum
+from .shape import cat, expand, permute, reshape, stack
 from ..core.shapes import broadcast_shapes, normalize_axis, normalize_axes, prod
 
 __all__ = ["pad", "repeat", "tile", "repeat_interleave", "roll", "flip", "tril", "triu",
@@ -933,12 +935,49 @@ def index_add(x, dim, index, source, *, alpha=1) -> Tensor:
 
 
 # --------------------------------------------------------------------------- data-dependent
+def _static_size(op: str, size) -> int:
+    size = int_arg(op, "size", size)
+    if size < 0:
+        raise ArgumentValueError(f"{op}: size must be >= 0, got {size}")
+    return size
+
+
+def _fill_arg(op: str, value, dt) -> None:
+    """A Python scalar ``fill_value`` the result dtype ``dt`` holds exactly (no float into an
+    int result, only a bool into a bool one)."""
+    ok = (type(value) is bool if dt.is_bool else
+          type(value) in (bool, int) if dt.is_int else type(value) in (bool, int, float))
+    if not ok:
+        raise DTypeError(f"{op}: fill_value must be a Python scalar of the result's dtype "
+                         f"{dt.name}, got {value!r}")
+    D.check_scalar(op, value, dt)
+
+
+def _first_positions(flat_mask: Tensor, size: int) -> Tensor:
+    """The row-major positions of the first ``size`` True entries of the 1-d bool
+    ``flat_mask`` as int64 (size,), -1 past the last one: each True entry's rank among the
+    True entries (a cumulative sum) picks its slot; the others land in a spare slot ``size``,
+    cut off.  Reads no values, so it records into a captured graph."""
+    n = flat_mask.shape[0]
+    rank = cumsum(flat_mask, 0, dtype=D.int64)                  # 1-based rank where True
+    slot = add(where(flat_mask, minimum(rank, size + 1), size + 1), -1)
+    init = full((size + 1,), -1, D.int64, flat_mask.device)
+    pos = run("scatter_reduce", (init, slot, arange(n, dtype=D.int64, device=flat_mask.device)),
+              {"axis": 0, "reduce": "amax"})
+    return getitem(pos, slice(0, size))
+
+
 @front_end(method=True)
-def nonzero(x, *, as_tuple=False):
+def nonzero(x, *, as_tuple=False, size=None, fill_value=-1):
     """The indices of the non-zero entries in row-major order: an int64 tensor of shape
     ``(count, ndim)``, or with ``as_tuple`` one 1-d tensor per dimension (NumPy's
-    ``nonzero``).  Reads the values (not in a capture scope)."""
+    ``nonzero``).  Reads the values (not in a capture scope) unless ``size`` is given: then
+    the result has ``size`` rows whatever the data (``torch.nonzero_static``,
+    ``jnp.nonzero(size=)``): the first ``size`` indices, rows past the count filled with
+    ``fill_value`` (default -1, PyTorch's), and it captures."""
     x = tensor_arg("nonzero", x)
+    if size is not None:
+        return _nonzero_static(x, _static_size("nonzero", size), fill_value, as_tuple)
     data_dependent("nonzero", x)
     a = x.numpy()
     if as_tuple:
@@ -948,18 +987,56 @@ def nonzero(x, *, as_tuple=False):
     return _const(np.stack(np.nonzero(a), axis=1).astype(np.int64).reshape(-1, a.ndim), x)
 
 
+def _nonzero_static(x: Tensor, size: int, fill_value, as_tuple: bool):
+    _fill_arg("nonzero", fill_value, D.int64)
+    xs = reshape(x, (1,)) if x.ndim == 0 and as_tuple else x   # (NumPy's atleast_1d)
+    total = prod(xs.shape)
+    if total == 0:
+        cols = [full((size,), fill_value, D.int64, x.device) for _ in xs.shape]
+    else:
+        with _named("nonzero"):
+            pos = _first_positions(reshape(ne(xs, 0), (total,)), size)
+            found = ge(pos, 0)
+            cols, stride = [], total
+            for i, n in enumerate(xs.shape):            # unravel the row-major position
+                stride //= n
+                c = pos if stride == 1 else floor_divide(pos, stride)
+                cols.append(where(found, remainder(c, n) if i else c, fill_value))
+    if as_tuple:
+        return tuple(cols)
+    if not cols:
+        return full((size, 0), 0, D.int64, x.device)
+    return stack(cols, axis=1)
+
+
 @front_end(method=True)
-def masked_select(x, mask) -> Tensor:
+def masked_select(x, mask, *, size=None, fill_value=0) -> Tensor:
     """The entries of ``x`` where the bool ``mask`` is true, as a 1-d tensor (``x`` and
-    ``mask`` broadcast together).  Reads the mask (not in a capture scope)."""
+    ``mask`` broadcast together).  Reads the mask (not in a capture scope) unless ``size``
+    is given: then the result has ``size`` entries whatever the data (the first ``size``
+    selected, ``fill_value`` past the count; gradient to the selected entries), and it
+    captures."""
     x = tensor_arg("masked_select", x)
     mask = operand("masked_select", mask, x)
     mask = tensor_arg("masked_select", mask)
     if not mask.dtype.is_bool:
         raise DTypeError(f"masked_select: mask must be bool, got {mask.dtype.name}")
-    data_dependent("masked_select", x, mask)
+    if size is not None:
+        size = _static_size("masked_select", size)
+        _fill_arg("masked_select", fill_value, x.dtype)
+    else:
+        data_dependent("masked_select", x, mask)
     shape = broadcast_shapes("masked_select", x.shape, mask.shape)
-    m = np.broadcast_to(mask.numpy(), shape)
     xb = expand(x, shape) if x.shape != shape else x
-    return take(reshape(xb, (prod(shape),)), _const(np.flatnonzero(m), x), axis=0)
+    if size is None:
+        m = np.broadcast_to(mask.numpy(), shape)
+        return take(reshape(xb, (prod(shape),)), _const(np.flatnonzero(m), x), axis=0)
+    if prod(shape) == 0:
+        return full((size,), fill_value, x.dtype, x.device)
+    with _named("masked_select"):
+        mb = expand(mask, shape) if mask.shape != shape else mask
+        pos = _first_positions(reshape(mb, (prod(shape),)), size)
+        found = ge(pos, 0)
+        picked = take(reshape(xb, (prod(shape),)), maximum(pos, 0), axis=0)
+        return where(found, picked, fill_value)
 
