@@ -2,12 +2,14 @@
 ``GRUCell``, with PyTorch's arguments, parameter names, shapes, gate order and init, so a
 PyTorch state dict loads one to one and gives the same outputs.
 
-They are written with existing ops, so they run on every device: on autodiff the gradients
-reach every parameter, the input and the initial state; on a capture device the recurrence is
-recorded unrolled (one matmul and the gate ops per time step), which graphs, ``graph.compile``
-and ONNX export take as they are.  Per layer and direction the input projection of all time
-steps is one matmul (``x @ W_ih.T + b_ih`` over the whole sequence); each step then does one
-matmul ``h @ W_hh.T + b_hh`` and the gates.
+They are written with existing ops, so they run on every device.  Per layer and direction the
+input projection of all time steps is one matmul (``x @ W_ih.T + b_ih`` over the whole
+sequence); each step then does one matmul ``h @ W_hh.T + b_hh`` and the gates.  On a plain
+device that step is traced once per signature and compiled by the tracing service (its
+elementwise gate update one generated kernel with ``h`` and ``c`` as outputs); on autodiff it
+is the op chain, so the gradients reach every parameter, the input and the initial state; on a
+capture device the recurrence is recorded unrolled, which graphs, ``graph.compile`` and ONNX
+export take as they are.
 """
 from __future__ import annotations
 

@@ -194,6 +194,34 @@ def test_dropout_between_layers_only_in_training():
     np.testing.assert_array_equal(half(x)[0].numpy(), eval_out)
 
 
+class _Summer(nn.Module):
+    """An LSTM and a linear read-out of its last output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(1, 8, batch_first=True)
+        self.head = nn.Linear(8, 1)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
+def test_lstm_trains_with_an_optimiser():
+    """Adam on autodiff learns the running sum of a short sequence."""
+    rt.manual_seed(0)
+    model = _Summer().to(AD)
+    opt = rt.optim.Adam(model.parameters(), lr=0.05)
+    x = RNG.uniform(-1, 1, size=(16, 4, 1)).astype(np.float32)
+    xs, ys = rt.tensor(x).to(AD), rt.tensor(x.sum(axis=1)).to(AD)
+    losses = []
+    for _ in range(40):
+        loss = rt.nn.functional.mse_loss(model(xs), ys)
+        losses.append(float(loss.inner().numpy()))
+        opt.step(loss.backward())
+    assert losses[-1] < 0.1 * losses[0], losses
+
+
 def _capture_lstm(model, x):
     cap = rt.CaptureDevice()
     with cap.capture_scope() as scope:
