@@ -6,6 +6,7 @@ from ..device import Device, device as _parse_device, register_device_parser
 from ..core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffNotMarkedError,
                            CaptureAutodiffError, DTypeError, NestedAutodiffError)
 from ..tensor import Tensor
+from ..capture.active import current_step
 from . import tape
 from .checkpoint import STRATEGIES
 from .gradients import Gradients
@@ -155,7 +156,11 @@ class AutodiffDevice(Device):
 
     def backward(self, t, retain_graph: bool = False) -> Gradients:
         if self.innermost.family == "capture":
-            raise CaptureAutodiffError()
+            # a capture scope records no backward; rt.compile's trace derives one (the tape's
+            # rules applied to the captured forward emit the backward ops into its graph)
+            step = current_step()
+            if step is None or step.device is not self.innermost:
+                raise CaptureAutodiffError()
         node = t._payload.node
         if node is None:
             raise tape.not_tracked_error()

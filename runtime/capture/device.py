@@ -22,6 +22,7 @@ from ..core.errors import (CAPTURE_SCOPE_COMPLETE, CAPTURE_SCOPE_REQUIRED, Argum
                       ShapeError)
 from ..ops.args import shape_arg
 from ..tensor import Tensor, new_id
+from .active import current_step
 from .ir import CapturedGraph, OperationIr, TensorIr
 
 __all__ = ["CaptureDevice", "CaptureSession", "CaptureScope", "CompletionToken"]
@@ -293,6 +294,9 @@ class CaptureDevice(Device):
         """The value of an initialized capture tensor (computed ones have none)."""
         v = t._payload.value
         if v is None:
+            step = current_step()
+            if step is not None and step.device is self:
+                raise step.value_read_error(t)
             raise CaptureValueError(f"captured tensor {t.id} has no concrete value")
         return np.array(v, copy=True)
 

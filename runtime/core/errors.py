@@ -3,11 +3,12 @@ from __future__ import annotations
 
 __all__ = [
     "TensorRuntimeError", "CaptureScopeError", "CaptureMoveError", "CaptureAutodiffError",
-    "CaptureValueError", "AutodiffMoveError", "AutodiffNotMarkedError", "RequiresAutodiffError",
+    "CaptureValueError", "TracingError", "TracedValueError", "AutodiffMoveError",
+    "AutodiffNotMarkedError", "RequiresAutodiffError",
     "NestedAutodiffError", "GradientError", "CaptureError", "GraphFileError", "DeviceMismatchError", "DeviceError",
     "ShapeError", "AxisError", "DTypeError", "IndexOutOfRangeError", "ArgumentTypeError",
     "ArgumentValueError", "UnsupportedOptionError", "OutOfMemoryError", "StateDictError", "CheckpointError",
-    "DistributedDeviceError", "DistributedError", "DistributedTimeoutError",
+    "DistributedDeviceError", "DistributedError", "DistributedTimeoutError", "LinAlgError",
 ]
 
 CAPTURE_SCOPE_REQUIRED = "capture tensor operations must run inside CaptureDevice.capture_scope"
@@ -45,6 +46,16 @@ class CaptureAutodiffError(TensorRuntimeError):
 
 class CaptureValueError(TensorRuntimeError):
     """A capture tensor's data was read, or moved, but it has no concrete value."""
+
+
+class TracingError(TensorRuntimeError):
+    """``rt.compile`` cannot trace the function as written (a tensor it reads is neither an
+    argument, a parameter, a buffer nor optimiser state; a trace inside a trace; ...)."""
+
+
+class TracedValueError(TracingError, CaptureValueError):
+    """A traced function read a tensor's value into Python (``.item()``, ``.numpy()``,
+    ``bool()``, ``float()``): a compiled function runs without Python between its ops."""
 
 
 class AutodiffMoveError(TensorRuntimeError):
@@ -137,6 +148,12 @@ class ArgumentValueError(TensorRuntimeError, ValueError):
 class UnsupportedOptionError(ArgumentValueError, NotImplementedError):
     """An option value the operation does not implement (an unknown padding mode); also a
     NotImplementedError, as PyTorch raises."""
+
+
+class LinAlgError(TensorRuntimeError):
+    """A matrix the linear-algebra op cannot factor: singular for ``rt.linalg.inv``/``solve``,
+    not positive-definite for ``cholesky``; the message names the op and the batch element, as
+    PyTorch's ``torch.linalg.LinAlgError`` (also a RuntimeError) does."""
 
 
 class OutOfMemoryError(TensorRuntimeError, MemoryError):

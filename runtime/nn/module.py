@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Iterator
 
+from ..capture import active as _active
 from ..core.errors import ArgumentTypeError, StateDictError
 from ..tensor import Tensor
 
@@ -53,6 +54,10 @@ class Parameter:
 
     @property
     def value(self) -> Tensor:
+        if _active.active_steps:           # rt.compile is tracing: the value is a graph input
+            step = _active.current_step()
+            if step is not None:
+                return step.lift_parameter(self)
         return self._value
 
     @value.setter
@@ -147,6 +152,10 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise ArgumentTypeError(f"{type(self).__name__}.{name}: a buffer holds a Tensor, "
                                         f"got {type(value).__name__}")
+            if _active.active_steps:       # rt.compile is tracing: the new value is an output
+                step = _active.current_step()
+                if step is not None:
+                    step.touch_buffer(self, name)
             buffers[name] = value
         elif name in modules:
             if value is not None:
@@ -164,6 +173,10 @@ class Module:
             if name in d["_parameters"]:
                 return d["_parameters"][name].value
             if name in d["_buffers"]:
+                if _active.active_steps:   # rt.compile is tracing: the value is a graph input
+                    step = _active.current_step()
+                    if step is not None and d["_buffers"][name] is not None:
+                        return step.lift_buffer(self, name)
                 return d["_buffers"][name]
             if name in d["_modules"]:
                 return d["_modules"][name]
@@ -203,6 +216,10 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} defines no forward()")
 
     def __call__(self, *args, **kwargs):
+        if _active.active_steps:           # rt.compile guards the traced graph on train/eval
+            step = _active.current_step()
+            if step is not None:
+                step.saw_module(self)
         return self.forward(*args, **kwargs)
 
     # ---- traversal ---------------------------------------------------------------------

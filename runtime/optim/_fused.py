@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from .. import dispatch
+from ..capture import active as _active
 from ..capture.tracing import TraceCache, compile_for, trace
 from ..core.registry import Meta
 from ..ops import api
@@ -57,6 +58,10 @@ def run_update(fn, variant, tensors, scalars):
     shape."""
     t0 = tensors[0]
     shape, dtype, device = t0.shape, t0.dtype, t0.device
+    step = _active.current_step()
+    if step is not None and device is step.device:
+        # rt.compile is tracing: the update's ops go into its graph, the scalars as inputs
+        return tuple(fn(variant, *tensors, *step.scalar_inputs(variant, scalars, dtype)))
     size = t0.numel()
     exe = _compiled(fn, variant, len(tensors), len(scalars), size, dtype, device)
     flat = tensors if len(shape) == 1 else [api.reshape(t, (size,)) for t in tensors]

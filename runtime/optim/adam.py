@@ -66,20 +66,22 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = api.zeros_like(p)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = api.zeros_like(p)
-        state["step"] += 1
+        variant, scalars = self._step_scalars(state, group)
+        tensors = (p, g, state["exp_avg"], state["exp_avg_sq"])
+        if variant[2]:
+            tensors += (state["max_exp_avg_sq"],)
+        return variant, tensors, scalars
+
+    def _step_scalars(self, state, group):
+        state["step"] = state.get("step", 0) + 1
         t = state["step"]
         b1, b2 = group["betas"]
         lr, wd = group["lr"], group["weight_decay"]
-        amsgrad = bool(group["amsgrad"])
-        variant = (self._decoupled and wd != 0, (not self._decoupled) and wd != 0, amsgrad,
-                   bool(group["maximize"]))
-        tensors = (p, g, state["exp_avg"], state["exp_avg_sq"])
-        if amsgrad:
-            tensors += (state["max_exp_avg_sq"],)
+        variant = (self._decoupled and wd != 0, (not self._decoupled) and wd != 0,
+                   bool(group["amsgrad"]), bool(group["maximize"]))
         decay = 1 - lr * wd if self._decoupled else wd
-        scalars = (1 - b1, b2, 1 - b2, group["eps"], decay, lr / (1 - b1 ** t),
-                   math.sqrt(1 - b2 ** t))
-        return variant, tensors, scalars
+        return variant, (1 - b1, b2, 1 - b2, group["eps"], decay, lr / (1 - b1 ** t),
+                         math.sqrt(1 - b2 ** t))
 
     @staticmethod
     def _store(out, state):

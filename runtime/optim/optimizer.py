@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..capture import active as _active
 from ..core.errors import ArgumentTypeError, ArgumentValueError, ShapeError, StateDictError
 from ..nn.module import Parameter, _onto, _plain
 from ..tensor import Tensor
@@ -84,7 +85,8 @@ class Optimizer:
         if not isinstance(grads, Gradients):
             raise ArgumentTypeError(f"{type(self).__name__}.step: expected the Gradients that "
                                     f"backward() returned, got {type(grads).__name__}")
-        for group in self.param_groups:
+        step = _active.current_step()
+        for gi, group in enumerate(self.param_groups):
             items = []
             for p in group["params"]:
                 if not p.requires_grad:
@@ -98,12 +100,29 @@ class Optimizer:
                                          f"for a parameter of shape {value.shape}")
                 if g.dtype is not value.dtype:
                     g = g.astype(value.dtype)
-                items.append((p, value, g, self.state.setdefault(p, {})))
-            if items:
-                for (p, _, _, _), new in zip(items, self._update_group(items, group)):
-                    p._replace(_onto(new, p.value.device))
+                state = self.state.setdefault(p, {})
+                if step is not None:        # rt.compile: the state tensors are graph inputs
+                    step.lift_state(self, p, state)
+                items.append((p, value, g, state))
+            if not items:
+                continue
+            if step is None:
+                news = self._update_group(items, group)
+            else:                           # one update per parameter, its scalars recorded
+                news = []
+                for p, value, g, state in items:
+                    with step.updating(self, gi, p):
+                        news.append(self._update(value, g, state, group))
+            for (p, _, _, _), new in zip(items, news):
+                p._replace(_onto(new, p.value.device))
 
     def _update(self, p: Tensor, g: Tensor, state: dict, group: dict) -> Tensor:
+        raise NotImplementedError
+
+    def _step_scalars(self, state: dict, group: dict) -> tuple:
+        """``(variant, scalars)`` of one parameter's next update, computed in Python from the
+        group's hyperparameters and the state's counters (which it advances): what a compiled
+        step recomputes before each call, so its scalars are inputs of the graph."""
         raise NotImplementedError
 
     def _update_group(self, items: list, group: dict) -> list:

@@ -54,6 +54,12 @@ class RMSprop(Optimizer):
                                   "weight_decay": weight_decay, "momentum": momentum,
                                   "centered": centered, "maximize": maximize})
 
+    def _step_scalars(self, state, group):
+        state["step"] = state.get("step", 0) + 1
+        wd, mu = group["weight_decay"], group["momentum"]
+        variant = (bool(group["centered"]), mu > 0, wd != 0, bool(group["maximize"]))
+        return variant, (group["lr"], group["alpha"], 1 - group["alpha"], group["eps"], wd, mu)
+
     def _update(self, p, g, state, group):
         centered, mu = bool(group["centered"]), group["momentum"]
         if not state:
@@ -63,17 +69,13 @@ class RMSprop(Optimizer):
                 state["momentum_buffer"] = api.zeros_like(p)
             if centered:
                 state["grad_avg"] = api.zeros_like(p)
-        state["step"] += 1
-        wd = group["weight_decay"]
-        variant = (centered, mu > 0, wd != 0, bool(group["maximize"]))
+        variant, scalars = self._step_scalars(state, group)
         tensors = [p, g, state["square_avg"]]
         if centered:
             tensors.append(state["grad_avg"])
         if mu > 0:
             tensors.append(state["momentum_buffer"])
-        out = list(run_update(_rmsprop, variant, tuple(tensors),
-                              (group["lr"], group["alpha"], 1 - group["alpha"], group["eps"],
-                               wd, mu)))
+        out = list(run_update(_rmsprop, variant, tuple(tensors), scalars))
         new = out.pop(0)
         state["square_avg"] = out.pop(0)
         if centered:

@@ -46,16 +46,22 @@ class SGD(Optimizer):
                                   "weight_decay": weight_decay, "nesterov": nesterov,
                                   "maximize": maximize})
 
-    def _update(self, p, g, state, group):
+    def _step_scalars(self, state, group):
         mu, wd = group["momentum"], group["weight_decay"]
         variant = (mu != 0, bool(group["nesterov"]), wd != 0, bool(group["maximize"]))
         if mu == 0:
-            return run_update(_sgd, variant, (p, g), (group["lr"], wd))[0]
-        buf = state.get("momentum_buffer")
-        first = buf is None
-        if first:
-            buf = api.zeros_like(p)
+            return variant, (group["lr"], wd)
+        # buf = mu * buf + (1 - dampening) g; on the first step (no buffer yet) buf = g
+        first = state.get("momentum_buffer") is None
         keep, take = (0.0, 1.0) if first else (mu, 1.0 - group["dampening"])
-        new, state["momentum_buffer"] = run_update(_sgd, variant, (p, g, buf),
-                                                   (group["lr"], wd, mu, keep, take))
+        return variant, (group["lr"], wd, mu, keep, take)
+
+    def _update(self, p, g, state, group):
+        variant, scalars = self._step_scalars(state, group)
+        if not variant[0]:
+            return run_update(_sgd, variant, (p, g), scalars)[0]
+        buf = state.get("momentum_buffer")
+        if buf is None:
+            buf = api.zeros_like(p)
+        new, state["momentum_buffer"] = run_update(_sgd, variant, (p, g, buf), scalars)
         return new
