@@ -651,6 +651,7 @@ NOT_IN_TABLE = {
                            "tests/test_pooling.py",
     "interpolate": "resampling op with attrs; tested in tests/test_pooling.py",
     "interpolate_backward": "internal op of interpolate's gradient; tested in tests/test_pooling.py",
+    "max_unpool2d": "windowed op with an index operand; tested in tests/test_max_unpool.py",
     "argsort": "index-returning sort (sort/argsort/randperm); tests/test_sort.py",
     "topk": "index-returning selection (topk/kthvalue/median/multinomial); tests/test_sort.py",
     "scatter_reduce": "integer-index op (prod/amax/amin); tests/test_shape_ops.py, "

@@ -29,6 +29,8 @@ REACHED_BY = {
     "permute": lambda x: x.T,
     "expand": lambda x: x[:, :1].expand(2, 5),
     "cat": lambda x: rt.cat([x, x]),
+    "max_unpool2d": lambda x: F.max_unpool2d(*F.max_pool2d(x.reshape(1, 1, 2, 3), 2, 1,
+                                                            return_indices=True), 2, 1),
     "slice_assign": lambda x: x.slice_assign(0, 1.0),
     "take": lambda x: x.take(rt.tensor([0], device=x.device), axis=1),
     "gather": lambda x: x.gather(1, rt.tensor([[0], [1]], device=x.device)),

@@ -8,7 +8,8 @@ from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .linear import Dropout, Dropout2d, Embedding, Flatten, Identity, Linear
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
-from .pooling import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d, Upsample
+from .pooling import (AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d, MaxUnpool2d,
+                      Upsample)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder)
@@ -16,7 +17,8 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 __all__ = ["functional", "init", "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
            "Identity", "Linear", "Flatten", "Embedding", "Dropout", "Dropout2d", "Conv1d",
            "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool2d", "Upsample", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "RMSNorm",
+           "AdaptiveMaxPool2d", "MaxUnpool2d", "Upsample",
+           "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "RMSNorm",
            "MultiheadAttention", "TransformerEncoderLayer", "RNN", "LSTM", "GRU", "RNNCell",
            "LSTMCell", "GRUCell", "TransformerDecoderLayer", "TransformerEncoder",
            "TransformerDecoder", "Transformer"] + list(_act)

@@ -24,7 +24,7 @@ from ..ops.args import int_arg, tensor_arg
 from ..ops.attention import attention_softmax as _attention_softmax
 from ..ops.conv import conv1d, conv2d, conv_transpose2d, fold, unfold
 from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
-                        max_pool1d, max_pool2d)
+                        max_pool1d, max_pool2d, max_unpool2d)
 from ..ops.nn import cross_entropy as _ce_op, linear
 from ..ops.rearrange import pad
 from ..core.registry import CATALOGUE
@@ -41,7 +41,7 @@ __all__ = ["linear", "mse_loss", "cross_entropy", "dropout", "dropout2d",
            "conv1d", "conv2d", "conv_transpose2d", "fold", "unfold", "pad",
            # pooling and resampling
            "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d",
-           "adaptive_max_pool2d", "interpolate",
+           "adaptive_max_pool2d", "interpolate", "max_unpool2d",
            # losses
            "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "l1_loss",
            "smooth_l1_loss", "huber_loss", "kl_div", "cosine_similarity",

@@ -1,11 +1,12 @@
 """Pooling and resampling layers: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``,
-``AdaptiveMaxPool2d``, ``Upsample``."""
+``AdaptiveMaxPool2d``, ``MaxUnpool2d``, ``Upsample``."""
 from __future__ import annotations
 
 from . import functional as F
 from .module import Module
 
-__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "Upsample"]
+__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "MaxUnpool2d",
+           "Upsample"]
 
 
 class MaxPool2d(Module):
@@ -63,6 +64,22 @@ class AdaptiveMaxPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class MaxUnpool2d(Module):
+    """``F.max_unpool2d`` as a layer: ``forward(input, indices, output_size=None)``."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, (kernel_size if stride is None else stride)
+        self.padding = padding
+
+    def forward(self, x, indices, output_size=None):
+        return F.max_unpool2d(x, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class Upsample(Module):

@@ -1,6 +1,7 @@
 """Pooling and resampling ops on (N, C, H, W) tensors, with PyTorch's semantics: ``max_pool2d``,
-``avg_pool2d``, ``adaptive_avg_pool2d``, ``adaptive_max_pool2d``, ``interpolate`` (nearest,
-bilinear), and the 1-D forms ``max_pool1d``/``avg_pool1d`` (reshapes onto the 2-D ops).
+``avg_pool2d``, ``adaptive_avg_pool2d``, ``adaptive_max_pool2d``, ``max_unpool2d``,
+``interpolate`` (nearest, nearest-exact, bilinear; 1-D and 3-D inputs as reshapes onto the 2-D
+op), and the 1-D forms ``max_pool1d``/``avg_pool1d`` (reshapes onto the 2-D ops).
 
 The records take 4-D inputs only (the front ends lift 3-D (C, H, W) inputs and drop the batch
 axis again), so a captured graph exports to ONNX's 4-D pooling operators as is.  Each op's
@@ -487,6 +488,70 @@ register(OpSpec("interpolate_backward", "pool", _infer_interp_backward,
                 onnx_skip=_NO_GRAD_ONNX))
 
 
+# --------------------------------------------------------------------------- max_unpool2d
+# the inverse of max_pool2d(return_indices=True): each value written at its flat index in its
+# (oH, oW) output plane, zeros elsewhere.  Lowered as one ``put`` of flat indices (plane start
+# + index; the last write wins, PyTorch's cpu result) after a ``gather`` that checks each index
+# against its plane; the gradient gathers g at the indices (every input, repeated or not, gets
+# the gradient of the position it names, as PyTorch's).
+def _infer_unpool(args, attrs):
+    op = "max_unpool2d"
+    x, idx = args
+    _check_input(op, x, _MAX_DTYPES)
+    if idx.dtype is not D.int64:
+        raise DTypeError(f"{op}: indices must be int64, got {idx.dtype.name}")
+    if tuple(idx.shape) != tuple(x.shape):
+        raise ShapeError(f"{op}: indices of shape {tuple(idx.shape)} must have the input's shape "
+                         f"{tuple(x.shape)}")
+    a = _norm(attrs, "kernel_size", "stride", "padding", "output_size")
+    _positive(op, kernel_size=a["kernel_size"], stride=a["stride"], output_size=a["output_size"])
+    if min(a["padding"]) < 0:
+        raise ArgumentValueError(f"{op}: padding must be non-negative, got {a['padding']}")
+    return _plan(x, a["output_size"])
+
+
+def _kernel_unpool(ks, p, args, attrs, plan, device):
+    n, c, h, w = args[0].shape
+    length = plan.shape[2] * plan.shape[3]
+    i64 = np.int64
+    idx = ks.reshape(p[1], (n, c, h * w))
+    out = ks.full((n, c, length), 0, plan.dtype.np, device.index)
+    ks.gather(out, idx, 2)          # IndexError for an index outside its plane
+    idx = ks.binary("remainder", idx, ks.full((1, 1, 1), length, i64, device.index), i64, i64)
+    starts = ks.reshape(ks.arange(0, length, n * c, i64, device.index), (n, c, 1))
+    flat = ks.binary("add", idx, starts, i64, i64)
+    return ks.reshape(ks.put(out, flat, ks.reshape(p[0], (n, c, h * w)), False), plan.shape)
+
+
+def _grad_unpool(c, g):
+    from .index import gather
+    x, idx = c.input(0), c.input(1)
+    n, ch, h, w = x.shape
+    gx = gather(reshape(g, (n, ch, g.shape[2] * g.shape[3])), 2, reshape(idx, (n, ch, h * w)))
+    return reshape(gx, tuple(x.shape)), None
+
+
+def _onnx_unpool(ex, op) -> str:
+    # MaxUnpool's indices count over the whole (N, C, oH, oW) output: add each plane's start
+    xt, it = op.inputs
+    if not xt.dtype.is_float:
+        raise ex.error(op.op, f"graph.to_onnx: max_unpool2d has no ONNX form for "
+                              f"{xt.dtype.name} input (MaxUnpool takes floats)")
+    a = op.attrs
+    n, c = xt.shape[:2]
+    oh, ow = a["output_size"]
+    starts = (np.arange(n * c, dtype=np.int64) * (oh * ow)).reshape(n, c, 1, 1)
+    idx = ex.node("Add", [ex.names[it.id], ex.const(starts)])
+    return ex.node("MaxUnpool", [ex.names[xt.id], idx, ex.i64([n, c, oh, ow])],
+                   kernel_shape=[int(k) for k in a["kernel_size"]],
+                   strides=[int(k) for k in a["stride"]],
+                   pads=[int(k) for k in a["padding"]] * 2)
+
+
+register(OpSpec("max_unpool2d", "pool", _infer_unpool, _kernel_unpool, backward=_grad_unpool,
+                onnx=_onnx_unpool))
+
+
 # --------------------------------------------------------------------------- front ends
 def _as_4d(op: str, x):
     """(4-D tensor, whether a batch axis was added) for a 3-D or 4-D input."""
@@ -688,6 +753,47 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                               None if scales is None else (scales[0], 1.0), kind, ac),
                     (N, C, od, oh, ow))
     return x
+
+
+def _unpool_size(op, x, kernel, stride, padding, output_size) -> tuple:
+    """PyTorch's ``_unpool_output_size``: ``(in - 1) * stride - 2 * padding + kernel``, or
+    ``output_size`` (its last two entries) within a stride of that."""
+    default = tuple((n - 1) * s - 2 * p + k
+                    for n, k, s, p in zip(x.shape[2:], kernel, stride, padding))
+    if output_size is None:
+        return default
+    try:
+        out = tuple(operator.index(o) for o in output_size)
+    except TypeError:
+        out = ()
+    if len(out) in (3, 4):
+        out = out[-2:]
+    if len(out) != 2:
+        raise ArgumentTypeError(f"{op}: output_size must be a sequence of 2 ints (or of 4, "
+                                f"N, C, H, W), got {output_size!r}")
+    for d in range(2):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < out[d] < hi:
+            raise ArgumentValueError(f"{op}: invalid output_size {out} (dim {d} must be "
+                                     f"between {lo} and {hi}, exclusive)")
+    return out
+
+
+@front_end
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """PyTorch's ``max_unpool2d``: the values of ``max_pool2d(..., return_indices=True)``
+    put back at their ``indices`` (flat in each output H*W plane), zeros elsewhere."""
+    op = "max_unpool2d"
+    x, lifted = _as_4d(op, input)
+    idx = tensor_arg(op, indices)
+    if lifted and idx.ndim == 3:
+        idx = reshape(idx, (1,) + idx.shape)
+    k = _pair(op, "kernel_size", kernel_size)
+    s = _stride(op, stride, k)
+    p = _pair(op, "padding", padding)
+    out = _unpool_size(op, x, k, s, p, output_size)
+    attrs = {"kernel_size": k, "stride": s, "padding": p, "output_size": out}
+    return _drop_batch(run(op, (x, idx), attrs), lifted)
 
 
 def _as_2d_pool(op, x):
