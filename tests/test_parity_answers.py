@@ -179,6 +179,79 @@ def test_scatter_with_an_empty_index_is_the_input():
     np.testing.assert_array_equal(got.numpy(), [0.0, 1.0, 2.0])
 
 
+SC_IDX = np.array([[0, 0, 1], [2, 0, 1]])                  # (2, 3) into (3, 4), repeats on dim 0
+SC_SRC = np.array([[2, 3, 4, 9], [5, 6, 7, 9], [1, 1, 1, 1]])   # larger than the index
+
+
+def _scatter_ref(x, src, reduce):
+    out = x.copy()
+    for i in range(SC_IDX.shape[0]):
+        for j in range(SC_IDX.shape[1]):
+            v = src if np.isscalar(src) else src[i, j]
+            if reduce == "add":
+                out[SC_IDX[i, j], j] += v
+            else:
+                out[SC_IDX[i, j], j] *= v
+    return out
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+@pytest.mark.parametrize("dtype", [rt.float32, rt.int64])
+def test_scatter_reduce_argument_combines_every_write(reduce, dtype):
+    # PyTorch's scatter(..., reduce=): each value landing on a place is added to (multiplied
+    # into) it, repeats included; a tensor src, a positional scalar and value=
+    x = (np.arange(12).reshape(3, 4) % 5 + 1).astype(dtype.np)
+    src = SC_SRC.astype(dtype.np)
+    t, i = rt.tensor(x), rt.tensor(SC_IDX)
+    got = rt.scatter(t, 0, i, rt.tensor(src), reduce=reduce)
+    assert got.dtype is dtype
+    np.testing.assert_array_equal(got.numpy(), _scatter_ref(x, src, reduce))
+    np.testing.assert_array_equal(t.scatter(0, i, 3, reduce=reduce).numpy(), _scatter_ref(x, 3, reduce))
+    np.testing.assert_array_equal(rt.scatter(t, 0, i, value=2, reduce=reduce).numpy(),
+                                  _scatter_ref(x, 2, reduce))
+    if torch is not None:
+        tx, ti = torch.tensor(x), torch.tensor(SC_IDX)
+        np.testing.assert_array_equal(got.numpy(),
+                                      torch.scatter(tx, 0, ti, torch.tensor(src), reduce=reduce).numpy())
+        np.testing.assert_array_equal(t.scatter(0, i, 3, reduce=reduce).numpy(),
+                                      torch.scatter(tx, 0, ti, 3, reduce=reduce).numpy())
+
+
+def test_scatter_reduce_argument_differentiates_and_captures():
+    # (PyTorch has no derivative for scatter with reduce; here it is scatter_add's and
+    # scatter_reduce("prod")'s, checked by finite differences)
+    from autodiff.gradcheck import check_grad
+    x = np.arange(1.0, 13.0).reshape(3, 4) / 4
+    src = SC_SRC / 3.0
+    for reduce in ("add", "multiply"):
+        check_grad(lambda a, b, r=reduce: rt.scatter(a, 0, rt.tensor(SC_IDX, device=a.device), b,
+                                                     reduce=r), x, src)
+        check_grad(lambda a, r=reduce: rt.scatter(a, 0, rt.tensor(SC_IDX, device=a.device), 1.5,
+                                                  reduce=r), x)
+    xf, sf = x.astype(np.float32), src.astype(np.float32)
+    graph = rt.capture(lambda a, b: rt.scatter(a, 0, rt.tensor(SC_IDX, device=a.device), b,
+                                               reduce="multiply"), xf, sf)
+    (replayed,) = graph.run(rt.tensor(xf), rt.tensor(sf))
+    np.testing.assert_allclose(replayed.numpy(), _scatter_ref(xf, sf, "multiply"), rtol=1e-6)
+
+
+@pytest.mark.parametrize("call, exc, message", [
+    (lambda: rt.scatter(rt.zeros(3, 4), 0, rt.tensor(SC_IDX), rt.ones(2, 3), reduce="mean"),
+     rt.ArgumentValueError, "scatter: reduce must be 'add' or 'multiply', got 'mean'"),
+    (lambda: rt.scatter(rt.zeros(3, 4, dtype=rt.int64), 0, rt.tensor(SC_IDX), 2.5, reduce="add"),
+     rt.DTypeError, "scatter: value 2.5 does not fit the input's dtype int64"),
+    (lambda: rt.scatter(rt.zeros(3, 4, dtype=rt.int32), 0, rt.tensor(SC_IDX), 2 ** 40, reduce="multiply"),
+     rt.DTypeError, "scatter: Python integer 1099511627776 is out of bounds for int32"),
+    (lambda: rt.scatter(rt.zeros(3, 4), 0, rt.tensor(SC_IDX), rt.ones(2, 3, dtype=rt.float64), reduce="add"),
+     rt.DTypeError, "scatter: src must have the input's dtype, got float32 (input) and float64 (src)"),
+])
+def test_scatter_reduce_argument_errors(call, exc, message):
+    with pytest.raises(exc) as info:
+        call()
+    assert str(info.value) == message
+
+
 # --------------------------------------------------------------------------- exception classes
 @pytest.mark.parametrize("op, call", [
     ("sum", lambda: rt.sum(rt.ones(3), 2)),

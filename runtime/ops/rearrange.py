@@ -741,20 +741,36 @@ def _hits(op, x, d, idx):
 
 
 @front_end(method=True)
-def scatter(x, dim, index, src=None, *, value=None) -> Tensor:
+def scatter(x, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
     """PyTorch's ``scatter(input, dim, index, src)``: a copy of ``x`` with ``src[p]`` written
     at ``p`` with ``p[dim]`` replaced by ``index[p]`` for every position ``p`` of ``index``;
     ``src`` may be a tensor (x's dtype) or a scalar (``value=`` too).  Where several indices
     hit one position the last write wins, in the row-major order of ``index`` (PyTorch's cpu
     result, and the rule of ``index_put`` and ``slice_assign``); only that write gets a
-    gradient."""
+    gradient.  ``reduce="add"`` or ``"multiply"`` combines instead: every value landing on a
+    position is added to (multiplied into) ``x``'s value there (``scatter_add``,
+    ``scatter_reduce(..., "prod")``, differentiable here, unlike PyTorch's)."""
     if src is None:
         src = value
     elif value is not None:
         raise ArgumentTypeError("scatter: got both src and value=")
     if src is None:
         raise ArgumentTypeError("scatter: needs src (a tensor or a scalar) or value=")
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise ArgumentValueError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
     x, d, idx = _scatter_args("scatter", x, dim, index, src)
+    if reduce is not None:
+        if not isinstance(src, Tensor):         # the scalar at every index position
+            src = operand("scatter", src)
+            D.check_scalar("scatter", src, x.dtype)
+            if D.result_type(x, src, "scatter") is not x.dtype:
+                raise DTypeError(f"scatter: value {src!r} does not fit the input's dtype "
+                                 f"{x.dtype.name}")
+            src = full(idx.shape, src, x.dtype, x.device)
+        with _named("scatter"):
+            if reduce == "add":
+                return scatter_add(x, d, idx, src)
+            return scatter_reduce(x, d, idx, src, "prod")
     if not isinstance(src, Tensor):
         hit = gt(_hits("scatter", x, d, idx), 0)
         src = operand("scatter", src)
