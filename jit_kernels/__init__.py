@@ -294,6 +294,10 @@ CAPABILITIES = {
     "empty_cache": ("empty_cache",),
     "dlpack": ("dlpack", "dlpack_device"),
     "cuda_array_interface": ("cuda_array_interface", "from_cuda_array"),
+    # dense factorisations (B, m, n) -> arrays; inv/solve/cholesky return the first failing
+    # batch element (-1: none) instead of raising (see ``jit_kernels.cpu.linalg``)
+    "linalg": ("linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_cholesky",
+               "linalg_qr", "linalg_eigh", "linalg_svd"),
 }
 
 

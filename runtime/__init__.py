@@ -16,6 +16,7 @@ from .core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveErr
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
                      OutOfMemoryError, ShapeError, TensorRuntimeError, UnsupportedOptionError)
 from .core.errors import DistributedDeviceError, DistributedError, DistributedTimeoutError
+from .core.errors import LinAlgError
 from .device import empty_cache, synchronize
 from .ops.movement import can_move
 from .ops.api import *  # noqa: F403  (every front-end function: rt.add, rt.sum, ...)
@@ -24,6 +25,7 @@ from . import nn
 from .autodiff import *  # noqa: F403  (autodiff(), no_grad(), from_inner(), custom_op(), ...)
 from .capture import *  # noqa: F403  (CaptureDevice, capture(), load_graph(), ...)
 from . import data, optim
+from . import linalg
 from . import distributed
 from .checkpoint import load, save
 

@@ -69,6 +69,15 @@ INTERNAL["pad_backward"] = "pad"
 # the fused softmax of scaled_dot_product_attention
 REACHED_BY["attention_softmax"] = lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True)
 INTERNAL["attention_softmax_backward"] = "attention_softmax"
+# rt.linalg (no rt.<name>): the LAPACK-backed records, on square/rectangular slices of x
+REACHED_BY["linalg_inv"] = lambda x: rt.linalg.inv(x[:, :2])
+REACHED_BY["linalg_solve"] = lambda x: rt.linalg.solve(x[:, :2], x[:, 2])
+REACHED_BY["linalg_det"] = lambda x: rt.linalg.det(x[:, :2])
+REACHED_BY["linalg_slogdet"] = lambda x: rt.linalg.slogdet(x[:, :2])
+REACHED_BY["linalg_cholesky"] = lambda x: rt.linalg.cholesky(x[:, :2])
+REACHED_BY["linalg_qr"] = lambda x: rt.linalg.qr(x)
+REACHED_BY["linalg_eigh"] = lambda x: rt.linalg.eigh(x[:, :2])
+REACHED_BY["linalg_svd"] = lambda x: rt.linalg.svd(x)
 # Made by graph.compile's rewrites only (never recorded by capture): what compile makes it of
 COMPILED = {"max_pool2d_relu": lambda x: F.max_pool2d(rt.relu(x.reshape(1, 1, 2, 3)), 2, 1)}
 

@@ -18,7 +18,7 @@ BASE = {"runtime.tensor", "runtime.kernel_sets", "runtime.random", "runtime.lowp
 APP = {"runtime", "runtime.__main__", "runtime.demo", "runtime.tour", "runtime.warmup"}
 LAYER_OF_PACKAGE = {"core": 0, "ops": 2, "autodiff": 3, "capture": 3, "nn": 4, "optim": 4,
                     "distributed": 4}
-LIBRARY = {"runtime.data": 4, "runtime.checkpoint": 4}
+LIBRARY = {"runtime.data": 4, "runtime.checkpoint": 4, "runtime.linalg": 4}
 
 
 def _modules() -> dict:

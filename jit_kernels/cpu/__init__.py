@@ -23,6 +23,7 @@ from jit_kernels.cpu import _host
 
 from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape
 from jit_kernels.cpu import conv as _conv
+from jit_kernels.cpu import linalg as _linalg
 from jit_kernels.cpu import pool as _pooling
 from jit_kernels.cpu import winograd as _winograd
 
@@ -32,7 +33,7 @@ class CpuKernels:
 
     kind = "cpu"
     capabilities = frozenset(("fused", "prepared", "split", "winograd", "max_pool2d_relu",
-                              "synchronize", "empty_cache", "dlpack"))
+                              "synchronize", "empty_cache", "dlpack", "linalg"))
 
     # -- memory
     def from_host(self, array, index=0):
@@ -132,6 +133,31 @@ class CpuKernels:
     # -- linear algebra
     def matmul(self, a, b):
         return _matmul.matmul(a, b)
+
+    # dense factorisations and solves: NumPy's LAPACK (see ``jit_kernels.cpu.linalg``)
+    def linalg_inv(self, a):
+        return _linalg.inv(a)
+
+    def linalg_solve(self, a, b):
+        return _linalg.solve(a, b)
+
+    def linalg_det(self, a):
+        return _linalg.det(a)
+
+    def linalg_slogdet(self, a):
+        return _linalg.slogdet(a)
+
+    def linalg_cholesky(self, a):
+        return _linalg.cholesky(a)
+
+    def linalg_qr(self, a, complete):
+        return _linalg.qr(a, complete)
+
+    def linalg_eigh(self, a, lower):
+        return _linalg.eigh(a, lower)
+
+    def linalg_svd(self, a, full):
+        return _linalg.svd(a, full)
 
     # -- convolution
     def im2col(self, x, kernel, stride, padding, dilation, grid):
