@@ -50,6 +50,11 @@ def test_square_ops_match_numpy(dtype):
     _close(L.cholesky(_t(SPD, dtype)), np.linalg.cholesky(SPD), dtype)
     _close(L.cholesky(_t(SPD, dtype), upper=True),
            np.linalg.cholesky(SPD).transpose(0, 2, 1), dtype)
+    # only one triangle is read: the lower one, or the upper one for upper=True (PyTorch's)
+    junk = np.triu(np.full((3, 3), 100.0), 1)
+    _close(L.cholesky(_t(np.tril(SPD) + junk, dtype)), np.linalg.cholesky(SPD), dtype)
+    _close(L.cholesky(_t(np.triu(SPD) + junk.T, dtype), upper=True),
+           np.linalg.cholesky(SPD).transpose(0, 2, 1), dtype)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

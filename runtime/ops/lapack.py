@@ -284,8 +284,10 @@ def _infer_cholesky(args, attrs):
 
 def _kernel_cholesky(ks, p, args, attrs, plan, device):
     shape = args[0].shape
-    low, bad, order = _ks(ks, device, "linalg.cholesky").linalg_cholesky(
-        _stacked(ks, p[0], shape))
+    a = _stacked(ks, p[0], shape)
+    if attrs["upper"]:                 # the upper triangle is read, as PyTorch does: U = chol(A^T)^T
+        a = ks.permute(a, (0, 2, 1))
+    low, bad, order = _ks(ks, device, "linalg.cholesky").linalg_cholesky(a)
     if bad >= 0:
         raise LinAlgError(f"linalg.cholesky: {_batch(shape, bad)}The factorization could not be "
                           f"completed because the input is not positive-definite (the leading "
@@ -520,7 +522,8 @@ def slogdet(A) -> SlogdetResult:
 
 def cholesky(A, *, upper=False) -> Tensor:
     """The lower Cholesky factor L (``A = L L^T``) of each symmetric positive-definite matrix
-    of ``A`` (*, n, n), reading its lower triangle; ``upper=True`` returns ``L^T``.
+    of ``A`` (*, n, n), reading its lower triangle; ``upper=True`` returns the upper factor
+    ``U = L^T`` (``A = U^T U``), reading the upper triangle.
     LinAlgError naming the batch element and the failing leading minor otherwise."""
     a = _matrix("linalg.cholesky", A)
     return run("linalg_cholesky", (a,), {"upper": _flag("linalg.cholesky", "upper", upper)})
