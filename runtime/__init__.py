@@ -11,7 +11,7 @@ from .core.dtypes import DType, bool_, float32, float64, int32, int64
 from .core.dtypes import bfloat16, float16, int8, int16, uint8
 from .core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError, AxisError,
                      AutodiffNotMarkedError, CaptureAutodiffError, CaptureError, CaptureMoveError,
-                     CaptureScopeError, CaptureValueError,
+                     CaptureScopeError, CaptureValueError, TracedValueError, TracingError,
                      DeviceError, DeviceMismatchError, DTypeError, GradientError, GraphFileError,
                      IndexOutOfRangeError, NestedAutodiffError, RequiresAutodiffError,
                      OutOfMemoryError, ShapeError, TensorRuntimeError, UnsupportedOptionError)
@@ -28,6 +28,7 @@ from . import data, optim
 from . import linalg
 from . import distributed
 from .checkpoint import load, save
+from .jit import CompiledFunction, compile  # (rt.compile shadows the builtin, as torch.compile)
 
 bool = bool_
 half = float16

@@ -3,7 +3,8 @@ modules or packages import each other at module level.
 
 Layers, bottom first: ``core`` (errors, dtypes, shapes, the op record); the tensor, devices,
 kernel-set map and dispatch; ``ops``; ``autodiff`` and ``capture``; ``nn``, ``optim``, ``data``,
-``checkpoint``, ``distributed``; the package facade and the command-line programs.
+``checkpoint``, ``distributed``; ``jit`` (``rt.compile``, over ``nn`` and ``optim``), the
+package facade and the command-line programs.
 """
 import ast
 import pathlib
@@ -18,7 +19,7 @@ BASE = {"runtime.tensor", "runtime.kernel_sets", "runtime.random", "runtime.lowp
 APP = {"runtime", "runtime.__main__", "runtime.demo", "runtime.tour", "runtime.warmup"}
 LAYER_OF_PACKAGE = {"core": 0, "ops": 2, "autodiff": 3, "capture": 3, "nn": 4, "optim": 4,
                     "distributed": 4}
-LIBRARY = {"runtime.data": 4, "runtime.checkpoint": 4, "runtime.linalg": 4}
+LIBRARY = {"runtime.data": 4, "runtime.checkpoint": 4, "runtime.linalg": 4, "runtime.jit": 5}
 
 
 def _modules() -> dict:
