@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import runtime as rt
 import runtime.nn as nn
@@ -135,6 +136,26 @@ def test_plain_device_compiled_step_matches_torch(name):
     got, want = _flat(ours(rt.tensor(x))), _flat(theirs(torch.from_numpy(x)))
     for g, w in zip(got, want):
         assert g.device == rt.cpu()
+        np.testing.assert_allclose(g.numpy(), w.detach().numpy(), **TOL[rt.float32])
+
+
+@needs_torch
+@settings(max_examples=8)
+@given(name=st.sampled_from(["LSTM", "GRU", "RNN"]), t=st.integers(1, 4), n=st.integers(2, 3),
+       i=st.integers(2, 5), h=st.integers(2, 5), layers=st.integers(1, 2), bi=st.booleans(),
+       batch_first=st.booleans(), batched=st.booleans(), seed=st.integers(0, 2**16))
+def test_any_shape_matches_torch(name, t, n, i, h, layers, bi, batch_first, batched, seed):
+    """Sizes, depth, direction and layout drawn at random: the cpu layer gives PyTorch's
+    output and final states for the same state dict."""
+    torch.manual_seed(seed)
+    kw = dict(num_layers=layers, bidirectional=bi, batch_first=batch_first)
+    theirs, ours = getattr(torch.nn, name)(i, h, **kw), getattr(nn, name)(i, h, **kw)
+    _load_from_torch(ours, theirs)
+    shape = ((n, t) if batch_first else (t, n)) if batched else (t,)
+    x = np.random.default_rng(seed).normal(size=shape + (i,)).astype(np.float32)
+    got, want = _flat(ours(rt.tensor(x))), _flat(theirs(torch.from_numpy(x)))
+    for g, w in zip(got, want):
+        assert g.shape == tuple(w.shape)
         np.testing.assert_allclose(g.numpy(), w.detach().numpy(), **TOL[rt.float32])
 
 
