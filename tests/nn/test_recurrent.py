@@ -79,7 +79,7 @@ LAYER_CASES = [
     # name, kwargs, input shape, initial state given, dtype
     ("LSTM", dict(num_layers=2, bidirectional=True), (T, N, I), True, rt.float64),
     ("LSTM", dict(batch_first=True, bias=False), (N, T, I), False, rt.float32),
-    ("LSTM", dict(proj_size=3, num_layers=2), (T, N, I), True, rt.float64),
+    ("LSTM", dict(proj_size=3, num_layers=2, bidirectional=True), (T, N, I), True, rt.float64),
     ("LSTM", dict(bidirectional=True), (T, I), True, rt.float32),          # unbatched
     ("GRU", dict(num_layers=2, bidirectional=True), (T, N, I), True, rt.float64),
     ("GRU", dict(batch_first=True), (N, T, I), True, rt.float32),
