@@ -1,4 +1,5 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d``, ``ConvTranspose2d`` (PyTorch's arguments and
+"""Convolution layers: ``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose2d``,
+``ConvTranspose3d`` (PyTorch's arguments and
 default init: kaiming-uniform weight with a=sqrt(5), bias uniform in ±1/sqrt(fan_in)).
 
 ``padding_mode`` other than ``"zeros"`` pads the input with ``pad`` first (reflect, replicate,
@@ -13,7 +14,7 @@ from . import functional as F, init
 from ._make import factory
 from .module import Module, Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -156,4 +157,36 @@ class ConvTranspose2d(_ConvNd):
 
     def forward(self, x):
         return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C, D, H, W) (or (C, D, H, W))."""
+
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", dtype=None, device=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode=padding_mode, dtype=dtype, device=device)
+
+    def forward(self, x):
+        x, padding = self._conv_input(x)
+        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
+class ConvTranspose3d(_ConvNd):
+    """The transposed 3-D convolution (the gradient of ``Conv3d`` w.r.t. its input)."""
+
+    _n = 3
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 dtype=None, device=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, output_padding, padding_mode, dtype=dtype, device=device)
+
+    def forward(self, x):
+        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding,
                                   self.output_padding, self.groups, self.dilation)

@@ -22,9 +22,9 @@ from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, 
 from ..ops.elementwise import gelu, mish, relu, sigmoid, silu, softplus, tanh
 from ..ops.args import int_arg, tensor_arg
 from ..ops.attention import attention_softmax as _attention_softmax
-from ..ops.conv import conv1d, conv2d, conv_transpose2d, fold, unfold
+from ..ops.conv import conv1d, conv2d, conv3d, conv_transpose2d, conv_transpose3d, fold, unfold
 from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
-                        max_pool1d, max_pool2d, max_unpool2d)
+                        avg_pool3d, max_pool1d, max_pool2d, max_pool3d, max_unpool2d)
 from ..ops.nn import cross_entropy as _ce_op, linear
 from ..ops.rearrange import pad
 from ..core.registry import CATALOGUE
@@ -38,10 +38,11 @@ __all__ = ["linear", "mse_loss", "cross_entropy", "dropout", "dropout2d",
            "leaky_relu", "relu6", "hardtanh", "hardsigmoid", "hardswish", "logsigmoid",
            "softsign", "quick_gelu", "softmin", "softmax", "log_softmax", "glu",
            # convolution
-           "conv1d", "conv2d", "conv_transpose2d", "fold", "unfold", "pad",
+           "conv1d", "conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d", "fold", "unfold",
+           "pad",
            # pooling and resampling
            "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d",
-           "adaptive_max_pool2d", "interpolate", "max_unpool2d",
+           "adaptive_max_pool2d", "interpolate", "max_unpool2d", "max_pool3d", "avg_pool3d",
            # losses
            "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "l1_loss",
            "smooth_l1_loss", "huber_loss", "kl_div", "cosine_similarity",

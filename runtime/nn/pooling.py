@@ -1,4 +1,5 @@
-"""Pooling and resampling layers: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``,
+"""Pooling and resampling layers: ``MaxPool2d``, ``AvgPool2d``, ``MaxPool3d``, ``AvgPool3d``,
+``AdaptiveAvgPool2d``,
 ``AdaptiveMaxPool2d``, ``MaxUnpool2d``, ``Upsample``."""
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from . import functional as F
 from .module import Module
 
 __all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "MaxUnpool2d",
-           "Upsample"]
+           "Upsample", "MaxPool3d", "AvgPool3d"]
 
 
 class MaxPool2d(Module):
@@ -100,3 +101,19 @@ class Upsample(Module):
         what = f"size={self.size}" if self.size is not None else \
             f"scale_factor={self.scale_factor}"
         return f"{what}, mode={self.mode!r}"
+
+
+class MaxPool3d(MaxPool2d):
+    """``F.max_pool3d`` as a layer, over (N, C, D, H, W) (or (C, D, H, W))."""
+
+    def forward(self, x):
+        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """``F.avg_pool3d`` as a layer, over (N, C, D, H, W) (or (C, D, H, W))."""
+
+    def forward(self, x):
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)

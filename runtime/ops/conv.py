@@ -1,5 +1,6 @@
 """Convolution: ``unfold`` (im2col), ``fold`` (col2im), ``conv2d``, ``conv_transpose2d`` (native
-records) and ``conv1d`` (a front end over ``conv2d``), with PyTorch's argument conventions.
+records), ``conv1d`` (a front end over ``conv2d``) and ``conv3d``/``conv_transpose3d`` (front
+ends over the 2-D records, see below), with PyTorch's argument conventions.
 
 Every record keeps its padding as four pads ``(top, left, bottom, right)`` (ONNX's order), so
 ``padding="same"`` with an even kernel (PyTorch puts the odd pad at the end) and the gradients
@@ -25,12 +26,14 @@ from ..core.errors import ArgumentValueError, DeviceError, DTypeError, ShapeErro
 from ..kernel_sets import supports
 from ..tensor import Tensor
 from .args import tensor_arg
+from .elementwise import add
 from .linalg import matmul
+from .rearrange import pad
 from .reduce import sum
 from ..core.registry import OpSpec, Plan, front_end, register
-from .shape import permute, reshape, transpose
+from .shape import permute, reshape, stack, transpose
 
-__all__ = ["unfold", "fold", "conv1d", "conv2d", "conv_transpose2d"]
+__all__ = ["unfold", "fold", "conv1d", "conv2d", "conv_transpose2d", "conv3d", "conv_transpose3d"]
 
 
 # --------------------------------------------------------------------------- arguments
@@ -571,7 +574,8 @@ def _window_args(op, kernel_size, dilation, padding, stride):
 
 
 _LAYOUTS = {"unfold": "(N, C, H, W)", "fold": "(N, C*kH*kW, L)", "conv1d": "(N, C, L)",
-            "conv2d": "(N, C, H, W)", "conv_transpose2d": "(N, C, H, W)"}
+            "conv2d": "(N, C, H, W)", "conv_transpose2d": "(N, C, H, W)",
+            "conv3d": "(N, C, D, H, W)", "conv_transpose3d": "(N, C, D, H, W)"}
 
 
 def _batched(op, x, rank, fn):
@@ -659,3 +663,123 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
              "output_padding": _ints(op, "output_padding", output_padding, 2, 0),
              "dilation": _ints(op, "dilation", dilation, 2, 1), "groups": _groups(op, groups)}
     return _batched(op, input, 4, lambda x: run(op, (x,) + ws, attrs))
+
+
+# --------------------------------------------------------------------------- 3-D
+# conv3d and conv_transpose3d are written with the 2-D records (no kernels of their own, so
+# nothing new to compile): conv3d gathers the kd depth taps of every output depth as channels,
+# (N*oD, G*kd*C/G, H, W), and runs ONE grouped conv2d with the weight's taps laid out alike;
+# conv_transpose3d runs ONE conv_transpose2d per (N*D) depth slice with the kd taps as extra
+# output channels, then ``fold`` adds the taps into the output depths (col2im along D).  Their
+# gradients, capture and ONNX export are those of the parts.
+def _check_weight3d(op, x, w, groups, transposed):
+    if x.ndim != 5:
+        raise ShapeError(f"{op}: input must be 5-D (N, C, D, H, W) (or 4-D unbatched), got "
+                         f"shape {tuple(x.shape)}")
+    c, ws = x.shape[1], tuple(w.shape)
+    if transposed:
+        if ws[0] != c or c % groups:
+            raise ShapeError(f"{op}: input of shape {tuple(x.shape)} has {c} channels, but "
+                             f"weight of shape {ws} expects {ws[0]} (its first dimension), "
+                             f"divisible by groups={groups}")
+    elif ws[1] * groups != c or ws[0] % groups:
+        raise ShapeError(f"{op}: input of shape {tuple(x.shape)} has {c} channels, but weight "
+                         f"of shape {ws} with groups={groups} expects {ws[1] * groups} (and "
+                         f"{ws[0]} output channels divisible by groups)")
+
+
+def _weight5d(op, weight, layout):
+    w = tensor_arg(op, weight)
+    if w.ndim != 5:
+        raise ShapeError(f"{op}: weight must be 5-D {layout}, got shape {tuple(w.shape)}")
+    return w
+
+
+def _bias3d(op, bias, out):
+    if bias is None:
+        return None
+    b = tensor_arg(op, bias)
+    if tuple(b.shape) != (out,):
+        raise ShapeError(f"{op}: bias must have shape ({out},) (the output channels), got "
+                         f"{tuple(b.shape)}")
+    return b
+
+
+@front_end
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """3-D convolution of (N, C, D, H, W) with weight (O, C/groups, kD, kH, kW), as
+    ``torch.nn.functional.conv3d`` (``padding`` int, triple, ``"valid"`` or ``"same"``): the
+    depth taps gathered as channels, then one grouped ``conv2d``."""
+    op = "conv3d"
+    w = _weight5d(op, weight, "(out_channels, in_channels/groups, kD, kH, kW)")
+    stride, dilation = _ints(op, "stride", stride, 3, 1), _ints(op, "dilation", dilation, 3, 1)
+    groups = _groups(op, groups)
+    pads = _conv_pads(op, padding, w.shape[2:], stride, dilation, 3)
+    b = _bias3d(op, bias, w.shape[0])
+
+    def conv(x):
+        _check_weight3d(op, x, w, groups, False)
+        o, cg, kd, kh, kw = w.shape
+        if pads[0] or pads[3]:
+            x = pad(x, (0, 0, 0, 0, pads[0], pads[3]))
+        n, _, depth, h, wd = x.shape
+        sd, dd = stride[0], dilation[0]
+        padded = (depth, h + pads[1] + pads[4], wd + pads[2] + pads[5])
+        if any(d * (k - 1) + 1 > p for k, d, p in zip(w.shape[2:], dilation, padded)):
+            raise ShapeError(f"{op}: kernel of size {tuple(w.shape[2:])} with dilation "
+                             f"{dilation} is bigger than the padded input of size {padded}")
+        od = (depth - dd * (kd - 1) - 1) // sd + 1
+        taps = stack([x[:, :, t * dd:t * dd + sd * (od - 1) + 1:sd] for t in range(kd)], 2)
+        # (N, C, kd, oD, H, W) -> (N*oD, G*kd*C/G, H, W): channels ordered (group, tap, channel)
+        taps = permute(reshape(taps, (n, groups, cg, kd, od, h, wd)), (0, 4, 1, 3, 2, 5, 6))
+        x2 = reshape(taps, (n * od, groups * kd * cg, h, wd))
+        w2 = reshape(permute(w, (0, 2, 1, 3, 4)), (o, kd * cg, kh, kw))
+        attrs = {"stride": stride[1:], "padding": pads[1:3] + pads[4:], "dilation": dilation[1:],
+                 "groups": groups}
+        y = run("conv2d", (x2, w2) + (() if b is None else (b,)), attrs)
+        return permute(reshape(y, (n, od) + tuple(y.shape[1:])), (0, 2, 1, 3, 4))
+    return _batched(op, input, 5, conv)
+
+
+@front_end
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1) -> Tensor:
+    """3-D transposed convolution (the gradient of ``conv3d`` w.r.t. its input) of
+    (N, C, D, H, W) with weight (C, O/groups, kD, kH, kW), as
+    ``torch.nn.functional.conv_transpose3d``: one ``conv_transpose2d`` over the depth slices,
+    the depth taps as channels, summed into the output depths by ``fold``."""
+    op = "conv_transpose3d"
+    w = _weight5d(op, weight, "(in_channels, out_channels/groups, kD, kH, kW)")
+    stride, dilation = _ints(op, "stride", stride, 3, 1), _ints(op, "dilation", dilation, 3, 1)
+    padding = _ints(op, "padding", padding, 3, 0)
+    opad = _ints(op, "output_padding", output_padding, 3, 0)
+    groups = _groups(op, groups)
+    if any(p >= max(s, d) for p, s, d in zip(opad, stride, dilation)):
+        raise ArgumentValueError(f"{op}: output_padding {opad} must be smaller than either "
+                                 f"stride {stride} or dilation {dilation}")
+    b = _bias3d(op, bias, w.shape[1] * groups)
+
+    def conv(x):
+        _check_weight3d(op, x, w, groups, True)
+        c, og, kd, kh, kw = w.shape
+        n, _, depth, h, wd = x.shape
+        sd, pd, dd = stride[0], padding[0], dilation[0]
+        out_d = (depth - 1) * sd - 2 * pd + dd * (kd - 1) + opad[0] + 1
+        if out_d < 1:
+            raise ShapeError(f"{op}: input of shape {tuple(x.shape)} with weight of shape "
+                             f"{tuple(w.shape)} gives an empty output depth {out_d}")
+        x2 = reshape(permute(x, (0, 2, 1, 3, 4)), (n * depth, c, h, wd))
+        w2 = reshape(permute(w, (0, 2, 1, 3, 4)), (c, kd * og, kh, kw))
+        z = conv_transpose2d(x2, w2, None, stride[1:], padding[1:], opad[1:], groups,
+                             dilation[1:])
+        oh, ow = z.shape[2:]
+        # (N, D, G, kd, O/G, oH, oW) -> fold's (N, O*oH*oW*kd, D) blocks along the depth
+        z = permute(reshape(z, (n, depth, groups, kd, og, oh, ow)), (0, 2, 4, 5, 6, 3, 1))
+        z = reshape(z, (n, groups * og * oh * ow * kd, depth))
+        blocks = ((depth - 1) * sd + opad[0]) // sd + 1      # an output_padding past a stride
+        if blocks > depth:
+            z = pad(z, (0, blocks - depth))
+        y = fold(z, (out_d, 1), (kd, 1), (dd, 1), (pd, 0), (sd, 1))
+        y = permute(reshape(y, (n, groups * og, oh, ow, out_d)), (0, 1, 4, 2, 3))
+        return y if b is None else add(y, reshape(b, (1, groups * og, 1, 1, 1)))
+    return _batched(op, input, 5, conv)

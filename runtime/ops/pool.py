@@ -1,7 +1,8 @@
 """Pooling and resampling ops on (N, C, H, W) tensors, with PyTorch's semantics: ``max_pool2d``,
 ``avg_pool2d``, ``adaptive_avg_pool2d``, ``adaptive_max_pool2d``, ``max_unpool2d``,
 ``interpolate`` (nearest, nearest-exact, bilinear; 1-D and 3-D inputs as reshapes onto the 2-D
-op), and the 1-D forms ``max_pool1d``/``avg_pool1d`` (reshapes onto the 2-D ops).
+op), the 1-D forms ``max_pool1d``/``avg_pool1d`` (reshapes onto the 2-D ops) and the 3-D forms
+``max_pool3d``/``avg_pool3d`` (two 2-D passes).
 
 The records take 4-D inputs only (the front ends lift 3-D (C, H, W) inputs and drop the batch
 axis again), so a captured graph exports to ONNX's 4-D pooling operators as is.  Each op's
@@ -834,6 +835,93 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return _squeeze_h(avg_pool2d(_as_2d_pool(op, input), (1, k), (1, s),
                                  (0, _one(op, "padding", padding)), ceil_mode,
                                  count_include_pad))
+
+
+# --------------------------------------------------------------------------- 3-D pooling
+# Both are separable and written with the 2-D records (nothing new to compile): one pass over
+# (H, W) on (N, C*D, H, W), one over D on (N, C, D, oH*oW) with a (kD, 1) window.  The max of
+# maxima is the max, and the first maximum of the second pass's window, then of its (H, W)
+# window, is the first in (d, h, w) order -- PyTorch's, so the gradients match; an average's
+# divisor is the product of the per-axis window sizes (padding counted or not, ceil_mode's
+# overhang included), so the average of averages is the average (divisor_override: the first
+# pass sums, the second divides).
+def _triple(op, name, v) -> tuple:
+    return _spatial(op, name, v, 3)
+
+
+def _as_5d(op: str, x):
+    """(5-D tensor, whether a batch axis was added) for a 4-D or 5-D input."""
+    x = tensor_arg(op, x)
+    if x.ndim == 4:
+        return reshape(x, (1,) + x.shape), True
+    if x.ndim != 5:
+        raise ShapeError(f"{op}: expected a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input, got "
+                         f"shape {tuple(x.shape)}")
+    return x, False
+
+
+def _pool3d_args(op, kernel_size, stride, padding):
+    k = _triple(op, "kernel_size", kernel_size)
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) \
+        else _triple(op, "stride", stride)
+    p = _triple(op, "padding", padding)
+    if min(p) < 0:
+        raise ArgumentValueError(f"{op}: padding must be non-negative, got {p}")
+    if any(pi > ki // 2 for pi, ki in zip(p, k)):
+        raise ArgumentValueError(f"{op}: padding {p} must be at most half of kernel_size {k}")
+    return k, s, p
+
+
+@front_end
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """PyTorch's ``max_pool3d`` on (N, C, D, H, W) or (C, D, H, W): ``max_pool2d`` over
+    (H, W), then over D; with ``return_indices`` also the int64 flat index of each maximum in
+    its D*H*W volume (the first maximum wins)."""
+    op = "max_pool3d"
+    x, lifted = _as_5d(op, input)
+    k, s, p = _pool3d_args(op, kernel_size, stride, padding)
+    d = _triple(op, "dilation", dilation)
+    n, c, depth, h, w = x.shape
+    y = max_pool2d(reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:], d[1:], ceil_mode,
+                   return_indices)
+    y, hw_idx = y if return_indices else (y, None)
+    oh, ow = y.shape[2:]
+    z = max_pool2d(reshape(y, (n, c, depth, oh * ow)), (k[0], 1), (s[0], 1), (p[0], 0),
+                   (d[0], 1), ceil_mode, return_indices)
+    if not return_indices:
+        return _drop_batch(reshape(z, (n, c, z.shape[2], oh, ow)), lifted)
+    from .elementwise import add, floor_divide, mul
+    from .index import gather
+    z, d_idx = z
+    od = z.shape[2]
+    # the second pass's index is depth * oH*oW + position; the first's the (h, w) index of
+    # that depth's maximum
+    depth_of = floor_divide(d_idx, oh * ow)
+    hw = gather(reshape(hw_idx, (n, c, depth, oh * ow)), 2, depth_of)
+    idx = add(mul(depth_of, h * w), hw)
+    return (_drop_batch(reshape(z, (n, c, od, oh, ow)), lifted),
+            _drop_batch(reshape(idx, (n, c, od, oh, ow)), lifted))
+
+
+@front_end
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """PyTorch's ``avg_pool3d`` on (N, C, D, H, W) or (C, D, H, W) float tensors:
+    ``avg_pool2d`` over (H, W), then over D."""
+    op = "avg_pool3d"
+    x, lifted = _as_5d(op, input)
+    k, s, p = _pool3d_args(op, kernel_size, stride, padding)
+    d = divisor_override
+    if d is not None and (not isinstance(d, int) or isinstance(d, bool) or d <= 0):
+        raise ArgumentValueError(f"{op}: divisor_override must be a positive int, got {d!r}")
+    n, c, depth, h, w = x.shape
+    y = avg_pool2d(reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:], ceil_mode,
+                   count_include_pad, None if d is None else 1)
+    oh, ow = y.shape[2:]
+    z = avg_pool2d(reshape(y, (n, c, depth, oh * ow)), (k[0], 1), (s[0], 1), (p[0], 0),
+                   ceil_mode, count_include_pad, d)
+    return _drop_batch(reshape(z, (n, c, z.shape[2], oh, ow)), lifted)
 
 
 # --------------------------------------------------------------------------- ONNX
