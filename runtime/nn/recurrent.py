@@ -90,7 +90,8 @@ _STEPS = TraceCache(256)
 
 
 def _stepper(mode, xg, h, c, w_hh, b_hh, w_hr):
-    """``step(xg_t, h, c) -> (h, c)`` with these weights.  On a plain device the step (the
+    """``step(xg_t, h, c) -> (h, c)`` with these weights, for steps like ``xg`` (a tensor or
+    a (shape, dtype) stand-in), ``h`` and ``c``.  On a plain device the step (the
     hidden matmul and every gate) is traced once per signature and compiled by the tracing
     service, so its elementwise gate update runs as one generated kernel with one output per
     state; elsewhere (autodiff, capture) it is the op chain itself, so gradients and captured
@@ -279,7 +280,7 @@ class RNNBase(Module):
         xg = F.linear(x, w_ih, b_ih)                    # every step's input projection at once
         length = x.shape[0]
         ys = [None] * length
-        step = _stepper(self.mode, xg[0], h, c, w_hh, b_hh, w_hr)
+        step = _stepper(self.mode, Meta(xg.shape[1:], xg.dtype), h, c, w_hh, b_hh, w_hr)
         for t in (range(length - 1, -1, -1) if reverse else range(length)):
             h, c = step(xg[t], h, c)
             ys[t] = h

@@ -264,6 +264,8 @@ def test_captured_lstm_replays_compiles_and_exports(tmp_path):
     graph = _capture_lstm(recorded, x)
     ops = {op.op for op in graph.operations}
     assert {"matmul", "sigmoid", "tanh"} <= ops and "lstm" not in ops      # unrolled primitives
+    used = {t.id for op in graph.operations for t in op.inputs} | set(graph.outputs)
+    assert all(o.id in used for op in graph.operations for o in op.outputs)   # nothing dead
     for got, w in zip(graph.run(x), want):
         np.testing.assert_allclose(got.numpy(), w, rtol=1e-6, atol=1e-6)
     for got, w in zip(graph.compile(rt.cpu())(rt.tensor(x)), want):
