@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import runtime as rt
 from autodiff.gradcheck import check_grad
@@ -150,6 +151,25 @@ def test_pinv_rank_lstsq_match_numpy(dtype):
     sol, res, _, _ = L.lstsq(_t(WIDE, dtype), _t(rhs[:3, 0], dtype))
     assert sol.shape == (5,) and res.shape == (0,)
     _close(sol, np.linalg.lstsq(WIDE, rhs[:3, 0], rcond=None)[0], dtype)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=2), st.integers(1, 4), st.integers(1, 3),
+       st.integers(0, 2**31 - 1))
+def test_batched_shapes_match_numpy(batch, n, k, seed):
+    # any batch shape (empty batches included): diagonally dominant, so well conditioned
+    rng = np.random.default_rng(seed)
+    batch = tuple(batch)
+    m = rng.uniform(-1, 1, batch + (n, n)) + 2 * n * np.eye(n)
+    # B as many-dimensional as A (never a stack of vectors), broadcast along batch[0]
+    b = rng.uniform(-1, 1, ((1,) + batch[1:] if batch else ()) + (n, k))
+    assert_close(L.inv(_t(m)), np.linalg.inv(m), rt.float64, tol=1e-10)
+    assert_close(L.det(_t(m)), np.linalg.det(m), rt.float64, tol=1e-10)
+    assert_close(L.solve(_t(m), _t(b)), np.linalg.solve(m, b), rt.float64, tol=1e-10)
+    spd = m @ np.swapaxes(m, -1, -2)
+    assert_close(L.cholesky(_t(spd)), np.linalg.cholesky(spd), rt.float64, tol=1e-10)
+    assert_close(L.svdvals(_t(m[..., :k])), np.linalg.svd(m[..., :k], compute_uv=False),
+                 rt.float64, tol=1e-10)
 
 
 def test_results_are_named_tuples():
@@ -335,7 +355,7 @@ def test_a_kernel_set_without_lapack_raises_device_error(monkeypatch):
 
 
 # --------------------------------------------------------------------------- capture
-def test_capture_replays_and_checks():
+def test_capture_replays_and_checks(tmp_path):
     def fn(a, b):
         sign, logabs = L.slogdet(a)
         return [L.inv(a), L.solve(a, b), L.det(a), sign, logabs, L.svdvals(a),
@@ -353,6 +373,11 @@ def test_capture_replays_and_checks():
     # a singular input raises on replay as it does eagerly
     with pytest.raises(rt.LinAlgError, match="Batch element 1"):
         g.run(SINGULAR[:2], b)
+    # saved and loaded (the load checks every op's rule again)
+    g.save(tmp_path / "linalg.graph")
+    back = rt.load_graph(tmp_path / "linalg.graph")
+    for got, want in zip(back.run(a, b), eager):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
 def test_det_exports_to_onnx(tmp_path):
