@@ -283,11 +283,12 @@ def _infer_cholesky(args, attrs):
 
 
 def _kernel_cholesky(ks, p, args, attrs, plan, device):
+    _ks(ks, device, "linalg.cholesky")
     shape = args[0].shape
     a = _stacked(ks, p[0], shape)
     if attrs["upper"]:                 # the upper triangle is read, as PyTorch does: U = chol(A^T)^T
         a = ks.permute(a, (0, 2, 1))
-    low, bad, order = _ks(ks, device, "linalg.cholesky").linalg_cholesky(a)
+    low, bad, order = ks.linalg_cholesky(a)
     if bad >= 0:
         raise LinAlgError(f"linalg.cholesky: {_batch(shape, bad)}The factorization could not be "
                           f"completed because the input is not positive-definite (the leading "

@@ -400,8 +400,8 @@ def _every_op(x, i, m):
              rt.gather(x, 1, rt.minimum(idx.expand(3, 4), 3)), rt.scatter_add(x, 0, idx, x[:1]),
              rt.cat([x, x], 0), rt.slice_assign(x, (0,), 1.0), rt.sort(x, dim=1)[0],
              rt.topk(x, 2, dim=0).indices, rt.cumsum(x, 1), rt.full((2,), 3.0, device=d),
-             rt.arange(3, device=d), rt.eye(2, device=d), x + rt.rand(3, 4, device=d),
-             x + rt.randn(3, 4, device=d)]
+             rt.arange(3, device=d), rt.eye(2, device=d), rt.linalg.det(x[:, :3]),
+             x + rt.rand(3, 4, device=d), x + rt.randn(3, 4, device=d)]
     return tuple(outs)
 
 
