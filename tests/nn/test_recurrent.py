@@ -81,6 +81,7 @@ LAYER_CASES = [
     ("LSTM", dict(batch_first=True, bias=False), (N, T, I), False, rt.float32),
     ("LSTM", dict(proj_size=3, num_layers=2, bidirectional=True), (T, N, I), True, rt.float64),
     ("LSTM", dict(bidirectional=True), (T, I), True, rt.float32),          # unbatched
+    ("LSTM", dict(bidirectional=True), (11, 2, I), True, rt.float32),      # sliced in blocks
     ("GRU", dict(num_layers=2, bidirectional=True), (T, N, I), True, rt.float64),
     ("GRU", dict(batch_first=True), (N, T, I), True, rt.float32),
     ("GRU", dict(), (T, I), False, rt.float64),                             # unbatched
