@@ -241,13 +241,13 @@ class RNNBase(Module):
         if lstm and hx is not None:
             if not (isinstance(hx, (tuple, list)) and len(hx) == 2):
                 raise ArgumentTypeError(f"LSTM: expected hx to be a tuple (h_0, c_0), got "
-                                 f"{type(hx).__name__}")
+                                        f"{type(hx).__name__}")
             h0 = self._check_state("h_0", hx[0], batch)
             c0 = self._check_state("c_0", hx[1], batch, real=True)
         else:
             if hx is not None and isinstance(hx, (tuple, list)):
-                raise ArgumentTypeError(f"{type(self).__name__}: expected hx to be a Tensor, got "
-                                 f"{type(hx).__name__}")
+                raise ArgumentTypeError(f"{type(self).__name__}: expected hx to be a Tensor, "
+                                        f"got {type(hx).__name__}")
             h0, c0 = self._check_state("hx", hx, batch), None
         x = input
         if not batched:
@@ -396,7 +396,8 @@ class RNNCellBase(Module):
                 init.uniform_(p, -bound, bound)
 
     def _prepare(self, input, state, what="hx"):
-        """(input as (N, in), state as (N, hidden) or None, whether the input was batched)."""
+        """(input as (N, in), the states named in ``what`` as (N, hidden), zeros where None,
+        whether the input was batched)."""
         name = type(self).__name__
         if not isinstance(input, Tensor):
             raise ArgumentTypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
@@ -464,7 +465,7 @@ class LSTMCell(RNNCellBase):
     def forward(self, input, hx=None):
         if hx is not None and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
             raise ArgumentTypeError(f"LSTMCell: expected hx to be a tuple (h_0, c_0), got "
-                             f"{type(hx).__name__}")
+                                    f"{type(hx).__name__}")
         x, (h, c), batched = self._prepare(input, hx or (None, None), "h_0,c_0")
         h, c = self._cell("LSTM", x, h, c)
         if not batched:
