@@ -245,9 +245,28 @@ class _Entry:
         self.out_autodiff = out_autodiff
         self.mutated = mutated
         self.guards = guards
+        self.slots = [ref for kind, ref in self.sources if kind != "argument" and kind != "scalar"]
+        self._held: list = []            # the slots' values the last call left
+        self.state_sizes = [len(before) for _, _, _, before in tr.states]
+        self._scalars: dict = {}         # (value, dtype) -> 0-d tensor, reused between calls
 
     def guards_hold(self) -> bool:
+        held = self._held
+        if (held and all(s.get() is v for s, v in zip(self.slots, held))
+                and all(len(st) == n for (_, _, st), n in zip(self.states, self.state_sizes))):
+            # nothing replaced a value since the last call left the state as this graph takes
+            # it: only the train/eval flags can differ
+            return all(m.training is t for m, t in zip(self.modules, self.guards[2]))
         return _guards(self.sources, self.states, self.modules) == self.guards
+
+    def _scalar(self, value: float, dtype):
+        cache = self._scalars
+        t = cache.get((value, dtype))
+        if t is None:
+            if len(cache) >= 1024:
+                cache.clear()
+            t = cache[(value, dtype)] = _scalar(value, dtype, self.exec_device)
+        return t
 
     def run(self, args):
         # this step's optimiser scalars, computed as eager Optimizer.step computes them
@@ -260,7 +279,7 @@ class _Entry:
                     state.clear()
                     state.update(before)
                 return _RETRACE
-            values += [_scalar(float(v), dtype, self.exec_device) for v in vals]
+            values += [self._scalar(float(v), dtype) for v in vals]
         inputs = []
         for kind, ref in self.sources:
             if kind == "argument":
@@ -269,10 +288,13 @@ class _Entry:
                 inputs.append(values[ref])
             else:
                 inputs.append(_plain(ref.get()))
-        outs = self.runner(*inputs)
+        outs = self.runner.call_trusted(inputs)
         n_out = len(outs) - len(self.mutated)
         for slot, new in zip(self.mutated, outs[n_out:]):
             slot.store(new)
+        # (a graph that adds state, a first optimiser step, leaves it as another graph takes it)
+        stable = all(len(st) == n for (_, _, st), n in zip(self.states, self.state_sizes))
+        self._held = [s.get() for s in self.slots] if stable else []
         results = [from_inner(o) if self.out_autodiff else o for o in outs[:n_out]]
         return _unflatten(self.out_spec, results)
 

@@ -96,6 +96,11 @@ class FusedProgram:
         """The structure the generated kernel depends on: kind, ops, dtypes and ranks."""
         return self._key
 
+    def __hash__(self) -> int:
+        # kernel sets look programs up on every call: hash the cached key string, not every
+        # field of every op (equal programs have equal keys)
+        return hash(self._key)
+
     @cached_property
     def _key(self) -> str:
         # computed once per program: kernel sets look their kernels up by it on every call

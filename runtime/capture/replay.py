@@ -99,6 +99,14 @@ class Executable:
             vals += [params[t] for t in self._param_ids]
         return self._plan(vals)
 
+    def call_trusted(self, values: list) -> tuple:
+        """Run on ``values``, tensors on this device with exactly the graph inputs' shapes and
+        dtypes (``rt.compile`` checks them once per signature, not per call)."""
+        if self._param_ids:
+            params = self.params
+            values = values + [params[t] for t in self._param_ids]
+        return self._plan(values)
+
     def __repr__(self) -> str:
         return (f"<Executable on {self.device}: {len(self._plan)} ops, "
                 f"{len(self.params)} params>")
