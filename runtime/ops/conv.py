@@ -31,7 +31,7 @@ from .linalg import matmul
 from .rearrange import pad
 from .reduce import sum
 from ..core.registry import OpSpec, Plan, front_end, register
-from .shape import permute, reshape, stack, transpose
+from .shape import cat, permute, reshape, transpose
 
 __all__ = ["unfold", "fold", "conv1d", "conv2d", "conv_transpose2d", "conv3d", "conv_transpose3d"]
 
@@ -666,12 +666,13 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 # --------------------------------------------------------------------------- 3-D
-# conv3d and conv_transpose3d are written with the 2-D records (no kernels of their own, so
-# nothing new to compile): conv3d gathers the kd depth taps of every output depth as channels,
-# (N*oD, G*kd*C/G, H, W), and runs ONE grouped conv2d with the weight's taps laid out alike;
-# conv_transpose3d runs ONE conv_transpose2d per (N*D) depth slice with the kd taps as extra
-# output channels, then ``fold`` adds the taps into the output depths (col2im along D).  Their
-# gradients, capture and ONNX export are those of the parts.
+# conv3d and conv_transpose3d are written with the 2-D records on 4-D views (no kernels of
+# their own and no new array ranks, so nothing new to compile): conv3d gathers the kd depth
+# taps of every output depth as channels, (N*oD, G*kd*C/G, H, W), and runs ONE grouped conv2d
+# with the weight's taps laid out alike; conv_transpose3d runs ONE conv_transpose2d over the
+# N*D depth slices with the kd taps as extra output channels, then ``fold`` adds the taps into
+# the output depths (col2im along D).  Their gradients, capture and ONNX export are those of
+# the parts.
 def _check_weight3d(op, x, w, groups, transposed):
     if x.ndim != 5:
         raise ShapeError(f"{op}: input must be 5-D (N, C, D, H, W) (or 4-D unbatched), got "
@@ -720,24 +721,29 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     def conv(x):
         _check_weight3d(op, x, w, groups, False)
         o, cg, kd, kh, kw = w.shape
-        if pads[0] or pads[3]:
-            x = pad(x, (0, 0, 0, 0, pads[0], pads[3]))
-        n, _, depth, h, wd = x.shape
+        n, c, depth, h, wd = x.shape
         sd, dd = stride[0], dilation[0]
-        padded = (depth, h + pads[1] + pads[4], wd + pads[2] + pads[5])
+        padded = (depth + pads[0] + pads[3], h + pads[1] + pads[4], wd + pads[2] + pads[5])
         if any(d * (k - 1) + 1 > p for k, d, p in zip(w.shape[2:], dilation, padded)):
             raise ShapeError(f"{op}: kernel of size {tuple(w.shape[2:])} with dilation "
                              f"{dilation} is bigger than the padded input of size {padded}")
-        od = (depth - dd * (kd - 1) - 1) // sd + 1
-        taps = stack([x[:, :, t * dd:t * dd + sd * (od - 1) + 1:sd] for t in range(kd)], 2)
-        # (N, C, kd, oD, H, W) -> (N*oD, G*kd*C/G, H, W): channels ordered (group, tap, channel)
-        taps = permute(reshape(taps, (n, groups, cg, kd, od, h, wd)), (0, 4, 1, 3, 2, 5, 6))
-        x2 = reshape(taps, (n * od, groups * kd * cg, h, wd))
-        w2 = reshape(permute(w, (0, 2, 1, 3, 4)), (o, kd * cg, kh, kw))
+        od = (padded[0] - dd * (kd - 1) - 1) // sd + 1
+        # 4-D throughout (the kernels already built for the 2-D ops): (N, C, D, H*W)
+        x4 = reshape(x, (n, c, depth, h * wd))
+        if pads[0] or pads[3]:
+            x4 = pad(x4, (0, 0, pads[0], pads[3]))
+        # one (N, oD, C/G, H*W) block per (group, tap), side by side as channels
+        blocks = [permute(x4[:, g * cg:(g + 1) * cg, t * dd:t * dd + sd * (od - 1) + 1:sd],
+                          (0, 2, 1, 3)) for g in range(groups) for t in range(kd)]
+        x2 = reshape(cat(blocks, 2) if len(blocks) > 1 else blocks[0],
+                     (n * od, groups * kd * cg, h, wd))
+        w2 = reshape(permute(reshape(w, (o, cg, kd, kh * kw)), (0, 2, 1, 3)), (o, kd * cg, kh, kw))
         attrs = {"stride": stride[1:], "padding": pads[1:3] + pads[4:], "dilation": dilation[1:],
                  "groups": groups}
         y = run("conv2d", (x2, w2) + (() if b is None else (b,)), attrs)
-        return permute(reshape(y, (n, od) + tuple(y.shape[1:])), (0, 2, 1, 3, 4))
+        oh, ow = y.shape[2:]
+        y = permute(reshape(y, (n, od, o, oh * ow)), (0, 2, 1, 3))
+        return reshape(y, (n, o, od, oh, ow))
     return _batched(op, input, 5, conv)
 
 
@@ -768,18 +774,22 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         if out_d < 1:
             raise ShapeError(f"{op}: input of shape {tuple(x.shape)} with weight of shape "
                              f"{tuple(w.shape)} gives an empty output depth {out_d}")
-        x2 = reshape(permute(x, (0, 2, 1, 3, 4)), (n * depth, c, h, wd))
-        w2 = reshape(permute(w, (0, 2, 1, 3, 4)), (c, kd * og, kh, kw))
-        z = conv_transpose2d(x2, w2, None, stride[1:], padding[1:], opad[1:], groups,
-                             dilation[1:])
+        # 4-D throughout: the depth slices as a batch, the weight's taps as output channels
+        # (group, channel, tap) -- a plain reshape of the weight
+        x2 = reshape(permute(reshape(x, (n, c, depth, h * wd)), (0, 2, 1, 3)),
+                     (n * depth, c, h, wd))
+        z = conv_transpose2d(x2, reshape(w, (c, og * kd, kh, kw)), None, stride[1:], padding[1:],
+                             opad[1:], groups, dilation[1:])
         oh, ow = z.shape[2:]
-        # (N, D, G, kd, O/G, oH, oW) -> fold's (N, O*oH*oW*kd, D) blocks along the depth
-        z = permute(reshape(z, (n, depth, groups, kd, og, oh, ow)), (0, 2, 4, 5, 6, 3, 1))
-        z = reshape(z, (n, groups * og * oh * ow * kd, depth))
-        blocks = ((depth - 1) * sd + opad[0]) // sd + 1      # an output_padding past a stride
+        # fold's blocks: a (kD, 1) window over the (out depth, oH*oW) image, one block per
+        # (input depth, output position); an output_padding past a stride adds empty blocks
+        z = permute(reshape(z, (n, depth, groups * og * kd, oh * ow)), (0, 2, 1, 3))
+        blocks = ((depth - 1) * sd + opad[0]) // sd + 1
         if blocks > depth:
-            z = pad(z, (0, blocks - depth))
-        y = fold(z, (out_d, 1), (kd, 1), (dd, 1), (pd, 0), (sd, 1))
-        y = permute(reshape(y, (n, groups * og, oh, ow, out_d)), (0, 1, 4, 2, 3))
-        return y if b is None else add(y, reshape(b, (1, groups * og, 1, 1, 1)))
+            z = pad(z, (0, 0, 0, blocks - depth))
+        y = fold(reshape(z, (n, groups * og * kd, blocks * oh * ow)), (out_d, oh * ow),
+                 (kd, 1), (dd, 1), (pd, 0), (sd, 1))
+        if b is not None:
+            y = add(y, reshape(b, (1, groups * og, 1, 1)))
+        return reshape(y, (n, groups * og, out_d, oh, ow))
     return _batched(op, input, 5, conv)
