@@ -21,6 +21,7 @@ EXTRA_CASE_MODULES = ("bench.autodiff_cases", "bench.capture_cases", "bench.comp
                       "bench.conv_cases", "bench.activation_cases",
                       "bench.pool_cases", "bench.sort_cases",
                       "bench.index_cases", "bench.nn_cases", "bench.scan_cases",
+                      "bench.compile_step_cases",
                       "bench.small_dtype_cases")
 
 

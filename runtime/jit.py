@@ -414,7 +414,7 @@ class CompiledFunction:
 
 def compile(fn):
     """Compile ``fn`` — a training step, a model, any function of tensors — into one captured
-    graph per signature, run as fused kernels (see ``docs/compile.md``).  Usable as a
+    graph per signature, run as fused kernels (see ``docs/compile-step.md``).  Usable as a
     decorator."""
     if isinstance(fn, CompiledFunction):
         return fn

@@ -166,8 +166,11 @@ def test_outputs_are_on_the_arguments_device_and_untracked():
     np.testing.assert_allclose(out.numpy(), model(rt.tensor(X).to(ad)).numpy(), rtol=1e-6)
 
 
-def test_reading_a_value_while_tracing_is_a_typed_error():
-    f = rt.compile(lambda x: x * float(rt.sum(x)))
+@pytest.mark.parametrize("read", [float, bool, lambda t: t.item(), lambda t: t.numpy(),
+                                  lambda t: t.tolist()], ids=["float", "bool", "item", "numpy",
+                                                              "tolist"])
+def test_reading_a_value_while_tracing_is_a_typed_error(read):
+    f = rt.compile(lambda x: x * read(rt.sum(x)))
     with pytest.raises(rt.TracedValueError) as e:
         f(rt.tensor(X))
     assert str(e.value).startswith(
