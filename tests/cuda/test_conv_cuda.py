@@ -1,5 +1,6 @@
 """The convolution ops on the cuda set (a GPU, or the simulator with NUMBA_ENABLE_CUDASIM=1):
-im2col/col2im, conv2d/conv_transpose2d forward and gradients equal the cpu set's, on tiny shapes
+im2col/col2im, conv2d/conv_transpose2d (and conv3d/conv_transpose3d, made of them) forward and
+gradients equal the cpu set's, on tiny shapes
 (the simulator pays per thread)."""
 import numpy as np
 import pytest
@@ -27,6 +28,11 @@ CASES = {
                          [(1, 2, 2, 3), (2, 1, 2, 2), (1,)]),
     "unfold_fold": (lambda x: F.fold(F.unfold(x, 2, padding=1, stride=2) * 2.0, (3, 4), 2,
                                      padding=1, stride=2), [(1, 1, 3, 4)]),
+    "conv3d": (lambda x, w, b: F.conv3d(x, w, b, stride=(2, 1, 1), padding=(1, 0, 1), groups=2),
+               [(1, 2, 3, 2, 3), (2, 1, 2, 2, 2), (2,)]),
+    "conv_transpose3d": (lambda x, w: F.conv_transpose3d(x, w, stride=(2, 1, 1), padding=(1, 0, 0),
+                                                         output_padding=(1, 0, 0)),
+                         [(1, 2, 2, 2, 2), (2, 1, 2, 2, 2)]),
 }
 
 

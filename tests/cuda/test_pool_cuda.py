@@ -20,6 +20,13 @@ FORWARD = [
     ("bilinear", lambda t: F.interpolate(t, size=(3, 9), mode="bilinear")),
     ("bilinear_corners", lambda t: F.interpolate(t, size=(4, 4), mode="bilinear",
                                                  align_corners=True)),
+    ("nearest_exact", lambda t: F.interpolate(t, scale_factor=1.6, mode="nearest-exact")),
+    ("linear_1d", lambda t: F.interpolate(t[0], size=9, mode="linear")),
+    ("trilinear", lambda t: F.interpolate(t[None], size=(2, 3, 8), mode="trilinear")),
+    ("max_unpool", lambda t: F.max_unpool2d(*F.max_pool2d(t, 3, 2, 1, return_indices=True), 3, 2,
+                                            1, output_size=t.shape[2:])),
+    ("max_pool3d", lambda t: F.max_pool3d(t[None], (1, 3, 2), (1, 2, 1), (0, 1, 1))),
+    ("avg_pool3d", lambda t: F.avg_pool3d(t[None], (2, 2, 3), 1, (1, 0, 1), True, False)),
 ]
 
 
