@@ -244,8 +244,8 @@ class CaptureDevice(Device):
     # ---- the recorder (what plain devices' kernels do) -----------------------------------
     def execute(self, spec, args, attrs, plan) -> Tensor:
         """Record ``spec`` applied to ``args`` into the active session; nothing runs."""
-        if spec.decompose is not None:      # composite op: record its primitive ops
-            return spec.decompose(args, attrs)
+        if spec.decompose is not None and not spec.record_whole:
+            return spec.decompose(args, attrs)      # composite op: record its primitive ops
         shape, dtype = plan.shape, plan.dtype
         if not args:
             session = self._session()

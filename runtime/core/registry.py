@@ -75,6 +75,10 @@ class OpSpec:
     # front end.  Recording devices (capture) call it, so captured graphs, ONNX export and
     # graph.compile see only what it is made of.
     decompose: Optional[Callable] = None
+    # Recording devices keep the op whole (its kernel runs when the graph runs) instead of
+    # recording ``decompose``: for ops that only gradient rules emit (so only ``rt.compile``'s
+    # traces record them), whose decomposition would run slower than their kernel.
+    record_whole: bool = False
     # the fusion pass's class of the op (``runtime.capture.fuse``): "unary", "binary",
     # "select", "clamp" (elementwise members of a fused group), "row_reduce", "row_softmax"
     # (last-axis reductions and softmaxes of a "rows" group; they must be in the kernel sets'

@@ -147,7 +147,8 @@ def _decompose_backward(args, attrs):
 register(OpSpec("attention_softmax", "attention", _infer, _kernel, cost="compute",
                 backward=_grad, decompose=_decompose))
 register(OpSpec("attention_softmax_backward", "attention", _infer_backward, _kernel_backward,
-                cost="compute", differentiable=False, decompose=_decompose_backward))
+                cost="compute", differentiable=False, decompose=_decompose_backward,
+                record_whole=True))
 
 
 def attention_softmax(scores, mask=None, scale: float = 1.0, is_causal: bool = False,

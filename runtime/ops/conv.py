@@ -482,7 +482,7 @@ register(OpSpec("conv2d", "conv", _infer_conv2d, _kernel_conv2d, cost="compute",
                 backward=_grad_conv2d, onnx="Conv", onnx_lower=_onnx_conv2d))
 register(OpSpec("conv2d_weight_grad", "conv", _infer_conv2d_weight_grad,
                 _kernel_conv2d_weight_grad, cost="compute",
-                decompose=_decompose_conv2d_weight_grad))
+                decompose=_decompose_conv2d_weight_grad, record_whole=True))
 register(OpSpec("conv_transpose2d", "conv", _infer_conv_transpose2d, _kernel_conv_transpose2d,
                 cost="compute", backward=_grad_conv_transpose2d, onnx="ConvTranspose",
                 onnx_lower=_onnx_conv_transpose2d))

@@ -214,7 +214,7 @@ register(OpSpec("cross_entropy", "loss", _infer_cross_entropy, _kernel_cross_ent
                 cost="compute", backward=_grad_cross_entropy, decompose=_decompose_cross_entropy))
 register(OpSpec("cross_entropy_backward", "loss", _infer_cross_entropy_backward,
                 _kernel_cross_entropy_backward, cost="compute", differentiable=False,
-                decompose=_decompose_cross_entropy_backward))
+                decompose=_decompose_cross_entropy_backward, record_whole=True))
 
 
 def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
