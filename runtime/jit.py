@@ -308,26 +308,34 @@ def _guards(sources, states, modules) -> tuple:
 
 
 def _flatten(out):
-    """(spec, tensors) of what the function returned: a tensor, None, or a tuple/list of them."""
-    if out is None:
-        return ("none",), []
-    if isinstance(out, Tensor):
-        return ("tensor",), [out]
-    if isinstance(out, (tuple, list)) and all(o is None or isinstance(o, Tensor) for o in out):
-        spec = tuple("none" if o is None else "tensor" for o in out)
-        return (type(out), spec), [o for o in out if o is not None]
-    raise TracingError(f"rt.compile: the function must return a tensor, None, or a tuple or "
-                       f"list of tensors, got {type(out).__name__}")
+    """(spec, tensors) of what the function returned: a tensor, None, or tuples and lists of
+    them, nested."""
+    tensors: list = []
+
+    def walk(o):
+        if o is None:
+            return "none"
+        if isinstance(o, Tensor):
+            tensors.append(o)
+            return "tensor"
+        if isinstance(o, (tuple, list)):
+            return (type(o), tuple(walk(x) for x in o))
+        raise TracingError(f"rt.compile: the function must return a tensor, None, or tuples "
+                           f"and lists of them, got {type(o).__name__}")
+    return walk(out), tensors
 
 
 def _unflatten(spec, tensors):
-    if spec == ("none",):
-        return None
-    if spec == ("tensor",):
-        return tensors[0]
-    kind, parts = spec
     it = iter(tensors)
-    return kind(None if p == "none" else next(it) for p in parts)
+
+    def build(sp):
+        if sp == "none":
+            return None
+        if sp == "tensor":
+            return next(it)
+        kind, parts = sp
+        return kind(build(x) for x in parts)
+    return build(spec)
 
 
 def _arg_key(a):

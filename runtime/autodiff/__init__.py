@@ -7,6 +7,8 @@ from .custom import custom_op
 from .device import AutodiffDevice, autodiff, from_inner
 from .gradients import Gradients
 from .grad_mode import no_grad
+from .transforms import grad, value_and_grad
 from . import movement as _movement
 
-__all__ = ["autodiff", "no_grad", "from_inner", "custom_op", "Gradients", "AutodiffDevice"]
+__all__ = ["autodiff", "no_grad", "from_inner", "custom_op", "Gradients", "AutodiffDevice",
+           "grad", "value_and_grad"]

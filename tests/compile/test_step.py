@@ -220,7 +220,7 @@ def test_values_swapped_in_by_a_failed_trace_are_put_back():
     (lambda: rt.compile(lambda: None)(), rt.TracingError,
      "rt.compile: the function needs at least one tensor argument"),
     (lambda: rt.compile(lambda x: "a")(rt.tensor(X)), rt.TracingError,
-     "rt.compile: the function must return a tensor, None, or a tuple or list of tensors, got str"),
+     "rt.compile: the function must return a tensor, None, or tuples and lists of them, got str"),
 ], ids=["not-callable", "unhashable-argument", "no-tensor-argument", "returns-a-string"])
 def test_misuse_is_typed(call, error, message):
     with pytest.raises(error) as e:
