@@ -362,9 +362,10 @@ OWN_LOWERING = {"rsqrt", "gelu", "gelu_tanh", "var", "ne", "clamp", "cast", "sli
                 "full", "arange", "eye", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
                 "unfold", "fold"}
 # (composite ops are recorded as their decompositions: their parts are in the graph instead)
-# pooling: runtime.ops.pool.onnx_pool picks the operator from the attrs (MaxPool, GlobalMaxPool...)
+# pooling: runtime.ops.pool.onnx_pool picks the operator from the attrs (MaxPool, GlobalMaxPool...);
+# max_unpool2d adds each plane's start to its indices before MaxUnpool
 OWN_LOWERING |= {"max_pool2d", "max_pool2d_indices", "adaptive_max_pool2d", "avg_pool2d",
-                 "adaptive_avg_pool2d", "interpolate"}
+                 "adaptive_avg_pool2d", "interpolate", "max_unpool2d"}
 
 
 def _every_op(x, i, m):
@@ -393,7 +394,8 @@ def _every_op(x, i, m):
     F = rt.nn.functional
     outs += [F.max_pool2d(x4, 2, 1), F.max_pool2d(x4, 2, return_indices=True)[1],
              F.adaptive_max_pool2d(x4, (1, 2)), F.avg_pool2d(x4, 2, 1, 1),
-             F.adaptive_avg_pool2d(x4, 1), F.interpolate(x4, scale_factor=2, mode="bilinear")]
+             F.adaptive_avg_pool2d(x4, 1), F.interpolate(x4, scale_factor=2, mode="bilinear"),
+             F.max_unpool2d(*F.max_pool2d(x4, 2, return_indices=True), 2)]
     outs += [rt.pad(x, (1, 1), mode="reflect"), x.slice_assign(([0, 2], [1, 3]), 2.0)]
     outs += [rt.softmax(x, axis=-1), rt.log_softmax(x, axis=0), x @ x.T, x.reshape(4, 3),
              rt.expand(x[:, :1], 3, 4), x[1:, ::2], rt.take(x, rt.tensor(np.array([0, 2]), device=d), 1),
