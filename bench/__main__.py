@@ -22,7 +22,7 @@ EXTRA_CASE_MODULES = ("bench.autodiff_cases", "bench.capture_cases", "bench.comp
                       "bench.pool_cases", "bench.sort_cases",
                       "bench.index_cases", "bench.nn_cases", "bench.scan_cases",
                       "bench.compile_step_cases",
-                      "bench.small_dtype_cases")
+                      "bench.small_dtype_cases", "bench.models_cases")
 
 
 def _progress(i, n, label):
