@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ..core.errors import ArgumentTypeError, ArgumentValueError
+from ..capture import active as _active
+from ..core.errors import ArgumentTypeError, ArgumentValueError, TracingError
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "CosineAnnealingLR", "OneCycleLR"]
@@ -32,6 +33,11 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self) -> None:
+        if _active.current_step() is not None:
+            # it would move the rate once, while tracing, and never when the graph runs
+            raise TracingError(f"{type(self).__name__}.step: called inside a function that "
+                               f"rt.compile traces; call it outside, after each compiled step "
+                               f"(the rate is an input of the compiled graph)")
         self._step_count += 1
         self.last_epoch += 1
         for g, lr in zip(self.optimizer.param_groups, self.get_lr()):

@@ -226,3 +226,41 @@ def test_misuse_is_typed(call, error, message):
     with pytest.raises(error) as e:
         call()
     assert str(e.value).startswith(message)
+
+
+def test_gradient_clipping_inside_the_step_matches_eager():
+    runs = []
+    for compiled in (False, True):
+        ad = rt.autodiff(rt.cpu())
+        model = _mlp(ad)
+        opt = rt.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+
+        def step(xb, yb, model=model, opt=opt):
+            grads = F.cross_entropy(model(xb), yb).backward()
+            norm = rt.optim.clip_grad_norm_(grads, 0.1)
+            opt.step(grads)
+            return norm
+
+        fn = rt.compile(step) if compiled else step
+        xb, yb = rt.tensor(X).to(ad), rt.tensor(Y).to(ad)
+        norms = [fn(xb, yb).numpy() for _ in range(5)]
+        runs.append((norms, [p.value.numpy() for p in model.parameters()]))
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-5)
+    for a, b in zip(runs[0][1], runs[1][1]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_a_scheduler_stepped_inside_the_traced_function_is_refused():
+    ad = rt.autodiff(rt.cpu())
+    model = _mlp(ad)
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+    sched = S.StepLR(opt, step_size=1, gamma=0.5)
+
+    def step(xb, yb):
+        opt.step(F.cross_entropy(model(xb), yb).backward())
+        sched.step()
+
+    with pytest.raises(rt.TracingError, match=r"^StepLR.step: called inside a function that "
+                                              r"rt.compile traces; call it outside"):
+        rt.compile(step)(rt.tensor(X).to(ad), rt.tensor(Y).to(ad))
+    assert opt.param_groups[0]["lr"] == 0.1
