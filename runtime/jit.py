@@ -364,6 +364,8 @@ class CompiledFunction:
         return [e.graph for es in self._entries.values() for e in es]
 
     def __call__(self, *args):
+        if _active.current_step() is not None:
+            return self.fn(*args)        # called while another function traces: inlined
         key = tuple(_arg_key(a) for a in args)
         with self._lock:
             for entry in self._entries.get(key, ()):

@@ -64,6 +64,10 @@ class Parameter:
     def value(self, t: Tensor) -> None:
         if not isinstance(t, Tensor):
             raise ArgumentTypeError(f"Parameter: expected a Tensor, got {type(t).__name__}")
+        if _active.active_steps:           # rt.compile is tracing: the new value is an output
+            step = _active.current_step()
+            if step is not None:
+                step.lift_parameter(self)
         self._value = _track(t, self.requires_grad)
 
     data = value

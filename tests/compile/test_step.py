@@ -264,3 +264,29 @@ def test_a_scheduler_stepped_inside_the_traced_function_is_refused():
                                               r"rt.compile traces; call it outside"):
         rt.compile(step)(rt.tensor(X).to(ad), rt.tensor(Y).to(ad))
     assert opt.param_groups[0]["lr"] == 0.1
+
+
+def test_a_compiled_function_called_while_tracing_is_inlined():
+    inner = rt.compile(lambda a: rt.relu(a) * 2.0)
+    outer = rt.compile(lambda a: inner(a) + 1.0)
+    np.testing.assert_allclose(outer(rt.tensor(X)).numpy(), np.maximum(X, 0) * 2.0 + 1.0,
+                               rtol=1e-6)
+    assert len(inner.graphs) == 0 and len(outer.graphs) == 1
+
+
+def test_a_parameter_assigned_in_the_function_is_an_output():
+    model = _mlp(rt.cpu())
+    w = model[0].weight
+
+    @rt.compile
+    def shrink(x):
+        p = model._modules["0"]._parameters["weight"]
+        p.value = p.value * 0.5
+        return model(x)
+
+    before = w.numpy()
+    shrink(rt.tensor(X))
+    np.testing.assert_allclose(model[0].weight.numpy(), before * 0.5, rtol=1e-6)
+    shrink(rt.tensor(X))
+    np.testing.assert_allclose(model[0].weight.numpy(), before * 0.25, rtol=1e-6)
+    assert model[0].weight.device == rt.cpu()
