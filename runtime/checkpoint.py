@@ -77,6 +77,7 @@ def _encode(obj, arrays: dict, path: str):
 
 def save(obj, path) -> None:
     """Write ``obj`` (a tensor or a nested dict/list of tensors and plain values) to ``path``."""
+    path = _path("save", path)
     _safetensors()
     from safetensors import TensorSpec, serialize_file
     arrays: dict = {}
@@ -93,6 +94,15 @@ def save(obj, path) -> None:
         specs[k] = TensorSpec(dtype=name, shape=a.shape, data_ptr=a.ctypes.data,
                               data_len=a.nbytes)
     serialize_file(specs, os.fspath(path), metadata=meta)
+
+
+def _path(op: str, path) -> str:
+    """``path`` as a file name, or ArgumentTypeError naming the function."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise ArgumentTypeError(f"{op}: path must be a str, bytes or os.PathLike, got "
+                                f"{type(path).__name__}") from None
 
 
 def _fail(path, why: str) -> CheckpointError:
@@ -144,9 +154,9 @@ def _decode(node, tensors: dict, path, device):
 def load(path, device=None):
     """Read a checkpoint written by ``rt.save``; tensors are created on ``device`` (default:
     the default device)."""
+    p = path = _path("load", path)
     _safetensors()
     from safetensors import deserialize, safe_open
-    p = os.fspath(path)
     if not os.path.isfile(p):
         raise CheckpointError(f"rt.load: no such file {p!r}")
     try:

@@ -243,25 +243,29 @@ def register_device_parser(prefix: str, parser: Callable[[str], Device]) -> None
 
 def device(spec) -> Device:
     """Parse ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"capture:3"``, ``"autodiff(cpu)"``."""
+    return parse_device(spec)
+
+
+def parse_device(spec, op: str | None = None) -> Device:
+    """``device(spec)`` for a front end: a DeviceError's message starts with ``op`` (the
+    name of the function the user called) when given."""
     if isinstance(spec, Device):
         return spec
+    at = f"{op}: " if op else ""
     if not isinstance(spec, str):
-        raise DeviceError(f"cannot make a device from {spec!r}: expected a string like 'cpu' or 'cuda:0'")
+        raise DeviceError(f"{at}cannot make a device from {spec!r}: expected a string like 'cpu' or 'cuda:0'")
     s = spec.strip()
     if s == "cpu":
         return _CPU
     if s == "cuda" or s.startswith("cuda:"):
         idx = s[5:] if s.startswith("cuda:") else "0"
         if not idx.isdigit():
-            raise DeviceError(f"cannot parse device {spec!r}: the cuda index must be an integer")
+            raise DeviceError(f"{at}cannot parse device {spec!r}: the cuda index must be an integer")
         return cuda(int(idx))
     for prefix, parser in _PARSERS.items():
         if s.startswith(prefix):
             return parser(s)
-    raise DeviceError(f"unknown device {spec!r}: expected 'cpu', 'cuda:N', 'capture:N' or 'autodiff(...)'")
-
-
-_parse_device = device      # (``synchronize``'s argument is named ``device``)
+    raise DeviceError(f"{at}unknown device {spec!r}: expected 'cpu', 'cuda:N', 'capture:N' or 'autodiff(...)'")
 
 
 def devices() -> list:
@@ -313,7 +317,7 @@ def default_device(d=None):
     With a device: a context manager that makes it the default in this thread."""
     if d is None:
         return _default.stack[-1]
-    return _using(device(d))
+    return _using(parse_device(d, "default_device"))
 
 
 def current_default() -> Device:
@@ -328,7 +332,7 @@ def synchronize(device=None) -> None:
     if device is None:
         targets = devices()
     else:
-        d = getattr(_parse_device(device), "innermost", None)
+        d = getattr(parse_device(device, "synchronize"), "innermost", None)
         if not isinstance(d, PlainDevice):
             raise DeviceError(f"synchronize: {device} runs on no kernel set")
         targets = [d]

@@ -133,7 +133,7 @@ def test_clamp_with_tensor_bounds_is_minimum_of_maximum():
     (rt.ShapeError, r"getitem: slice step cannot be zero \(axis 0 of shape \(3,\)\)", lambda: rt.zeros(3)[::0]),
     (rt.ShapeError, r"zeros: shape \(4294967296, 4294967296\) has 18446744073709551616 elements",
      lambda: rt.zeros(2**32, 2**32)),
-    (rt.ShapeError, r"broadcast_to: shape \(4611686018427387904, 4\) has", lambda: rt.zeros(1).expand(2**62, 4)),
+    (rt.ShapeError, r"expand: shape \(4611686018427387904, 4\) has", lambda: rt.zeros(1).expand(2**62, 4)),
     (rt.ShapeError, r"add: broadcasting shapes \(1099511627776, 1\) and \(1, 1099511627776\)",
      lambda: rt.zeros(1, 1).expand(2**40, 1) + rt.zeros(1, 1).expand(1, 2**40)),
     (rt.ShapeError, r"reshape: shape must be a tuple of ints, got \(None,\)", lambda: rt.zeros(3).reshape(None)),

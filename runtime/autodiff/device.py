@@ -2,7 +2,7 @@
 records tracked ones on the tape."""
 from __future__ import annotations
 
-from ..device import Device, device as _parse_device, register_device_parser
+from ..device import Device, device as _parse_device, parse_device, register_device_parser
 from ..core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffNotMarkedError,
                            CaptureAutodiffError, DTypeError, NestedAutodiffError)
 from ..tensor import Tensor
@@ -214,7 +214,7 @@ def autodiff(inner=_DEFAULT, checkpointing: str = "none") -> AutodiffDevice:
     if inner is _DEFAULT:
         from ..device import current_default
         inner = current_default()
-    return _device(_parse_device(inner), checkpointing)
+    return _device(parse_device(inner, "autodiff"), checkpointing)
 
 
 def from_inner(t: Tensor, checkpointing: str = "none") -> Tensor:

@@ -116,8 +116,9 @@ def _by_np(npd):
     return _BY_NP[npd]
 
 
-def as_dtype(d) -> DType:
-    """Normalise a DType, its name, a NumPy dtype or a Python type to a DType."""
+def as_dtype(d, op: str | None = None) -> DType:
+    """Normalise a DType, its name, a NumPy dtype or a Python type to a DType; DTypeError
+    (its message starting with ``op``, the front end's name, when given) for anything else."""
     if isinstance(d, DType):
         return d
     if isinstance(d, str) and d in _BY_NAME:
@@ -132,7 +133,7 @@ def as_dtype(d) -> DType:
         return _by_np(np.dtype(d))
     except (TypeError, KeyError, ValueError, SyntaxError):  # (NumPy parses "f4," as Python)
         from .errors import DTypeError
-        raise DTypeError(f"unsupported dtype {d!r:.60}; expected one of "
+        raise DTypeError(f"{op + ': ' if op else ''}unsupported dtype {d!r:.60}; expected one of "
                          f"{', '.join(x.name for x in DTYPES)}") from None
 
 

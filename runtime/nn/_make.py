@@ -6,8 +6,9 @@ import operator
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError
 from ..ops import api
+from ..ops.args import bool_arg, device_arg, number_arg
 
-__all__ = ["factory", "size_arg", "shape_arg", "probability_arg"]
+__all__ = ["factory", "size_arg", "shape_arg", "probability_arg", "float_arg", "bool_arg"]
 
 
 def size_arg(layer: str, name: str, v) -> int:
@@ -38,10 +39,18 @@ def probability_arg(layer: str, name: str, v) -> float:
     return float(v)
 
 
-def factory(dtype=None, device=None):
+def float_arg(layer: str, name: str, v) -> float:
+    """A layer's number argument (``eps``) as a float: ArgumentTypeError for anything but a
+    number (``float()`` would fail untyped, or read a one-element tensor)."""
+    return float(number_arg(layer, name, v))
+
+
+def factory(dtype=None, device=None, op: str | None = None):
     """``make(*shape, fill=0.0)``: a tensor of ``dtype`` (default float32) on ``device``
-    (default: the default device) filled with ``fill``, for a layer's parameters and buffers."""
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    (default: the default device) filled with ``fill``, for a layer's parameters and buffers;
+    a bad dtype or device is refused at once, its error naming ``op`` (the layer)."""
+    dt = D.as_dtype(dtype, op) if dtype is not None else D.float32
+    device = device_arg(device, op)
 
     def make(*shape, fill=0.0):
         return api.full(shape, fill, dt, device)

@@ -6,8 +6,9 @@ import math
 
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..ops import api
+from ..tensor import Tensor
 from . import functional as F, init
-from ._make import factory
+from ._make import bool_arg, factory, float_arg, probability_arg, size_arg
 from .linear import Dropout, Linear
 from .module import Module, Parameter
 from .normalization import LayerNorm
@@ -25,13 +26,17 @@ class MultiheadAttention(Module):
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  batch_first: bool = False, dtype=None, device=None):
         super().__init__()
+        embed_dim = size_arg("MultiheadAttention", "embed_dim", embed_dim)
+        num_heads = size_arg("MultiheadAttention", "num_heads", num_heads)
         if num_heads <= 0 or embed_dim % num_heads:
             raise ArgumentValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be "
                                      f"divisible by num_heads ({num_heads})")
         self.embed_dim, self.num_heads = int(embed_dim), int(num_heads)
         self.head_dim = self.embed_dim // self.num_heads
-        self.dropout, self.batch_first = float(dropout), batch_first
-        make = factory(dtype, device)
+        bias = bool_arg("MultiheadAttention", "bias", bias)
+        self.dropout = probability_arg("MultiheadAttention", "dropout", dropout)
+        self.batch_first = bool_arg("MultiheadAttention", "batch_first", batch_first)
+        make = factory(dtype, device, type(self).__name__)
         self.in_proj_weight = Parameter(make(3 * self.embed_dim, self.embed_dim))
         self.in_proj_bias = Parameter(make(3 * self.embed_dim)) if bias else None
         self.out_proj = Linear(self.embed_dim, self.embed_dim, bias=bias, dtype=dtype, device=device)
@@ -50,6 +55,10 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
                 attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(t, Tensor):
+                raise ArgumentTypeError(f"MultiheadAttention: {name} must be a Tensor, got "
+                                        f"{type(t).__name__}")
         batched = query.ndim == 3
         if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
             raise ShapeError(f"MultiheadAttention: query, key and value must all be 2-D "
@@ -159,6 +168,9 @@ def check_attention_inputs(op: str, x, x_name: str, kv, kv_name: str, d_model: i
     ``x`` (L, N, E) / (N, L, E) with ``batch_first`` / unbatched (L, E), ``kv`` likewise with S
     rows; ``attn_mask`` (L, S) or (N * nhead, L, S); ``key_padding_mask`` (N, S) or unbatched
     (S,); masks bool or float."""
+    for name, t in ((x_name, x), (kv_name, kv)):
+        if not isinstance(t, Tensor):
+            raise ArgumentTypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
     if x.ndim not in (2, 3):
         raise ShapeError(f"{op}: {x_name} must be 2-D (L, E) or 3-D, got shape {_shape(x)}")
     if kv.ndim != x.ndim:
@@ -188,6 +200,18 @@ def check_attention_inputs(op: str, x, x_name: str, kv, kv_name: str, d_model: i
                          f"{_shape(key_padding_mask)}")
 
 
+def block_args(layer: str, d_model, nhead, dim_feedforward, dropout, layer_norm_eps) -> None:
+    """A transformer layer's sizes and numbers checked before its sublayers are built, so a
+    bad one is refused naming ``layer`` (not the ``MultiheadAttention`` or ``Linear`` inside)."""
+    d_model, nhead = size_arg(layer, "d_model", d_model), size_arg(layer, "nhead", nhead)
+    size_arg(layer, "dim_feedforward", dim_feedforward)
+    probability_arg(layer, "dropout", dropout)
+    float_arg(layer, "layer_norm_eps", layer_norm_eps)
+    if nhead <= 0 or d_model % nhead:
+        raise ArgumentValueError(f"{layer}: d_model ({d_model}) must be divisible by nhead "
+                                 f"({nhead})")
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention then a feed-forward block, each with dropout, a residual connection and
     layer norm (after, or before with ``norm_first``), as PyTorch's layer."""
@@ -197,6 +221,8 @@ class TransformerEncoderLayer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  dtype=None, device=None):
         super().__init__()
+        block_args("TransformerEncoderLayer", d_model, nhead, dim_feedforward, dropout,
+                   layer_norm_eps)
         kw = {"dtype": dtype, "device": device}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **kw)

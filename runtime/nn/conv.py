@@ -11,7 +11,8 @@ import math
 
 from ..core.errors import ArgumentValueError
 from . import functional as F, init
-from ._make import factory
+from ..ops.args import int_arg
+from ._make import bool_arg, factory, size_arg
 from .module import Module, Parameter
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d"]
@@ -22,6 +23,12 @@ PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 def _tuple(v, n: int) -> tuple:
     return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+def _ints(layer: str, name: str, v, n: int, check=int_arg) -> tuple:
+    """``_tuple`` of a layer's int-or-tuple argument, each entry an int (``check``: int_arg,
+    or size_arg for sizes that may not be negative) refused with a typed error naming it."""
+    return tuple(check(layer, name, d) for d in _tuple(v, n))
 
 
 def _reversed_pads(padding, kernel, dilation) -> tuple:
@@ -50,12 +57,20 @@ class _ConvNd(Module):
         super().__init__()
         n = self._n
         name = type(self).__name__
-        if padding_mode not in PADDING_MODES:
+        if not isinstance(padding_mode, str) or padding_mode not in PADDING_MODES:
             raise ArgumentValueError(f"{name}: padding_mode must be one of {list(PADDING_MODES)}, "
                                      f"got {padding_mode!r}")
         if self._transposed and padding_mode != "zeros":
             raise ArgumentValueError(f"{name}: only padding_mode='zeros' is supported, got "
                                      f"{padding_mode!r}")
+        in_channels = size_arg(name, "in_channels", in_channels)
+        out_channels = size_arg(name, "out_channels", out_channels)
+        groups = int_arg(name, "groups", groups)
+        kernel_size = _ints(name, "kernel_size", kernel_size, n, size_arg)
+        stride, dilation = _ints(name, "stride", stride, n), _ints(name, "dilation", dilation, n)
+        output_padding = _ints(name, "output_padding", output_padding, n)
+        if not isinstance(padding, str):
+            padding = _ints(name, "padding", padding, n)
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
                 raise ArgumentValueError(f"{name}: padding must be 'valid', 'same' or ints, got "
@@ -77,9 +92,9 @@ class _ConvNd(Module):
             shape = (self.in_channels, self.out_channels // groups) + self.kernel_size
         else:
             shape = (self.out_channels, self.in_channels // groups) + self.kernel_size
-        make = factory(dtype, device)
+        make = factory(dtype, device, type(self).__name__)
         self.weight = Parameter(make(*shape))
-        self.bias = Parameter(make(self.out_channels)) if bias else None
+        self.bias = Parameter(make(self.out_channels)) if bool_arg(name, "bias", bias) else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

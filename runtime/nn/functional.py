@@ -20,7 +20,7 @@ from ..ops import api
 from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                               logsigmoid, quick_gelu, relu6, selu, softmin, softsign)
 from ..ops.elementwise import gelu, mish, relu, sigmoid, silu, softplus, tanh
-from ..ops.args import int_arg, tensor_arg
+from ..ops.args import int_arg, number_arg, operand, tensor_arg
 from ..ops.attention import attention_softmax as _attention_softmax
 from ..ops.conv import conv1d, conv2d, conv3d, conv_transpose2d, conv_transpose3d, fold, unfold
 from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
@@ -55,7 +55,8 @@ REDUCTIONS = ("mean", "sum", "none")
 
 # --------------------------------------------------------------------------- helpers
 def _check_reduction(name: str, reduction, allowed=REDUCTIONS) -> None:
-    if reduction not in allowed:
+    # (a str test first: a tensor passed by mistake is never compared elementwise)
+    if not isinstance(reduction, str) or reduction not in allowed:
         names = ", ".join(repr(r) for r in allowed[:-1]) + f" or {allowed[-1]!r}"
         raise ArgumentValueError(f"{name}: reduction must be {names}, got {reduction!r}")
 
@@ -73,6 +74,19 @@ def _tensor(name: str, what: str, x) -> Tensor:
     if not isinstance(x, Tensor):
         raise ArgumentTypeError(f"{name}: {what} must be a Tensor, got {type(x).__name__}")
     return x
+
+
+def _int_array(name: str, what: str, v) -> np.ndarray:
+    """Integer indices given as (nested) Python ints as an int64 array; ArgumentTypeError for
+    anything else (None, strings, floats: NumPy would raise untyped or truncate)."""
+    try:
+        arr = np.asarray(v)
+    except (ValueError, TypeError):         # ragged nesting
+        arr = np.asarray([None])
+    if arr.dtype.kind not in "iub" and arr.size:
+        raise ArgumentTypeError(f"{name}: {what} must be a Tensor or integers, got "
+                                f"{type(v).__name__}")
+    return arr.astype(np.int64)
 
 
 def _float_input(name: str, x) -> Tensor:
@@ -111,10 +125,11 @@ def _channel_view(v: Tensor, ndim: int) -> Tensor:
 def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
     """Mean (or sum, or per-element) squared error."""
     input = _tensor("mse_loss", "input", input)
+    _check_reduction("mse_loss", reduction)
     if isinstance(target, Tensor) and target.shape != input.shape:
         raise ShapeError(f"mse_loss: input of shape {input.shape} and target of shape "
                          f"{target.shape} differ")
-    d = api.sub(input, target)
+    d = api.sub(input, operand("mse_loss", target))
     return _reduce_loss("mse_loss", api.mul(d, d), reduction)
 
 
@@ -155,7 +170,7 @@ def huber_loss(input: Tensor, target, reduction: str = "mean", delta: float = 1.
 def _class_target(name: str, input: Tensor, target) -> Tensor:
     """An integer class-index target matching ``input`` (C,), (N, C) or (N, C, d1, ...)."""
     if not isinstance(target, Tensor):
-        target = api.tensor(np.asarray(target, dtype=np.int64), device=input.device)
+        target = api.tensor(_int_array(name, "target", target), device=input.device)
     if not target.dtype.is_int:
         raise DTypeError(f"{name}: target must hold integer class indices, got "
                          f"{target.dtype.name}")
@@ -294,7 +309,7 @@ def cross_entropy(input: Tensor, target, weight=None, ignore_index: int = -100,
                                label_smoothing, reduction)
         return api.reshape(loss, items) if reduction == "none" else loss
     if not isinstance(target, Tensor):
-        target = api.tensor(np.asarray(target, dtype=np.int64), device=logits.device)
+        target = api.tensor(_int_array("cross_entropy", "target", target), device=logits.device)
     if logits.ndim != 2:
         # (C,) with a 0-d target and (N, C, d1, ..., dk) with (N, d1, ..., dk) targets are
         # the (N * d1 * ... * dk, C) case, class axis last (the same sums and means)
@@ -349,6 +364,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target, weight=None,
     input = _float_input("binary_cross_entropy_with_logits", input)
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     target = _same_shape("binary_cross_entropy_with_logits", input, target)
+    weight = None if weight is None else operand("binary_cross_entropy_with_logits", weight)
+    pos_weight = None if pos_weight is None else operand("binary_cross_entropy_with_logits",
+                                                         pos_weight)
     log_w = 1.0 if pos_weight is None else api.add(api.mul(api.sub(pos_weight, 1.0), target), 1.0)
     per = api.sub(api.mul(api.sub(1.0, target), input), api.mul(log_w, logsigmoid(input)))
     if weight is not None:
@@ -378,6 +396,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     """``sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps))`` along ``dim`` (after broadcasting)."""
     x1 = _float_input("cosine_similarity", x1)
     x2 = _float_input("cosine_similarity", x2)
+    dim = int_arg("cosine_similarity", "dim", dim)
+    eps = number_arg("cosine_similarity", "eps", eps)
     if tuple(x1.shape) != tuple(x2.shape):
         shape = broadcast_shapes("cosine_similarity", x1.shape, x2.shape)
         x1, x2 = api.broadcast_to(x1, shape), api.broadcast_to(x2, shape)
@@ -579,7 +599,7 @@ def embedding(input, weight: Tensor, padding_idx=None) -> Tensor:
         raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got "
                          f"shape {tuple(weight.shape)}")
     if not isinstance(input, Tensor):
-        input = api.tensor(np.asarray(input, dtype=np.int64), device=weight.device)
+        input = api.tensor(_int_array("embedding", "input", input), device=weight.device)
     if not input.dtype.is_int:
         raise DTypeError(f"embedding: indices must be an integer tensor, got {input.dtype.name}")
     num = weight.shape[0]
@@ -685,6 +705,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     scores = api.matmul(q, api.transpose(k, -2, -1))   # (k^T read in place by the gemm)
     if attn_mask is not None:
         attn_mask = _tensor(name, "attn_mask", attn_mask)
+        broadcast_shapes(name, tuple(scores.shape), tuple(attn_mask.shape))
     if type(scale) in (int, float) and _fits_scores(scores, attn_mask):
         # one fused row pass (scale, mask, max, exp, sum, normalise), its gradient another
         attn = _attention_softmax(scores, attn_mask, scale, is_causal)

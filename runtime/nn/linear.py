@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+from ..core.errors import ArgumentValueError
 from ..ops import api
 from . import functional as F, init
-from ._make import factory, probability_arg, size_arg
+from ..ops.args import int_arg
+from ._make import bool_arg, factory, probability_arg, size_arg
 from .module import Module, Parameter
 
 __all__ = ["Identity", "Linear", "Flatten", "Embedding", "Dropout", "Dropout2d"]
@@ -31,9 +33,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = size_arg("Linear", "in_features", in_features)
         self.out_features = size_arg("Linear", "out_features", out_features)
-        make = factory(dtype, device)
+        make = factory(dtype, device, type(self).__name__)
         self.weight = Parameter(make(self.out_features, self.in_features))
-        self.bias = Parameter(make(self.out_features)) if bias else None
+        self.bias = Parameter(make(self.out_features)) if bool_arg("Linear", "bias", bias) else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -73,10 +75,16 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = size_arg("Embedding", "num_embeddings", num_embeddings)
         self.embedding_dim = size_arg("Embedding", "embedding_dim", embedding_dim)
+        if padding_idx is not None:
+            padding_idx = int_arg("Embedding", "padding_idx", padding_idx)
+            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
+                raise ArgumentValueError(f"Embedding: padding_idx {padding_idx} is out of range "
+                                         f"for {self.num_embeddings} embeddings")
         if padding_idx is not None and padding_idx < 0:
             padding_idx += self.num_embeddings
         self.padding_idx = padding_idx
-        self.weight = Parameter(factory(dtype, device)(self.num_embeddings, self.embedding_dim))
+        make = factory(dtype, device, "Embedding")
+        self.weight = Parameter(make(self.num_embeddings, self.embedding_dim))
         init.normal_(self._parameters["weight"])
         if padding_idx is not None:
             w = self._parameters["weight"]

@@ -7,8 +7,9 @@ from ..core import dtypes as D
 from ..autodiff.grad_mode import no_grad
 from ..core.errors import ShapeError
 from ..ops import api
+from ..ops.args import tensor_arg
 from . import functional as F
-from ._make import factory, shape_arg, size_arg
+from ._make import bool_arg, factory, float_arg, shape_arg, size_arg
 from .module import Module, Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "RMSNorm"]
@@ -22,9 +23,13 @@ class _BatchNorm(Module):
                  affine: bool = True, track_running_stats: bool = True, dtype=None, device=None):
         super().__init__()
         self.num_features = size_arg(type(self).__name__, "num_features", num_features)
-        self.eps, self.momentum = float(eps), momentum
+        name = type(self).__name__
+        self.eps = float_arg(name, "eps", eps)
+        self.momentum = None if momentum is None else float_arg(name, "momentum", momentum)
+        affine = bool_arg(name, "affine", affine)
+        track_running_stats = bool_arg(name, "track_running_stats", track_running_stats)
         self.affine, self.track_running_stats = affine, track_running_stats
-        make = factory(dtype, device)
+        make = factory(dtype, device, type(self).__name__)
         self.weight = Parameter(make(self.num_features, fill=1.0)) if affine else None
         self.bias = Parameter(make(self.num_features)) if affine else None
         if track_running_stats:
@@ -35,6 +40,7 @@ class _BatchNorm(Module):
 
     def forward(self, x):
         name = type(self).__name__
+        x = tensor_arg(name, x)
         if x.ndim not in self._ndims:
             raise ShapeError(f"{name}: expected {self._what}, got a tensor of shape {x.shape}")
         if x.shape[1] != self.num_features:
@@ -79,9 +85,11 @@ class LayerNorm(Module):
                  bias: bool = True, dtype=None, device=None):
         super().__init__()
         self.normalized_shape = shape_arg("LayerNorm", "normalized_shape", normalized_shape)
-        self.eps = float(eps)
-        self.elementwise_affine = elementwise_affine
-        make = factory(dtype, device)
+        self.eps = float_arg("LayerNorm", "eps", eps)
+        self.elementwise_affine = elementwise_affine = bool_arg("LayerNorm", "elementwise_affine",
+                                                                elementwise_affine)
+        bias = bool_arg("LayerNorm", "bias", bias)
+        make = factory(dtype, device, type(self).__name__)
         self.weight = Parameter(make(*self.normalized_shape, fill=1.0)) if elementwise_affine else None
         self.bias = Parameter(make(*self.normalized_shape)) if elementwise_affine and bias else None
 
@@ -103,8 +111,9 @@ class GroupNorm(Module):
             raise ArgumentValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible "
                                      f"by num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = (
-            int(num_groups), int(num_channels), float(eps), affine)
-        make = factory(dtype, device)
+            int(num_groups), int(num_channels), float_arg("GroupNorm", "eps", eps),
+            bool_arg("GroupNorm", "affine", affine))
+        make = factory(dtype, device, type(self).__name__)
         self.weight = Parameter(make(self.num_channels, fill=1.0)) if affine else None
         self.bias = Parameter(make(self.num_channels)) if affine else None
 
@@ -120,9 +129,10 @@ class RMSNorm(Module):
                  dtype=None, device=None):
         super().__init__()
         self.normalized_shape = shape_arg("RMSNorm", "normalized_shape", normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        make = factory(dtype, device)
+        self.eps = None if eps is None else float_arg("RMSNorm", "eps", eps)
+        self.elementwise_affine = elementwise_affine = bool_arg("RMSNorm", "elementwise_affine",
+                                                                elementwise_affine)
+        make = factory(dtype, device, type(self).__name__)
         self.weight = Parameter(make(*self.normalized_shape, fill=1.0)) if elementwise_affine else None
 
     def forward(self, x):

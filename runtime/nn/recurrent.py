@@ -21,7 +21,7 @@ from ..core.registry import Meta
 from ..ops import api
 from ..tensor import Tensor
 from . import functional as F, init
-from ._make import factory, probability_arg, size_arg
+from ._make import bool_arg, factory, probability_arg, size_arg
 from .module import Module, Parameter
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -31,7 +31,7 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 def _nonlinearity(name: str, nonlinearity) -> str:
-    if nonlinearity not in ("tanh", "relu"):
+    if not isinstance(nonlinearity, str) or nonlinearity not in ("tanh", "relu"):
         raise ArgumentValueError(f"{name}: unknown nonlinearity {nonlinearity!r} (expected "
                                  f"'tanh' or 'relu')")
     return nonlinearity
@@ -157,13 +157,14 @@ class RNNBase(Module):
                                      f"hidden_size ({hidden_size})")
         self.mode = mode
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
-        self.bias, self.batch_first = bool(bias), bool(batch_first)
-        self.dropout, self.bidirectional = dropout, bool(bidirectional)
+        self.bias = bool_arg(name, "bias", bias)
+        self.batch_first = bool_arg(name, "batch_first", batch_first)
+        self.dropout, self.bidirectional = dropout, bool_arg(name, "bidirectional", bidirectional)
         self.proj_size = proj_size
         dirs = 2 if self.bidirectional else 1
         out_size = proj_size or hidden_size
         gate_size = _GATES[mode] * hidden_size
-        make = factory(dtype, device)
+        make = factory(dtype, device, type(self).__name__)
         for layer in range(num_layers):
             layer_in = input_size if layer == 0 else out_size * dirs
             for d in range(dirs):
@@ -376,8 +377,8 @@ class RNNCellBase(Module):
         super().__init__()
         name = type(self).__name__
         self.input_size, self.hidden_size = _check_sizes(name, input_size, hidden_size)
-        self.bias = bool(bias)
-        make = factory(dtype, device)
+        self.bias = bool_arg(name, "bias", bias)
+        make = factory(dtype, device, type(self).__name__)
         g = self._gates * self.hidden_size
         self.weight_ih = Parameter(make(g, self.input_size))
         self.weight_hh = Parameter(make(g, self.hidden_size))

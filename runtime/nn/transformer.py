@@ -8,8 +8,9 @@ import copy
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..ops import api
+from ..tensor import Tensor
 from . import init
-from .attention import (MultiheadAttention, TransformerEncoderLayer, activation_fn,
+from .attention import (MultiheadAttention, TransformerEncoderLayer, activation_fn, block_args,
                         check_attention_inputs)
 from .linear import Dropout, Linear
 from .module import Module, ModuleList
@@ -28,6 +29,8 @@ class TransformerDecoderLayer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  dtype=None, device=None):
         super().__init__()
+        block_args("TransformerDecoderLayer", d_model, nhead, dim_feedforward, dropout,
+                   layer_norm_eps)
         kw = {"dtype": dtype, "device": device}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **kw)
@@ -167,6 +170,7 @@ class Transformer(Module):
                  custom_decoder=None, layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, dtype=None, device=None):
         super().__init__()
+        block_args("Transformer", d_model, nhead, dim_feedforward, dropout, layer_norm_eps)
         kw = {"dtype": dtype, "device": device}
         args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
                 batch_first, norm_first, bias)
@@ -192,6 +196,10 @@ class Transformer(Module):
                 memory_key_padding_mask=None, src_is_causal: bool | None = None,
                 tgt_is_causal: bool | None = None, memory_is_causal: bool = False):
         """The decoder's output over ``tgt`` (shape of ``tgt``) given ``src``."""
+        for name, t in (("src", src), ("tgt", tgt)):
+            if not isinstance(t, Tensor):
+                raise ArgumentTypeError(f"Transformer: {name} must be a Tensor, got "
+                                        f"{type(t).__name__}")
         if src.ndim == 3 and tgt.ndim == 3:
             b = 0 if self.batch_first else 1
             if src.shape[b] != tgt.shape[b]:

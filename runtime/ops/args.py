@@ -5,13 +5,14 @@ import operator
 
 import numpy as np
 
-from ..device import Device, current_default, device as _parse_device
+from ..device import Device, current_default, parse_device
+from ..core.dtypes import DType, as_dtype
 from ..core.errors import ArgumentTypeError, ShapeError
 from ..core.shapes import MAX_ELEMENTS
 from ..tensor import Tensor
 
-__all__ = ["operand", "tensor_arg", "device_arg", "shape_arg", "check_size", "int_arg",
-           "number_arg", "torch_alias", "axis_keepdims", "MAX_ELEMENTS"]
+__all__ = ["operand", "tensor_arg", "device_arg", "dtype_arg", "shape_arg", "check_size", "int_arg",
+           "number_arg", "bool_arg", "torch_alias", "axis_keepdims", "MAX_ELEMENTS"]
 
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 
@@ -39,8 +40,15 @@ def tensor_arg(op: str, x) -> Tensor:
     return x
 
 
-def device_arg(device) -> Device:
-    return current_default() if device is None else _parse_device(device)
+def device_arg(device, op: str | None = None) -> Device:
+    """The default device for None, else ``device`` parsed (DeviceError naming ``op``)."""
+    return current_default() if device is None else parse_device(device, op)
+
+
+def dtype_arg(op: str, dtype, default=None) -> DType | None:
+    """``default`` for None, else ``dtype`` as a DType; DTypeError naming ``op`` otherwise
+    (compared with None, never by truth value, so a tensor passed by mistake is refused too)."""
+    return default if dtype is None else as_dtype(dtype, op)
 
 
 def shape_arg(op: str, shape) -> tuple:
@@ -78,11 +86,13 @@ def torch_alias(op: str, value, default, alias_value, names: str):
 
 
 def axis_keepdims(op: str, axis, keepdims, dim, keepdim) -> tuple:
-    """``(axis, keepdims)`` of a reduction, PyTorch's ``dim=``/``keepdim=`` accepted too."""
+    """``(axis, keepdims)`` of a reduction, PyTorch's ``dim=``/``keepdim=`` accepted too
+    (``keepdims`` as a bool: ArgumentTypeError for a tensor)."""
     if dim is None and keepdim is None:
-        return axis, keepdims
+        return axis, bool_arg(op, "keepdims", keepdims)
     return (torch_alias(op, axis, None, dim, "axis= and dim="),
-            torch_alias(op, keepdims, False, keepdim, "keepdims= and keepdim="))
+            bool_arg(op, "keepdims", torch_alias(op, keepdims, False, keepdim,
+                                                 "keepdims= and keepdim=")))
 
 
 def number_arg(op: str, name: str, v):
@@ -91,6 +101,14 @@ def number_arg(op: str, name: str, v):
     if isinstance(v, _SCALARS):
         return v.item() if isinstance(v, np.generic) else v
     raise ArgumentTypeError(f"{op}: {name} must be a number, got {type(v).__name__}")
+
+
+def bool_arg(op: str, name: str, v) -> bool:
+    """``v``'s truth value; ArgumentTypeError for a tensor, whose truth value is ambiguous (a
+    tensor passed where a flag belongs)."""
+    if isinstance(v, Tensor):
+        raise ArgumentTypeError(f"{op}: {name} must be a bool, got Tensor")
+    return bool(v)
 
 
 def int_arg(op: str, name: str, v) -> int:

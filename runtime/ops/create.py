@@ -13,7 +13,7 @@ from ..dispatch import create as make
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
-from .args import device_arg, int_arg, number_arg, shape_arg
+from .args import device_arg, dtype_arg, int_arg, number_arg, shape_arg
 from ..core.registry import OpSpec, Plan, front_end, register
 from ..core.shapes import prod
 
@@ -130,14 +130,14 @@ def tensor(data, dtype=None, device=None) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, scalars, arrays, tensors)."""
     if hasattr(data, "__cuda_array_interface__") and not isinstance(data, (Tensor, np.ndarray)):
         t = _from_cuda_array("tensor", data, device, copy=True)    # cuda memory: copied there
-        return t if dtype is None else t.astype(dtype)
-    dev = device_arg(device)
+        return t if dtype is None else t.astype(dtype_arg("tensor", dtype))
+    dev = device_arg(device, "tensor")
     if isinstance(data, Tensor):
         t = data.to(dev)
         if dtype is None:
             return t
         from .elementwise import cast
-        return cast(t, dtype)
+        return cast(t, dtype_arg("tensor", dtype))
     if isinstance(data, np.ndarray):
         arr = np.array(data, copy=True)
     else:
@@ -147,13 +147,13 @@ def tensor(data, dtype=None, device=None) -> Tensor:
             arr = np.empty(0, dtype=object)
         if arr.dtype == object or arr.dtype.kind in "USV":
             _reject_data(data)
-        if arr.dtype.kind == "f" and not (dtype is not None and D.as_dtype(dtype).is_half):
+        if arr.dtype.kind == "f" and not (dtype is not None and D.as_dtype(dtype, "tensor").is_half):
             arr = arr.astype(np.float32)     # (to a half type: round once from the values)
         elif arr.dtype.kind in "iu":
             _check_int_range(arr, D.int64)
             arr = arr.astype(np.int64)
     if dtype is not None:
-        dt = D.as_dtype(dtype)
+        dt = D.as_dtype(dtype, "tensor")
         if arr.dtype.kind in "iu" and dt.is_int:
             _check_int_range(arr, dt)
         arr = D.storage_of(arr, dt)
@@ -196,7 +196,7 @@ def from_numpy(a, device=None) -> Tensor:
     dt = D.from_numpy_dtype(a.dtype, "from_numpy")
     if dt.is_half:
         a = a.view(np.uint16)         # its bits: shares the memory
-    return make("init", device_arg(device), init_attrs(a, dt))
+    return make("init", device_arg(device, "from_numpy"), init_attrs(a, dt))
 
 
 def _from_cuda_array(op, obj, device, copy):
@@ -204,7 +204,7 @@ def _from_cuda_array(op, obj, device, copy):
     ``device`` (default ``cuda:0``; any other device: imported on cuda:0, then moved)."""
     desc = obj.__cuda_array_interface__
     D.from_numpy_dtype(np.dtype(desc["typestr"]), op)
-    dev = device_arg("cuda:0" if device is None else device)
+    dev = device_arg("cuda:0" if device is None else device, op)
     target = dev
     if not (isinstance(dev, PlainDevice) and dev.kind == "cuda"):
         target = device_arg("cuda:0")
@@ -233,7 +233,7 @@ def from_dlpack(x, device=None) -> Tensor:
         raise ArgumentValueError(f"from_dlpack: cannot import {type(x).__name__} on cpu: "
                                  f"{exc}") from None
     t = from_numpy(arr)
-    return t if device is None else t.to(device)
+    return t if device is None else t.to(device_arg(device, "from_dlpack"))
 
 
 @front_end
@@ -243,42 +243,45 @@ def full(shape, value, dtype=None, device=None) -> Tensor:
         raise ShapeError(f"full: shape must be an int or a tuple of ints, got {shape!r}")
     shape = shape_arg("full", (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
     value = number_arg("full", "fill value", value)
-    dt = D.scalar_dtype(value) if dtype is None else D.as_dtype(dtype)
+    dt = D.scalar_dtype(value) if dtype is None else D.as_dtype(dtype, "full")
     D.check_scalar("full", value, dt)
-    return make("full", device_arg(device), {"shape": shape, "dtype": dt.name, "value": value})
+    return make("full", device_arg(device, "full"), {"shape": shape, "dtype": dt.name, "value": value})
 
 
 @front_end
 def zeros(*shape, dtype=None, device=None) -> Tensor:
     """A tensor of zeros (float32 unless ``dtype`` is given)."""
-    return full(shape_arg("zeros", shape), 0, dtype or D.float32, device)
+    return full(shape_arg("zeros", shape), 0, dtype_arg("zeros", dtype, D.float32),
+                device_arg(device, "zeros"))
 
 
 @front_end
 def ones(*shape, dtype=None, device=None) -> Tensor:
     """A tensor of ones (float32 unless ``dtype`` is given)."""
-    return full(shape_arg("ones", shape), 1, dtype or D.float32, device)
+    return full(shape_arg("ones", shape), 1, dtype_arg("ones", dtype, D.float32),
+                device_arg(device, "ones"))
 
 
 @front_end
 def empty(*shape, dtype=None, device=None) -> Tensor:
     """A tensor of ``shape`` (filled with zeros: uninitialised memory is never exposed;
     float32 unless ``dtype`` is given)."""
-    return full(shape_arg("empty", shape), 0, dtype or D.float32, device)
+    return full(shape_arg("empty", shape), 0, dtype_arg("empty", dtype, D.float32),
+                device_arg(device, "empty"))
 
 
 @front_end
 def zeros_like(t, dtype=None) -> Tensor:
     """Zeros of ``t``'s shape, dtype (or ``dtype``) and device."""
     t = _like("zeros_like", t)
-    return full(t.shape, 0, dtype or t.dtype, t.device)
+    return full(t.shape, 0, dtype_arg("zeros_like", dtype, t.dtype), t.device)
 
 
 @front_end
 def ones_like(t, dtype=None) -> Tensor:
     """Ones of ``t``'s shape, dtype (or ``dtype``) and device."""
     t = _like("ones_like", t)
-    return full(t.shape, 1, dtype or t.dtype, t.device)
+    return full(t.shape, 1, dtype_arg("ones_like", dtype, t.dtype), t.device)
 
 
 def _no_bool_range(op, dt):
@@ -304,7 +307,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
         raise ShapeError("arange: step must be non-zero")
     all_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                   for v in (start, stop, step))
-    dt = D.as_dtype(dtype) if dtype is not None else (D.int64 if all_int else D.float32)
+    dt = dtype_arg("arange", dtype, D.int64 if all_int else D.float32)
     _no_bool_range("arange", dt)
     if all_int:                         # exact, and no value may wrap
         start, stop, step = int(start), int(stop), int(step)
@@ -315,7 +318,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
     else:
         n = _b.max(0, math.ceil((stop - start) / step))
     shape_arg("arange", (n,))
-    return make("arange", device_arg(device),
+    return make("arange", device_arg(device, "arange"),
                 {"shape": (n,), "dtype": dt.name, "start": start, "step": step})
 
 
@@ -324,21 +327,22 @@ def eye(n, m=None, dtype=None, device=None) -> Tensor:
     """The identity matrix (n×m; float32 unless ``dtype`` is given)."""
     m = n if m is None else m
     shape = shape_arg("eye", (n, m))
-    return make("eye", device_arg(device), {"shape": shape, "dtype": D.as_dtype(dtype or D.float32).name})
+    return make("eye", device_arg(device, "eye"),
+                {"shape": shape, "dtype": dtype_arg("eye", dtype, D.float32).name})
 
 
 @front_end
 def rand(*shape, dtype=None, device=None) -> Tensor:
     """Uniform [0, 1) values from the device's seeded stream (float32 unless ``dtype``)."""
-    return make("rand", device_arg(device),
-                {"shape": shape_arg("rand", shape), "dtype": D.as_dtype(dtype or D.float32).name})
+    return make("rand", device_arg(device, "rand"),
+                {"shape": shape_arg("rand", shape), "dtype": dtype_arg("rand", dtype, D.float32).name})
 
 
 @front_end
 def randn(*shape, dtype=None, device=None) -> Tensor:
     """Standard-normal values from the device's seeded stream (float32 unless ``dtype``)."""
-    return make("randn", device_arg(device),
-                {"shape": shape_arg("randn", shape), "dtype": D.as_dtype(dtype or D.float32).name})
+    return make("randn", device_arg(device, "randn"),
+                {"shape": shape_arg("randn", shape), "dtype": dtype_arg("randn", dtype, D.float32).name})
 
 
 @front_end
@@ -349,8 +353,7 @@ def manual_seed(seed: int, device=None) -> None:
     if device is None:
         _random.seed_all(seed)
     else:
-        from ..device import device as _parse_device
-        _parse_device(device).seed(seed)
+        device_arg(device, "manual_seed").seed(seed)
 
 
 # --------------------------------------------------------------------------- more creation and
@@ -391,9 +394,9 @@ def linspace(start, end, steps, dtype=None, device=None) -> Tensor:
     ``dtype`` (ints truncate toward zero, as PyTorch)."""
     start, end = _real("linspace", "start", start), _real("linspace", "end", end)
     a = _linspace64(float(start), float(end), _steps("linspace", steps))
-    dt = D.as_dtype(dtype or D.float32)
+    dt = dtype_arg("linspace", dtype, D.float32)
     _no_bool_range("linspace", dt)
-    return tensor(a, dtype=dt, device=device)
+    return tensor(a, dtype=dt, device=device_arg(device, "linspace"))
 
 
 @front_end
@@ -403,9 +406,9 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None) -> Tensor:
     base = _real("logspace", "base", base)
     with np.errstate(over="ignore"):
         a = np.power(float(base), _linspace64(float(start), float(end), _steps("logspace", steps)))
-    dt = D.as_dtype(dtype or D.float32)
+    dt = dtype_arg("logspace", dtype, D.float32)
     _no_bool_range("logspace", dt)
-    return tensor(a, dtype=dt, device=device)
+    return tensor(a, dtype=dt, device=device_arg(device, "logspace"))
 
 
 def _like(op, t):
@@ -419,18 +422,20 @@ def full_like(t, fill_value, dtype=None, device=None) -> Tensor:
     """``fill_value`` in ``t``'s shape, dtype (or ``dtype``) and device (or ``device``)."""
     t = _like("full_like", t)
     fill_value = number_arg("full_like", "fill_value", fill_value)
-    return full(t.shape, fill_value, dtype or t.dtype, device or t.device)
+    return full(t.shape, fill_value, dtype_arg("full_like", dtype, t.dtype),
+                t.device if device is None else device_arg(device, "full_like"))
 
 
 @front_end
 def empty_like(t, dtype=None, device=None) -> Tensor:
     """A tensor of ``t``'s shape, dtype and device (zeros: no uninitialised memory)."""
     t = _like("empty_like", t)
-    return full(t.shape, 0, dtype or t.dtype, device or t.device)
+    return full(t.shape, 0, dtype_arg("empty_like", dtype, t.dtype),
+                t.device if device is None else device_arg(device, "empty_like"))
 
 
 def _float_dtype(op, dt):
-    dt = D.as_dtype(dt)
+    dt = D.as_dtype(dt, op)
     if not dt.is_float:
         raise DTypeError(f"{op}: dtype must be float32 or float64, got {dt.name}")
     return dt
@@ -440,22 +445,22 @@ def _float_dtype(op, dt):
 def rand_like(t, dtype=None, device=None) -> Tensor:
     """Uniform [0, 1) values in ``t``'s shape (its float dtype, or ``dtype``) and device."""
     t = _like("rand_like", t)
-    return rand(t.shape, dtype=_float_dtype("rand_like", dtype or t.dtype),
-                device=device or t.device)
+    return rand(t.shape, dtype=_float_dtype("rand_like", t.dtype if dtype is None else dtype),
+                device=t.device if device is None else device_arg(device, "rand_like"))
 
 
 @front_end
 def randn_like(t, dtype=None, device=None) -> Tensor:
     """Standard-normal values in ``t``'s shape (its float dtype, or ``dtype``) and device."""
     t = _like("randn_like", t)
-    return randn(t.shape, dtype=_float_dtype("randn_like", dtype or t.dtype),
-                 device=device or t.device)
+    return randn(t.shape, dtype=_float_dtype("randn_like", t.dtype if dtype is None else dtype),
+                 device=t.device if device is None else device_arg(device, "randn_like"))
 
 
 def _size(op, size):
     if size is None:
         raise ArgumentTypeError(f"{op}: size is required")
-    return shape_arg(op, (size,) if isinstance(size, int) else tuple(size))
+    return shape_arg(op, tuple(size) if isinstance(size, (tuple, list)) else (size,))
 
 
 @front_end
@@ -466,8 +471,8 @@ def uniform(low=0.0, high=1.0, size=None, dtype=None, device=None) -> Tensor:
     low, high = _real("uniform", "low", low), _real("uniform", "high", high)
     if low > high:
         raise ArgumentValueError(f"uniform: expected low <= high, got low={low}, high={high}")
-    dt = _float_dtype("uniform", dtype or D.float32)
-    u = rand(_size("uniform", size), dtype=dt, device=device)
+    dt = _float_dtype("uniform", D.float32 if dtype is None else dtype)
+    u = rand(_size("uniform", size), dtype=dt, device=device_arg(device, "uniform"))
     return add(mul(u, float(high - low)), float(low))
 
 
@@ -487,12 +492,12 @@ def randint(low=0, high=None, size=None, dtype=None, device=None) -> Tensor:
     span = high - low
     if span > 2 ** 53:
         raise ArgumentValueError(f"randint: high - low must be at most 2**53, got {span}")
-    dt = D.as_dtype(dtype or D.int64)
+    dt = dtype_arg("randint", dtype, D.int64)
     if dt.is_bool:
         raise DTypeError("randint: dtype must be numeric, got bool")
     for v in (low, high - 1):
         D.check_scalar("randint", v, dt if dt.is_int else D.int64)
-    u = rand(_size("randint", size), dtype=D.float64, device=device)
+    u = rand(_size("randint", size), dtype=D.float64, device=device_arg(device, "randint"))
     k = minimum(floor(mul(u, float(span))), float(span - 1))
     return cast(add(cast(k, D.int64), low), dt)
 
@@ -508,15 +513,20 @@ def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None) -> Tensor:
         mean, std = _real("normal", "mean", mean), _real("normal", "std", std)
         if std < 0:
             raise ArgumentValueError(f"normal: std must be >= 0, got {std}")
-        dt = _float_dtype("normal", dtype or D.float32)
-        z = randn(_size("normal", size), dtype=dt, device=device)
+        dt = _float_dtype("normal", D.float32 if dtype is None else dtype)
+        z = randn(_size("normal", size), dtype=dt, device=device_arg(device, "normal"))
         return add(mul(z, float(std)), float(mean))
+    if not isinstance(mean, Tensor):
+        mean = _real("normal", "mean", mean)
+    if not isinstance(std, Tensor):
+        std = _real("normal", "std", std)
     shape = broadcast_shapes("normal", *[t.shape for t in tensors])
     if size is not None and tuple(_size("normal", size)) != tuple(shape):
         raise ShapeError(f"normal: size {tuple(size)} does not match the broadcast shape "
                          f"{shape} of mean and std")
     fdt = [t.dtype for t in tensors if t.dtype.is_float]
-    dt = _float_dtype("normal", dtype or (D.float64 if D.float64 in fdt else D.float32))
+    dt = _float_dtype("normal", (D.float64 if D.float64 in fdt else D.float32) if dtype is None
+                      else dtype)
     if isinstance(std, Tensor) and not std.is_capture and std.size and \
             float(np.min(std.numpy())) < 0:
         raise ArgumentValueError(f"normal: std must be >= 0, got a minimum of "
@@ -626,8 +636,8 @@ def randperm(n, dtype=None, device=None) -> Tensor:
     n = int_arg("randperm", "n", n)
     if n < 0:
         raise ArgumentValueError(f"randperm: n must be non-negative, got {n}")
-    dt = D.as_dtype(dtype or D.int64)
+    dt = dtype_arg("randperm", dtype, D.int64)
     if n:
         D.check_scalar("randperm", n - 1, dt if dt.is_int else D.int64)
-    idx = argsort(rand((n,), dtype=D.float64, device=device), stable=True)
+    idx = argsort(rand((n,), dtype=D.float64, device=device_arg(device, "randperm")), stable=True)
     return idx if dt is D.int64 else cast(idx, dt)

@@ -19,7 +19,7 @@ from ..dispatch import dispatch as run
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
-from .args import number_arg, operand, tensor_arg
+from .args import bool_arg, number_arg, operand, tensor_arg
 from ..core.registry import (CATALOGUE, Meta, OpSpec, Plan, dtype_names, float_of, front_end, register,
                              shape_of)
 from ..core.shapes import broadcast_shapes
@@ -504,7 +504,7 @@ front_end(neg, name="negative", method=False)
 @front_end(method=True)
 def gelu(x, approximate: str = "none") -> Tensor:
     """GELU: exact erf form, or the tanh approximation with ``approximate="tanh"``."""
-    if approximate not in ("none", "tanh"):
+    if not isinstance(approximate, str) or approximate not in ("none", "tanh"):
         raise ArgumentValueError(f"gelu: approximate must be 'none' or 'tanh', got "
                                  f"{approximate!r}")
     return run("gelu" if approximate == "none" else "gelu_tanh", (tensor_arg("gelu", x),))
@@ -635,11 +635,11 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
         if type(a) is Tensor and type(b) is Tensor:  # the common case, straight to dispatch
             return run("div", (a, b))
         return run("div", _operands("div", (a, b)))
-    if rounding_mode == "floor":
-        return floor_divide(a, b)
-    if rounding_mode != "trunc":
+    if not isinstance(rounding_mode, str) or rounding_mode not in ("floor", "trunc"):
         raise ArgumentValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
                                  f"{rounding_mode!r}")
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
     a, b = _operands("div", (a, b))
     q = floor_divide(a, b)
     if not q.dtype.is_int:
@@ -831,7 +831,7 @@ register(OpSpec("cast", "unary", _infer_cast, _kernel_cast,
 def cast(x, dtype) -> Tensor:
     """``x`` converted to ``dtype`` (float→int truncates toward zero and saturates; NaN→0)."""
     x = tensor_arg("cast", x)
-    dt = D.as_dtype(dtype)
+    dt = D.as_dtype(dtype, "cast")
     if dt is x.dtype:
         return x
     return run("cast", (x,), {"dtype": dt.name})
@@ -969,7 +969,7 @@ def _addc(name, combine, result, doc):
 
     def fn(input, tensor1, tensor2, value=1) -> Tensor:
         args = _operands(name, (input, tensor1, tensor2))
-        value = operand(name, value)
+        value = number_arg(name, "value", value)
         return run(name, args, None if value == 1 else {"value": value})
     fn.__name__ = name
     fn.__doc__ = doc
@@ -1042,15 +1042,20 @@ register(OpSpec("isclose", "binary", _infer_isclose,
 @front_end(method=True)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
     """``|a - b| <= atol + rtol * |b|`` elementwise (NumPy's and PyTorch's ``isclose``)."""
-    attrs = {"rtol": float(number_arg("isclose", "rtol", rtol)),
-             "atol": float(number_arg("isclose", "atol", atol)), "equal_nan": bool(equal_nan)}
-    return run("isclose", _operands("isclose", (a, b)), attrs)
+    return _isclose("isclose", a, b, rtol, atol, equal_nan)
+
+
+def _isclose(op, a, b, rtol, atol, equal_nan) -> Tensor:
+    attrs = {"rtol": float(number_arg(op, "rtol", rtol)),
+             "atol": float(number_arg(op, "atol", atol)),
+             "equal_nan": bool_arg(op, "equal_nan", equal_nan)}
+    return run("isclose", _operands(op, (a, b)), attrs)
 
 
 @front_end(method=True)
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """Whether every element of ``a`` and ``b`` is close (a Python bool, as NumPy's)."""
-    c = isclose(a, b, rtol, atol, equal_nan)
+    c = _isclose("allclose", a, b, rtol, atol, equal_nan)
     return bool(c.numpy().all())
 
 

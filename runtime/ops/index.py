@@ -419,7 +419,11 @@ def slice_assign(x, key, value) -> Tensor:
     if any(_is_advanced(k) for k in keys):
         from .advanced import advanced_assign
         return advanced_assign("slice_assign", x, keys, value)
-    norm = _normalize_key(x, key)
+    try:
+        norm = _normalize_key(x, key)
+    except (ShapeError, ArgumentTypeError, IndexOutOfRangeError) as exc:
+        from .advanced import _renamed      # the key's errors, named for slice_assign
+        raise _renamed("slice_assign", exc) from None
     value = operand("slice_assign", value, x)
     if not isinstance(value, Tensor):
         D.check_scalar("slice_assign", value, x.dtype)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError
+from .args import device_arg
 from .movement import move
 from ..tensor import Tensor
 from . import api as _api
@@ -38,7 +39,7 @@ class _Methods:
         PyTorch's habit, or ``dtype=``) it is also cast to it."""
         if isinstance(device, D.DType):
             device, dtype = None, device
-        t = self if device is None else move(self, device)
+        t = self if device is None else move(self, device_arg(device, "to"))
         return t if dtype is None else _api.cast(t, dtype)
 
     to_device = to

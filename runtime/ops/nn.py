@@ -12,7 +12,7 @@ from ..dispatch import dispatch as run
 from ..core import dtypes as D
 from ..core.errors import ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
-from .args import tensor_arg
+from .args import operand, tensor_arg
 from .create import arange, full, tensor
 from .elementwise import add, binary_dtypes, cast, div, eq, mul, neg
 from .index import scatter_add
@@ -33,7 +33,7 @@ def _infer_linear(args, attrs):
                          f"{w.shape}")
     shape, dt = infer_matmul((x, Meta((w.shape[1], w.shape[0]), w.dtype)), {})[:2]
     if len(args) == 3:
-        shape = broadcast_shapes("add", shape, shape_of(args[2]))
+        shape = broadcast_shapes("linear", shape, shape_of(args[2]))
         dt = binary_dtypes("add", Meta(shape, dt), args[2])[1]
     return Plan(shape, dt, dt)
 
@@ -86,11 +86,11 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.ndim != 2:
         raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got shape "
                          f"{weight.shape}")
-    x = tensor_arg("matmul", x)
+    x = tensor_arg("linear", x)
     if bias is None:
         return run("linear", (x, weight))
     if not isinstance(bias, Tensor):        # a scalar bias: the plain composition
-        return add(matmul(x, transpose(weight, 0, 1)), bias)
+        return add(matmul(x, transpose(weight, 0, 1)), operand("linear", bias))
     # one catalogue op (one tape node; captured as matmul(x, w.T) + b)
     return run("linear", (x, weight, bias))
 
@@ -110,7 +110,7 @@ def _infer_cross_entropy(args, attrs):
         raise ShapeError(f"cross_entropy: target of shape {target.shape} does not match "
                          f"logits of shape {logits.shape} (expected ({logits.shape[0]},))")
     reduction = attrs["reduction"]
-    if reduction not in CROSS_ENTROPY_REDUCTIONS:
+    if not isinstance(reduction, str) or reduction not in CROSS_ENTROPY_REDUCTIONS:
         raise ArgumentValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
     dt = logits.dtype if logits.dtype.is_float else D.float32

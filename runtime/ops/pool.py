@@ -820,6 +820,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     op = "max_pool1d"
     k = _one(op, "kernel_size", kernel_size)
     s = k if stride is None else _one(op, "stride", stride)
+    _positive(op, kernel_size=(k,), stride=(s,), dilation=(_one(op, "dilation", dilation),))
     out = max_pool2d(_as_2d_pool(op, input), (1, k), (1, s), (0, _one(op, "padding", padding)),
                      (1, _one(op, "dilation", dilation)), ceil_mode, return_indices)
     return tuple(_squeeze_h(t) for t in out) if return_indices else _squeeze_h(out)
@@ -832,6 +833,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     op = "avg_pool1d"
     k = _one(op, "kernel_size", kernel_size)
     s = k if stride is None else _one(op, "stride", stride)
+    _positive(op, kernel_size=(k,), stride=(s,))       # (checked here, not as avg_pool2d)
     return _squeeze_h(avg_pool2d(_as_2d_pool(op, input), (1, k), (1, s),
                                  (0, _one(op, "padding", padding)), ceil_mode,
                                  count_include_pad))

@@ -24,7 +24,7 @@ from ..core.errors import (ArgumentTypeError, ArgumentValueError, CaptureError, 
                       IndexOutOfRangeError, OutOfMemoryError, ShapeError,
                       UnsupportedOptionError)
 from ..tensor import Tensor
-from .args import check_size, int_arg, operand, tensor_arg, torch_alias
+from .args import bool_arg, check_size, int_arg, operand, tensor_arg, torch_alias
 from .create import arange, from_numpy, full
 from .elementwise import (add, div, eq, floor_divide, ge, gt, maximum, minimum, mul, ne,
                           remainder, where)
@@ -363,6 +363,8 @@ def tile(x, dims) -> Tensor:
     ``x``'s rank."""
     x = tensor_arg("tile", x)
     dims = _ints("tile", "a repeat count", dims)
+    if any(r < 0 for r in dims):
+        raise ShapeError(f"tile: repeat counts must be non-negative, got {dims}")
     return repeat(x, (1,) * (x.ndim - len(dims)) + dims)
 
 
@@ -563,7 +565,7 @@ def meshgrid(*tensors, indexing="ij") -> tuple:
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     ts = [tensor_arg("meshgrid", t) for t in tensors]
-    if indexing not in ("ij", "xy"):
+    if not isinstance(indexing, str) or indexing not in ("ij", "xy"):
         raise ArgumentValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     if not ts:
         raise ShapeError("meshgrid: expected at least one tensor")
@@ -992,6 +994,7 @@ def nonzero(x, *, as_tuple=False, size=None, fill_value=-1):
     ``jnp.nonzero(size=)``): the first ``size`` indices, rows past the count filled with
     ``fill_value`` (default -1, PyTorch's), and it captures."""
     x = tensor_arg("nonzero", x)
+    as_tuple = bool_arg("nonzero", "as_tuple", as_tuple)
     if size is not None:
         return _nonzero_static(x, _static_size("nonzero", size), fill_value, as_tuple)
     data_dependent("nonzero", x)

@@ -13,7 +13,7 @@ from ..dispatch import dispatch as run
 from ..core import dtypes as D
 from ..core.errors import ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
-from .args import axis_keepdims, int_arg, tensor_arg, torch_alias
+from .args import axis_keepdims, bool_arg, int_arg, tensor_arg, torch_alias
 from .elementwise import cast, div, eq, exp, mul, sub, where
 from ..core.registry import OpSpec, Plan, front_end, register
 from .shape import broadcast_to, reshape
@@ -133,7 +133,7 @@ _DTYPE_DOC = (" ``dtype=`` casts the input to that dtype first and gives that dt
 def _with_dtype(name, x, dtype, rule):
     """``(x cast to dtype, the result dtype)`` for a reduction's ``dtype=`` (PyTorch's rule:
     the input is cast before the op)."""
-    dt = D.as_dtype(dtype)
+    dt = D.as_dtype(dtype, name)
     if rule == "float" and not dt.is_float:
         raise DTypeError(f"{name}: dtype= must be a float dtype, got {dt.name} "
                          f"(input {x.dtype.name})")
@@ -299,7 +299,9 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None,
     from .elementwise import abs as abs_, ne, pow
     x = tensor_arg("norm", x)
     dim = torch_alias("norm", dim, None, axis, "dim= and axis=")
-    keepdim = torch_alias("norm", keepdim, False, keepdims, "keepdim= and keepdims=")
+    keepdim = bool_arg("norm", "keepdim",
+                       torch_alias("norm", keepdim, False, keepdims, "keepdim= and keepdims="))
+    normalize_axes("norm", dim, x.ndim, x.shape)        # (checked here: p != 2 reduces by others)
     if dtype is not None:
         x, _ = _with_dtype("norm", x, dtype, "float")
     if isinstance(p, str):
@@ -336,7 +338,9 @@ def amax(x, dim=None, keepdim=False, *, axis=None, keepdims=None) -> Tensor:
     propagates and the gradient is shared evenly among tied maxima (as ``max`` here)."""
     x = tensor_arg("amax", x)
     dim = torch_alias("amax", dim, None, axis, "dim= and axis=")
-    keepdim = torch_alias("amax", keepdim, False, keepdims, "keepdim= and keepdims=")
+    keepdim = bool_arg("amax", "keepdim",
+                       torch_alias("amax", keepdim, False, keepdims, "keepdim= and keepdims="))
+    normalize_axes("amax", dim, x.ndim, x.shape)        # (its errors name amax, not max)
     return max(x, _all_if_empty(dim), keepdim)
 
 
@@ -345,7 +349,9 @@ def amin(x, dim=None, keepdim=False, *, axis=None, keepdims=None) -> Tensor:
     """``torch.amin``: the minimum over ``dim`` (see ``amax``)."""
     x = tensor_arg("amin", x)
     dim = torch_alias("amin", dim, None, axis, "dim= and axis=")
-    keepdim = torch_alias("amin", keepdim, False, keepdims, "keepdim= and keepdims=")
+    keepdim = bool_arg("amin", "keepdim",
+                       torch_alias("amin", keepdim, False, keepdims, "keepdim= and keepdims="))
+    normalize_axes("amin", dim, x.ndim, x.shape)
     return min(x, _all_if_empty(dim), keepdim)
 
 
@@ -356,14 +362,17 @@ def count_nonzero(x, dim=None, *, axis=None) -> Tensor:
     from .elementwise import ne
     x = tensor_arg("count_nonzero", x)
     dim = torch_alias("count_nonzero", dim, None, axis, "dim= and axis=")
+    normalize_axes("count_nonzero", dim, x.ndim, x.shape)
     return sum(x if x.dtype.is_bool else ne(x, 0), dim)
 
 
 def _moments(name, x, dim, keepdim, correction, ddof, axis, keepdims, root):
     x = tensor_arg(name, x)
     dim = torch_alias(name, dim, None, axis, "dim= and axis=")
-    keepdim = torch_alias(name, keepdim, False, keepdims, "keepdim= and keepdims=")
-    ddof = torch_alias(name, ddof, 0, correction, "ddof= and correction=")
+    keepdim = bool_arg(name, "keepdim",
+                       torch_alias(name, keepdim, False, keepdims, "keepdim= and keepdims="))
+    ddof = int_arg(name, "ddof", torch_alias(name, ddof, 0, correction, "ddof= and correction="))
+    normalize_axes(name, dim, x.ndim, x.shape)
     v = (std if root else var)(x, dim, keepdim, ddof)
     return v, mean(x, dim, keepdim)
 

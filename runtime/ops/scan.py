@@ -165,7 +165,7 @@ def _back(t, was_0d):
 def _dtype_arg(name, x, dtype):
     if dtype is None:
         return None
-    dt = D.as_dtype(dtype)
+    dt = D.as_dtype(dtype, name)
     if dt.is_bool:
         raise DTypeError(f"{name}: dtype=bool is not supported (input {x.dtype.name})")
     return dt

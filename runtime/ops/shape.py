@@ -3,6 +3,7 @@ built on them (``transpose``, ``squeeze``, ``flatten``, ``stack``, ``split``, ..
 from __future__ import annotations
 
 import builtins as _b
+import operator
 
 from ..dispatch import dispatch as run
 from ..core import dtypes as D
@@ -29,12 +30,17 @@ def _infer_expand(args, attrs):
     x = args[0]
     shape = tuple(attrs["shape"])
     check_size("expand", shape)
-    if len(shape) < x.ndim:
-        raise ShapeError(f"expand: cannot expand shape {x.shape} to {shape} with fewer dimensions")
-    for have, want in zip(reversed(x.shape), reversed(shape)):
-        if have != want and have != 1:
-            raise ShapeError(f"expand: cannot expand shape {x.shape} to {shape}")
+    _check_expand("expand", x.shape, shape)
     return Plan(shape, x.dtype, x.dtype)
+
+
+def _check_expand(op, xshape, shape) -> None:
+    """ShapeError naming ``op`` unless ``xshape`` broadcasts to ``shape``."""
+    if len(shape) < len(xshape):
+        raise ShapeError(f"{op}: cannot expand shape {xshape} to {shape} with fewer dimensions")
+    for have, want in zip(reversed(xshape), reversed(shape)):
+        if have != want and have != 1:
+            raise ShapeError(f"{op}: cannot expand shape {xshape} to {shape}")
 
 
 def _infer_cat(args, attrs):
@@ -172,6 +178,7 @@ def broadcast_to(x, *shape) -> Tensor:
     shape = shape_arg("broadcast_to", shape)
     if shape == x.shape:
         return x
+    _check_expand("broadcast_to", tuple(x.shape), shape)
     return run("expand", (x,), {"shape": shape})
 
 
@@ -181,10 +188,16 @@ def expand(x, *shape) -> Tensor:
     x = tensor_arg("expand", x)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    try:                    # ints first: a tensor is never compared with -1 elementwise
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise ShapeError(f"expand: shape must be a tuple of ints, got {shape!r:.80}") from None
     lead = len(shape) - x.ndim
     if lead < 0:
         raise ShapeError(f"expand: cannot expand shape {x.shape} to {tuple(shape)} with fewer dimensions")
     shape = tuple(x.shape[i - lead] if (d == -1 and i >= lead) else d for i, d in enumerate(shape))
+    shape = shape_arg("expand", shape)
+    _check_expand("expand", tuple(x.shape), shape)
     return broadcast_to(x, shape)
 
 
