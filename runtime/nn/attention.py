@@ -200,9 +200,13 @@ def check_attention_inputs(op: str, x, x_name: str, kv, kv_name: str, d_model: i
                          f"{_shape(key_padding_mask)}")
 
 
-def block_args(layer: str, d_model, nhead, dim_feedforward, dropout, layer_norm_eps) -> None:
-    """A transformer layer's sizes and numbers checked before its sublayers are built, so a
-    bad one is refused naming ``layer`` (not the ``MultiheadAttention`` or ``Linear`` inside)."""
+def block_args(layer: str, d_model, nhead, dim_feedforward, dropout, layer_norm_eps, bias,
+               batch_first, norm_first, dtype, device) -> None:
+    """A transformer layer's arguments checked before its sublayers are built, so a bad one is
+    refused naming ``layer`` (not the ``MultiheadAttention`` or ``Linear`` inside)."""
+    for name, v in (("bias", bias), ("batch_first", batch_first), ("norm_first", norm_first)):
+        bool_arg(layer, name, v)
+    factory(dtype, device, layer)           # (a bad dtype or device: refused, nothing made)
     d_model, nhead = size_arg(layer, "d_model", d_model), size_arg(layer, "nhead", nhead)
     size_arg(layer, "dim_feedforward", dim_feedforward)
     probability_arg(layer, "dropout", dropout)
@@ -222,7 +226,7 @@ class TransformerEncoderLayer(Module):
                  dtype=None, device=None):
         super().__init__()
         block_args("TransformerEncoderLayer", d_model, nhead, dim_feedforward, dropout,
-                   layer_norm_eps)
+                   layer_norm_eps, bias, batch_first, norm_first, dtype, device)
         kw = {"dtype": dtype, "device": device}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **kw)

@@ -20,7 +20,7 @@ from ..ops import api
 from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                               logsigmoid, quick_gelu, relu6, selu, softmin, softsign)
 from ..ops.elementwise import gelu, mish, relu, sigmoid, silu, softplus, tanh
-from ..ops.args import int_arg, number_arg, operand, tensor_arg
+from ..ops.args import bool_arg, int_arg, number_arg, operand, tensor_arg
 from ..ops.attention import attention_softmax as _attention_softmax
 from ..ops.conv import conv1d, conv2d, conv3d, conv_transpose2d, conv_transpose3d, fold, unfold
 from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
@@ -293,6 +293,7 @@ def cross_entropy(input: Tensor, target, weight=None, ignore_index: int = -100,
     logits = tensor_arg("cross_entropy", input)
     if not logits.dtype.is_float:
         logits = api.cast(logits, D.float32)
+    label_smoothing = number_arg("cross_entropy", "label_smoothing", label_smoothing)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ArgumentValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
                                  f"{label_smoothing}")
@@ -365,8 +366,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target, weight=None,
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     target = _same_shape("binary_cross_entropy_with_logits", input, target)
     weight = None if weight is None else operand("binary_cross_entropy_with_logits", weight)
-    pos_weight = None if pos_weight is None else operand("binary_cross_entropy_with_logits",
-                                                         pos_weight)
+    pos_weight = None if pos_weight is None else _tensor("binary_cross_entropy_with_logits",
+                                                         "pos_weight", pos_weight)
     log_w = 1.0 if pos_weight is None else api.add(api.mul(api.sub(pos_weight, 1.0), target), 1.0)
     per = api.sub(api.mul(api.sub(1.0, target), input), api.mul(log_w, logsigmoid(input)))
     if weight is not None:
@@ -535,6 +536,8 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     biased variance when ``training``, else the running stats (required then).  Only
     the output: tensors are immutable, so ``batch_norm_stats`` gives the updated stats."""
     input = _float_input("batch_norm", input)
+    training = bool_arg("batch_norm", "training", training)
+    eps = number_arg("batch_norm", "eps", eps)
     axes = _bn_axes("batch_norm", input)
     c = input.shape[1]
     weight = _affine_param("batch_norm", "weight", weight, (c,))
@@ -693,9 +696,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if min(q.ndim, k.ndim, v.ndim) < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ShapeError(f"{name}: query {tuple(q.shape)}, key {tuple(k.shape)} and value "
                          f"{tuple(v.shape)} do not fit (..., L, E), (..., S, E), (..., S, Ev)")
-    k, v = _gqa_heads(name, q, k, v, enable_gqa)
+    k, v = _gqa_heads(name, q, k, v, bool_arg(name, "enable_gqa", enable_gqa))
+    is_causal = bool_arg(name, "is_causal", is_causal)
     if is_causal and attn_mask is not None:
         raise ArgumentValueError(f"{name}: give attn_mask or is_causal, not both")
+    dropout_p = number_arg(name, "dropout_p", dropout_p)
+    if scale is not None and not isinstance(scale, Tensor):
+        scale = number_arg(name, "scale", scale)
     if not 0.0 <= dropout_p <= 1.0:
         raise ArgumentValueError(f"{name}: dropout_p must be in [0, 1], got {dropout_p}")
     L, S = q.shape[-2], k.shape[-2]
@@ -712,6 +719,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         if dropout_p:
             attn = dropout(attn, dropout_p)
         return api.matmul(attn, v)
+    if isinstance(scale, Tensor):
+        broadcast_shapes(name, tuple(scores.shape), tuple(scale.shape))
     scores = api.mul(scores, scale)         # (a tensor scale, a mask widening the scores)
     if is_causal:
         rows = api.reshape(api.arange(L, device=q.device), (L, 1))

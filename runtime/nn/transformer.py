@@ -30,7 +30,7 @@ class TransformerDecoderLayer(Module):
                  dtype=None, device=None):
         super().__init__()
         block_args("TransformerDecoderLayer", d_model, nhead, dim_feedforward, dropout,
-                   layer_norm_eps)
+                   layer_norm_eps, bias, batch_first, norm_first, dtype, device)
         kw = {"dtype": dtype, "device": device}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **kw)
@@ -170,7 +170,8 @@ class Transformer(Module):
                  custom_decoder=None, layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, dtype=None, device=None):
         super().__init__()
-        block_args("Transformer", d_model, nhead, dim_feedforward, dropout, layer_norm_eps)
+        block_args("Transformer", d_model, nhead, dim_feedforward, dropout, layer_norm_eps, bias,
+                   batch_first, norm_first, dtype, device)
         kw = {"dtype": dtype, "device": device}
         args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
                 batch_first, norm_first, bias)
