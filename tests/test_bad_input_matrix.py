@@ -507,6 +507,17 @@ ENTRY_POINTS = [
      DT, "TransformerDecoderLayer: unsupported dtype 'nope'; expected one of"),
     ("Transformer-device-str", lambda: rt.nn.Transformer(4, 2, 1, 1, 8, device="a"), rt.DeviceError,
      "Transformer: unknown device 'a'"),
+    ("MultiheadAttention-key-width",
+     lambda: rt.nn.MultiheadAttention(4, 2)(_cpu((2, 4)), _cpu((2, 3)), _cpu((2, 4))), SH,
+     "MultiheadAttention: expected d_model 4 as the last dimension of key, got shape (2, 3)"),
+    ("MultiheadAttention-value-length",
+     lambda: rt.nn.MultiheadAttention(4, 2)(_cpu((2, 4)), _cpu((2, 4)), _cpu((3, 4))), SH,
+     "MultiheadAttention: value of shape (3, 4) does not match key of shape (2, 4)"),
+    ("MultiheadAttention-key_padding_mask-str",
+     lambda: rt.nn.MultiheadAttention(4, 2)(_cpu((2, 4)), _cpu((2, 4)), _cpu((2, 4)), key_padding_mask="a"),
+     NT, "MultiheadAttention: key_padding_mask must be a Tensor, got str"),
+    ("TransformerEncoderLayer-src_mask-str", lambda: rt.nn.TransformerEncoderLayer(4, 2, 8)(_cpu((2, 4)), "a"),
+     NT, "TransformerEncoderLayer: src_mask must be a Tensor, got str"),
 ]
 
 

@@ -66,6 +66,13 @@ class MultiheadAttention(Module):
         if query.shape[-1] != self.embed_dim:
             raise ShapeError(f"MultiheadAttention: expected embed_dim {self.embed_dim} as the "
                              f"last dimension of query, got shape {query.shape}")
+        # key, value and the masks: checked here, so no inner op's error reaches the caller
+        check_attention_inputs("MultiheadAttention", query, "query", key, "key", self.embed_dim,
+                               self.num_heads, self.batch_first, attn_mask, "attn_mask",
+                               key_padding_mask, "key_padding_mask")
+        if value.shape[-1] != self.embed_dim or _shape(value)[:-1] != _shape(key)[:-1]:
+            raise ShapeError(f"MultiheadAttention: value of shape {_shape(value)} does not match "
+                             f"key of shape {_shape(key)} (embed_dim {self.embed_dim})")
         if not batched:
             query, key, value = (api.unsqueeze(t, 0) for t in (query, key, value))
         elif not self.batch_first:
@@ -168,8 +175,8 @@ def check_attention_inputs(op: str, x, x_name: str, kv, kv_name: str, d_model: i
     ``x`` (L, N, E) / (N, L, E) with ``batch_first`` / unbatched (L, E), ``kv`` likewise with S
     rows; ``attn_mask`` (L, S) or (N * nhead, L, S); ``key_padding_mask`` (N, S) or unbatched
     (S,); masks bool or float."""
-    for name, t in ((x_name, x), (kv_name, kv)):
-        if not isinstance(t, Tensor):
+    for name, t in ((x_name, x), (kv_name, kv), (mask_name, attn_mask), (kpm_name, key_padding_mask)):
+        if not isinstance(t, Tensor) and (t is not None or name in (x_name, kv_name)):
             raise ArgumentTypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
     if x.ndim not in (2, 3):
         raise ShapeError(f"{op}: {x_name} must be 2-D (L, E) or 3-D, got shape {_shape(x)}")
