@@ -264,7 +264,12 @@ def parse_device(spec, op: str | None = None) -> Device:
         return cuda(int(idx))
     for prefix, parser in _PARSERS.items():
         if s.startswith(prefix):
-            return parser(s)
+            try:
+                return parser(s)
+            except DeviceError as exc:      # (a family's own parse error, named for op too)
+                if not at or str(exc).startswith(at):
+                    raise
+                raise DeviceError(at + str(exc)) from None
     raise DeviceError(f"{at}unknown device {spec!r}: expected 'cpu', 'cuda:N', 'capture:N' or 'autodiff(...)'")
 
 

@@ -370,6 +370,8 @@ ENTRY_POINTS = [
     ("to-str", lambda: _cpu((2,)).to("a"), rt.DeviceError, "to: unknown device 'a'"),
     ("autodiff-list", lambda: rt.autodiff([1]), rt.DeviceError,
      "autodiff: cannot make a device from [1]"),
+    ("zeros-device-capture-id", lambda: rt.zeros(2, device="capture:x"), rt.DeviceError,
+     "zeros: cannot parse device 'capture:x': the capture id must be an integer"),
     ("manual_seed-device-str", lambda: rt.manual_seed(0, device="a"), rt.DeviceError,
      "manual_seed: unknown device 'a'"),
     ("Linear-device-str", lambda: rt.nn.Linear(2, 2, device="a"), rt.DeviceError,
