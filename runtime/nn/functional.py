@@ -20,7 +20,7 @@ from ..ops import api
 from ..ops.activation import (celu, elu, glu, hardsigmoid, hardswish, hardtanh, leaky_relu,
                               logsigmoid, quick_gelu, relu6, selu, softmin, softsign)
 from ..ops.elementwise import gelu, mish, relu, sigmoid, silu, softplus, tanh
-from ..ops.args import bool_arg, int_arg, number_arg, operand, tensor_arg
+from ..ops.args import bool_arg, int_arg, number_arg, tensor_arg
 from ..ops.attention import attention_softmax as _attention_softmax
 from ..ops.conv import conv1d, conv2d, conv3d, conv_transpose2d, conv_transpose3d, fold, unfold
 from ..ops.pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate,
@@ -76,6 +76,18 @@ def _tensor(name: str, what: str, x) -> Tensor:
     return x
 
 
+def _tensor_or_number(name: str, what: str, v):
+    """``v`` when a tensor, a Python number (NumPy scalars unwrapped) when a number;
+    ArgumentTypeError naming the argument for anything else."""
+    if isinstance(v, Tensor):
+        return v
+    try:
+        return number_arg(name, what, v)
+    except ArgumentTypeError:
+        raise ArgumentTypeError(f"{name}: {what} must be a Tensor or a number, got "
+                                f"{type(v).__name__}") from None
+
+
 def _int_array(name: str, what: str, v) -> np.ndarray:
     """Integer indices given as (nested) Python ints as an int64 array; ArgumentTypeError for
     anything else (None, strings, floats: NumPy would raise untyped or truncate)."""
@@ -129,7 +141,7 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
     if isinstance(target, Tensor) and target.shape != input.shape:
         raise ShapeError(f"mse_loss: input of shape {input.shape} and target of shape "
                          f"{target.shape} differ")
-    d = api.sub(input, operand("mse_loss", target))
+    d = api.sub(input, _tensor_or_number("mse_loss", "target", target))
     return _reduce_loss("mse_loss", api.mul(d, d), reduction)
 
 
@@ -365,7 +377,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target, weight=None,
     input = _float_input("binary_cross_entropy_with_logits", input)
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     target = _same_shape("binary_cross_entropy_with_logits", input, target)
-    weight = None if weight is None else operand("binary_cross_entropy_with_logits", weight)
+    weight = None if weight is None else _tensor_or_number("binary_cross_entropy_with_logits",
+                                                           "weight", weight)
     pos_weight = None if pos_weight is None else _tensor("binary_cross_entropy_with_logits",
                                                          "pos_weight", pos_weight)
     log_w = 1.0 if pos_weight is None else api.add(api.mul(api.sub(pos_weight, 1.0), target), 1.0)

@@ -10,9 +10,10 @@ import numpy as np
 
 from ..dispatch import dispatch as run
 from ..core import dtypes as D
-from ..core.errors import ArgumentValueError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..core.errors import (ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError,
+                           ShapeError)
 from ..tensor import Tensor
-from .args import operand, tensor_arg
+from .args import tensor_arg
 from .create import arange, full, tensor
 from .elementwise import add, binary_dtypes, cast, div, eq, mul, neg
 from .index import scatter_add
@@ -90,7 +91,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is None:
         return run("linear", (x, weight))
     if not isinstance(bias, Tensor):        # a scalar bias: the plain composition
-        return add(matmul(x, transpose(weight, 0, 1)), operand("linear", bias))
+        if not isinstance(bias, (bool, int, float, np.number)):
+            raise ArgumentTypeError(f"linear: bias must be a Tensor or a number, got "
+                                    f"{type(bias).__name__}")
+        return add(matmul(x, transpose(weight, 0, 1)), bias)
     # one catalogue op (one tape node; captured as matmul(x, w.T) + b)
     return run("linear", (x, weight, bias))
 
