@@ -153,6 +153,10 @@ class Tensor:
     def __index__(self):
         if not self.dtype.is_int and not self.dtype.is_bool:
             raise ArgumentTypeError("only integer tensors can be used as an index")
+        if any(d != 1 for d in self.shape):
+            # a TypeError (as PyTorch's), so a front end's int check refuses it by its own name
+            raise ArgumentTypeError(f"only one-element integer tensors can be used as an index, "
+                                    f"got shape {tuple(self.shape)}")
         return int(self.item())
 
     def __repr__(self) -> str:

@@ -520,6 +520,20 @@ ENTRY_POINTS = [
      NT, "MultiheadAttention: key_padding_mask must be a Tensor, got str"),
     ("TransformerEncoderLayer-src_mask-str", lambda: rt.nn.TransformerEncoderLayer(4, 2, 8)(_cpu((2, 4)), "a"),
      NT, "TransformerEncoderLayer: src_mask must be a Tensor, got str"),
+    # an int tensor of several elements where an int belongs: a TypeError from __index__, so
+    # each front end's int check names itself (not item's conversion error)
+    ("sum-axis-int-tensor", lambda: rt.sum(_cpu((2, 3)), rt.tensor([0, 1])), SH,
+     "sum: axis must be an int, got tensor("),
+    ("zeros-shape-int-tensor", lambda: rt.zeros(rt.tensor([2, 3])), SH,
+     "zeros: shape must be a tuple of ints, got (tensor("),
+    ("narrow-start-int-tensor", lambda: rt.narrow(_cpu((4,)), 0, rt.tensor([0, 1]), 1), NT,
+     "narrow: start must be an int, got tensor("),
+    ("embedding-index-range", lambda: F.embedding(rt.tensor([0, 5]), _cpu((2, 3))), rt.IndexOutOfRangeError,
+     "embedding: index 5 is out of bounds for axis 0 with size 2"),
+    ("BatchNorm1d-int-input", lambda: rt.nn.BatchNorm1d(3)(_cpu((2, 3), np.int64)), DT,
+     "BatchNorm1d: input must be a float tensor, got int64"),
+    ("conv1d-int-input", lambda: F.conv1d(_cpu((1, 2, 5), np.int64), _cpu((3, 2, 3))), DT,
+     "conv1d: only float32 and float64 are supported, got int64, float32"),
 ]
 
 

@@ -624,7 +624,12 @@ def embedding(input, weight: Tensor, padding_idx=None) -> Tensor:
             raise ArgumentValueError(f"embedding: padding_idx {padding_idx} is out of range for "
                                      f"{num} embeddings")
         padding_idx %= num
-    rows = api.take(weight, input, axis=0)
+    try:
+        rows = api.take(weight, input, axis=0)
+    except IndexOutOfRangeError as exc:     # (take's bounds check, named for embedding)
+        msg = str(exc)
+        raise IndexOutOfRangeError("embedding:" + msg[len("take:"):] if msg.startswith("take:")
+                                   else f"embedding: {msg}") from None
     if padding_idx is None or not weight.requires_grad:
         return rows
     # same values; the padding rows come from the untracked weight, so they get no gradient

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core import dtypes as D
 from ..autodiff.grad_mode import no_grad
-from ..core.errors import ShapeError
+from ..core.errors import DTypeError, ShapeError
 from ..ops import api
 from ..ops.args import tensor_arg
 from . import functional as F
@@ -41,6 +41,8 @@ class _BatchNorm(Module):
     def forward(self, x):
         name = type(self).__name__
         x = tensor_arg(name, x)
+        if not x.dtype.is_float:
+            raise DTypeError(f"{name}: input must be a float tensor, got {x.dtype.name}")
         if x.ndim not in self._ndims:
             raise ShapeError(f"{name}: expected {self._what}, got a tensor of shape {x.shape}")
         if x.shape[1] != self.num_features:

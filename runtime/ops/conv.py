@@ -647,6 +647,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     def conv(x):
         attrs = {"stride": (1, s), "padding": pads, "dilation": (1, d), "groups": _groups(op, groups)}
         ws = (w2,) if bias is None else (w2, tensor_arg(op, bias))
+        _float_dtype(op, x, *ws)            # (named conv1d, not the conv2d record's rule)
         y = run("conv2d", (reshape(x, x.shape[:2] + (1, x.shape[2])),) + ws, attrs)
         return reshape(y, y.shape[:2] + (y.shape[3],))
     return _batched(op, input, 3, conv)
