@@ -534,6 +534,19 @@ ENTRY_POINTS = [
      "BatchNorm1d: input must be a float tensor, got int64"),
     ("conv1d-int-input", lambda: F.conv1d(_cpu((1, 2, 5), np.int64), _cpu((3, 2, 3))), DT,
      "conv1d: only float32 and float64 are supported, got int64, float32"),
+    # rt.nn.init: each initialiser names itself (not init, rand or calculate_gain)
+    ("kaiming_uniform_-none", lambda: rt.nn.init.kaiming_uniform_(None), AV,
+     "kaiming_uniform_: expected a Parameter or Tensor, got NoneType"),
+    ("uniform_-a-none", lambda: rt.nn.init.uniform_(_cpu((2, 3)), None), NT,
+     "uniform_: a must be a number, got NoneType"),
+    ("xavier_normal_-int", lambda: rt.nn.init.xavier_normal_(_cpu((2, 3), np.int64)), DT,
+     "xavier_normal_: expected a float tensor, got int64"),
+    ("xavier_uniform_-1d", lambda: rt.nn.init.xavier_uniform_(_cpu((3,))), SH,
+     "xavier_uniform_: fan in and fan out need at least 2 dimensions, got shape (3,)"),
+    ("kaiming_normal_-nonlinearity", lambda: rt.nn.init.kaiming_normal_(_cpu((2, 3)), nonlinearity="nope"),
+     AV, "kaiming_normal_: unsupported nonlinearity 'nope'"),
+    ("calculate_gain-tensor", lambda: rt.nn.init.calculate_gain(_cpu((2,))), AV,
+     "calculate_gain: unsupported nonlinearity tensor("),
 ]
 
 
