@@ -547,6 +547,15 @@ ENTRY_POINTS = [
      AV, "kaiming_normal_: unsupported nonlinearity 'nope'"),
     ("calculate_gain-tensor", lambda: rt.nn.init.calculate_gain(_cpu((2,))), AV,
      "calculate_gain: unsupported nonlinearity tensor("),
+    # rt.linalg: a tensor where a mode string belongs is refused by name, never compared
+    ("linalg.qr-mode-tensor", lambda: rt.linalg.qr(_cpu((2, 2)), _cpu((2,))), AV,
+     "linalg.qr: qr received unrecognized mode 'tensor("),
+    ("linalg.matrix_norm-ord-tensor", lambda: rt.linalg.matrix_norm(_cpu((2, 2)), _cpu((2,))), AV,
+     "linalg.matrix_norm: Order tensor("),
+    ("linalg.lstsq-driver-tensor", lambda: rt.linalg.lstsq(_cpu((2, 2)), _cpu((2, 2)), driver=_cpu((2,))),
+     AV, "linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got tensor("),
+    ("linalg.vector_norm-dtype-str", lambda: rt.linalg.vector_norm(_cpu((2,)), dtype="nope"), DT,
+     "linalg.vector_norm: unsupported dtype 'nope'; expected one of"),
 ]
 
 

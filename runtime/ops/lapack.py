@@ -535,7 +535,7 @@ def qr(A, mode="reduced") -> QRResult:
     R (*, k, n), k = min(m, n); ``'complete'`` Q (*, m, m), R (*, m, n); ``'r'`` R as reduced
     and an empty Q.  Signs are LAPACK's (R's diagonal may be negative)."""
     a = _matrix("linalg.qr", A, square=False)
-    if mode not in ("reduced", "complete", "r"):
+    if not isinstance(mode, str) or mode not in ("reduced", "complete", "r"):
         raise ArgumentValueError(f"linalg.qr: qr received unrecognized mode '{mode}' but "
                                  f"expected one of 'reduced' (default), 'r', or 'complete'")
     complete = mode == "complete"
@@ -589,7 +589,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None) -> Tensor:
     Float inputs only (``dtype=`` casts first), as PyTorch."""
     x = tensor_arg("linalg.vector_norm", x)
     if dtype is not None:
-        x = cast(x, D.as_dtype(dtype))
+        x = cast(x, D.as_dtype(dtype, "linalg.vector_norm"))
     if not x.dtype.is_float:
         raise DTypeError(f"linalg.vector_norm: Expected a floating point tensor as input. Got "
                          f"{x.dtype.name}")
@@ -608,7 +608,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False) -> Tensor:
     value)."""
     name = "linalg.matrix_norm"
     a = _matrix(name, A, square=False)
-    if isinstance(ord, bool) or ord not in _MATRIX_ORDS:
+    if isinstance(ord, (bool, Tensor)) or ord not in _MATRIX_ORDS:
         raise ArgumentValueError(f"{name}: Order {ord!r} not supported (one of 'fro', 'nuc', "
                                  f"inf, -inf, 1, -1, 2, -2)")
     if not isinstance(dim, (tuple, list)) or len(dim) != 2:
@@ -700,7 +700,7 @@ def lstsq(A, B, rcond=None, *, driver=None) -> LstsqResult:
     name = "linalg.lstsq"
     a = _matrix(name, A, square=False)
     b = tensor_arg(name, B)
-    if driver not in _DRIVERS:
+    if isinstance(driver, Tensor) or driver not in _DRIVERS:
         raise ArgumentValueError(f"{name}: parameter `driver` should be one of (gels, gelsy, "
                                  f"gelsd, gelss), got {driver!r}")
     if b.dtype is not a.dtype:
