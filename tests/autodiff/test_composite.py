@@ -57,11 +57,11 @@ def test_linear_mixed_dtypes_promote_like_the_composition(rng):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
-def test_linear_shape_errors_name_the_matmul_and_add():
+def test_linear_shape_errors_name_the_op():
     x, w = rt.ones(4, 3), rt.ones(2, 5)
     with pytest.raises(rt.ShapeError, match="matmul: shapes"):
         F.linear(x, w)
-    with pytest.raises(rt.ShapeError, match="add"):
+    with pytest.raises(rt.ShapeError, match=r"^linear: shapes \(4, 2\) and \(4,\) cannot be broadcast"):
         F.linear(x, rt.ones(2, 3), rt.ones(4))
     with pytest.raises(rt.ShapeError, match="weight must be 2-D"):
         F.linear(x, rt.ones(3))
