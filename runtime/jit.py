@@ -33,7 +33,7 @@ from .capture.device import CaptureDevice
 from .capture.tracing import compile_for
 from .core.errors import ArgumentTypeError, TracedValueError, TracingError
 from .nn.module import Module, Parameter, _onto, _plain
-from .optim._fused import _scalar
+from .ops import api
 from .tensor import Tensor
 
 __all__ = ["compile", "CompiledFunction"]
@@ -61,15 +61,13 @@ class _Slot:
             return self.owner._buffers.get(self.key)
         return self.owner.get(self.key)
 
-    def put(self, value) -> None:
+    def put_back(self) -> None:
+        """Hold the value from before the trace again (parameters and buffers; the trace puts
+        optimiser states back whole)."""
         if self.kind == "param":
-            self.owner._value = value
-        elif self.kind == "buffer":
-            self.owner._buffers[self.key] = value
-        elif value is None:
-            self.owner.pop(self.key, None)
+            self.owner._value = self.original
         else:
-            self.owner[self.key] = value
+            self.owner._buffers[self.key] = self.original
 
     def store(self, new) -> None:
         """Hold ``new`` (a plain tensor the compiled graph returned) as the value."""
@@ -93,7 +91,9 @@ class _Trace:
         self.exec_device = exec_device
         self.autodiff = autodiff
         self.scope = None
-        self.sources: list = []          # per graph input: ("arg", i) | ("slot", slot) | ("scalar", k)
+        # per graph input: ("argument", index), ("scalar", index into the call's scalars), or
+        # ("parameter" | "buffer" | "optimizer state", its _Slot)
+        self.sources: list = []
         self.slots: dict = {}            # (kind, id(owner), key) -> _Slot
         self.states: list = []           # (optimizer, param, state dict, its content before)
         self.scalars: list = []          # (optimizer, group index, param, variant, count, dtype)
@@ -203,7 +203,7 @@ class _Trace:
         """Put back every value the trace swapped in or replaced."""
         for slot in self.slots.values():
             if slot.kind != "state":
-                slot.put(slot.original)
+                slot.put_back()
         for _, _, state, before in self.states:
             state.clear()
             state.update(before)
@@ -233,7 +233,7 @@ class _Trace:
 class _Entry:
     """One traced signature: the graph, its compiled runner and what a call must gather."""
 
-    def __init__(self, graph, runner, tr: _Trace, out_spec, out_autodiff, mutated, guards):
+    def __init__(self, graph, runner, tr: _Trace, out_spec, mutated):
         self.graph = graph
         self.runner = runner
         self.sources = tr.sources
@@ -242,10 +242,10 @@ class _Entry:
         self.modules = list(tr.modules.values())
         self.exec_device = tr.exec_device
         self.out_spec = out_spec
-        self.out_autodiff = out_autodiff
+        self.out_autodiff = tr.autodiff
         self.mutated = mutated
-        self.guards = guards
         self.slots = [ref for kind, ref in self.sources if kind != "argument" and kind != "scalar"]
+        self.guards = _guards(self.slots, self.states, self.modules)
         self._held: list = []            # the slots' values the last call left
         self.state_sizes = [len(before) for _, _, _, before in tr.states]
         self._scalars: dict = {}         # (value, dtype) -> 0-d tensor, reused between calls
@@ -257,7 +257,7 @@ class _Entry:
             # nothing replaced a value since the last call left the state as this graph takes
             # it: only the train/eval flags can differ
             return all(m.training is t for m, t in zip(self.modules, self.guards[2]))
-        return _guards(self.sources, self.states, self.modules) == self.guards
+        return _guards(self.slots, self.states, self.modules) == self.guards
 
     def _scalar(self, value: float, dtype):
         cache = self._scalars
@@ -265,7 +265,7 @@ class _Entry:
         if t is None:
             if len(cache) >= 1024:
                 cache.clear()
-            t = cache[(value, dtype)] = _scalar(value, dtype, self.exec_device)
+            t = cache[(value, dtype)] = api.full((), value, dtype, self.exec_device)
         return t
 
     def run(self, args):
@@ -299,9 +299,10 @@ class _Entry:
         return _unflatten(self.out_spec, results)
 
 
-def _guards(sources, states, modules) -> tuple:
-    metas = tuple(_meta(_plain(ref.get())) if kind not in ("argument", "scalar") and
-                  ref.get() is not None else None for kind, ref in sources)
+def _guards(slots, states, modules) -> tuple:
+    """What a graph was traced for beyond the call's signature: the shape, dtype and device of
+    each value it reads from outside, the optimiser states' layout, the train/eval flags."""
+    metas = tuple(None if v is None else _meta(_plain(v)) for v in (s.get() for s in slots))
     layout = tuple(tuple(sorted(k for k, v in state.items() if isinstance(v, Tensor)))
                    for _, _, state in states)
     return metas, layout, tuple(m.training for m in modules)
@@ -417,9 +418,7 @@ class CompiledFunction:
             tr.restore()
         graph = scope.graph
         runner = compile_for(graph, exec_device)
-        guards = _guards(tr.sources, [(o, p, s) for o, p, s, _ in tr.states],
-                         list(tr.modules.values()))
-        return _Entry(graph, runner, tr, spec, autodiff, [s for s, _ in mutated], guards)
+        return _Entry(graph, runner, tr, spec, [s for s, _ in mutated])
 
 
 def compile(fn):

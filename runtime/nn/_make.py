@@ -1,12 +1,10 @@
 """How layers create their parameters' storage (then filled by ``rt.nn.init``)."""
 from __future__ import annotations
 
-import operator
-
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError
 from ..ops import api
-from ..ops.args import bool_arg, device_arg, number_arg
+from ..ops.args import bool_arg, device_arg, int_arg, number_arg
 
 __all__ = ["factory", "size_arg", "shape_arg", "probability_arg", "float_arg", "bool_arg"]
 
@@ -14,10 +12,7 @@ __all__ = ["factory", "size_arg", "shape_arg", "probability_arg", "float_arg", "
 def size_arg(layer: str, name: str, v) -> int:
     """A layer's size argument as an int: ArgumentTypeError for a float, a string or None
     (``int()`` would truncate or fail untyped), ArgumentValueError for a negative one."""
-    try:
-        n = operator.index(v)
-    except TypeError:
-        raise ArgumentTypeError(f"{layer}: {name} must be an int, got {v!r}") from None
+    n = int_arg(layer, name, v)
     if n < 0:
         raise ArgumentValueError(f"{layer}: {name} must be non-negative, got {n}")
     return n

@@ -12,6 +12,7 @@ import numpy as np
 from ..capture import active as _active
 from ..core.errors import ArgumentTypeError, ArgumentValueError, ShapeError, StateDictError
 from ..nn.module import Parameter, _onto, _plain
+from ..ops.args import number_arg
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "check_numbers"]
@@ -28,8 +29,8 @@ def check_numbers(name: str, **values) -> None:
                   and all(isinstance(b, _NUMBERS + (np.number,)) for b in v))
             if not ok:
                 raise ArgumentTypeError(f"{name}: betas must be a pair of numbers, got {v!r}")
-        elif not isinstance(v, _NUMBERS + (np.number,)):
-            raise ArgumentTypeError(f"{name}: {key} must be a number, got {type(v).__name__}")
+        else:
+            number_arg(name, key, v)
 
 
 class Optimizer:
