@@ -287,6 +287,7 @@ class KernelSet(Protocol):
 CAPABILITIES = {
     "fused": ("fused",),                        # generated fused programs (graph.compile)
     "prepared": ("unary_fn", "binary_fn"),      # prepared elementwise kernels (small-op path)
+    "prepared_matmul": ("matmul_fn",),          # a prepared product of two matrices (same path)
     "split": ("split",),                        # several views of one array in one call
     "winograd": ("winograd_applies", "conv2d_winograd"),
     "max_pool2d_relu": ("max_pool2d_relu",),

@@ -16,12 +16,12 @@ from __future__ import annotations
 from . import lowprec as _lowprec
 from .core import dtypes as D
 from .core.errors import DeviceError, DeviceMismatchError, ShapeError
-from .core.registry import CATALOGUE, Meta as _Meta, OpSpec, composite_runner
+from .core.registry import CATALOGUE, Meta as _Meta, OpSpec, composite_runner, on_catalogue_change
 from .core.shapes import MAX_ELEMENTS as _MAX_ELEMENTS, prod as _prod
 from .device import Device, PlainDevice
 from .kernel_sets import (KERNELS as _KERNELS, for_device as kernels_for, for_kind as kernels_for_kind,
                           on_empty_cache, supports)
-from .tensor import Tensor
+from .tensor import Tensor, new_id
 
 __all__ = ["dispatch", "create", "kernels_for", "kernels_for_kind", "common_device", "run_fused",
            "plain_step", "pieces", "FastEntry", "Decided"]
@@ -94,6 +94,8 @@ def _evict_oldest(cache: dict) -> None:
 _SCALAR_TYPES = (int, float, bool)
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 _wrap = Tensor._wrap
+_new_object = object.__new__
+_new_id = new_id
 _OPERAND_TYPES = (Tensor, _Meta)
 
 
@@ -103,8 +105,11 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
     if attrs is None:
         # An attr-less op of one or two operands on one device: its operand signature keys the
         # small-op fast path (a cached decision: run the prepared kernel, no rule) and the rule
-        # cache.  Inline: it is the hot path.  A Python int keys by its type only when every int
-        # dtype holds it (an int32 tensor plus 2**40 must reach the rule, which refuses it).
+        # cache.  Inline: it is the hot path (the result tensor too is built here, as
+        # ``Tensor._wrap`` builds it; a decision leaves the cache when the catalogue changes,
+        # so a hit needs no look-up of the record).  A Python int keys by its type only when
+        # every int dtype holds it (an int32 tensor plus 2**40 must reach the rule, which
+        # refuses it).
         n = len(args)
         if n == 2:
             a, b = args
@@ -113,32 +118,42 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
                 if type(b) is Tensor:
                     if b.device is dev:
                         key = (name, dev.fast_kind, a.shape, a.dtype, b.shape, b.dtype)
-                        ent = _FAST.get(key)
-                        if ent is not None and ent.plain and CATALOGUE[name] is ent.spec:
-                            return _wrap(ent.fn(a._payload, b._payload), ent.shape, ent.dtype, dev)
+                        pa, pb = a._payload, b._payload
                 elif (type(b) is float or type(b) is bool
                       or (type(b) is int and _I32_MIN <= b <= _I32_MAX)):
                     key = (name, dev.fast_kind, a.shape, a.dtype, type(b), None)
-                    ent = _FAST.get(key)
-                    if ent is not None and ent.plain and CATALOGUE[name] is ent.spec:
-                        return _wrap(ent.fn(a._payload, b), ent.shape, ent.dtype, dev)
+                    pa, pb = a._payload, b
             elif type(b) is Tensor and (type(a) is float or type(a) is bool or (
                     type(a) is int and _I32_MIN <= a <= _I32_MAX)):
                 dev = b.device
                 key = (name, dev.fast_kind, type(a), None, b.shape, b.dtype)
+                pa, pb = a, b._payload
+            if key is not None:
                 ent = _FAST.get(key)
-                if ent is not None and ent.plain and CATALOGUE[name] is ent.spec:
-                    return _wrap(ent.fn(a, b._payload), ent.shape, ent.dtype, dev)
+                if ent is not None and ent.plain:
+                    t = _new_object(Tensor)
+                    t._payload = ent.fn(pa, pb)
+                    t.shape = ent.shape
+                    t.dtype = ent.dtype
+                    t.device = dev
+                    t.id = _new_id()
+                    return t
         elif n == 1:
             a = args[0]
             if type(a) is Tensor:
                 dev = a.device
                 key = (name, dev.fast_kind, a.shape, a.dtype)
                 ent = _FAST.get(key)
-                if ent is not None and ent.plain and CATALOGUE[name] is ent.spec:
-                    return _wrap(ent.fn(a._payload), ent.shape, ent.dtype, dev)
+                if ent is not None and ent.plain:
+                    t = _new_object(Tensor)
+                    t._payload = ent.fn(a._payload)
+                    t.shape = ent.shape
+                    t.dtype = ent.dtype
+                    t.device = dev
+                    t.id = _new_id()
+                    return t
         if key is not None:
-            if ent is not None and CATALOGUE[name] is ent.spec:
+            if ent is not None:
                 # a decorator device's decision (autodiff: the inner kernel, then the tape)
                 out = dev.execute_fast(ent, args)
                 if out is not None:
@@ -165,7 +180,7 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
     plan = spec.infer(args, attrs)
     _check_size(name, plan.shape)
     out = device.execute(spec, args, attrs, plan)
-    if key is not None and spec.family in _INFER_FAMILIES:
+    if key is not None and (spec.family in _INFER_FAMILIES or spec.lowering == "matmul"):
         if len(_INFER) >= _FAST_MAX:
             _evict_oldest(_INFER)
         _INFER[key] = Decided(spec, plan)
@@ -202,7 +217,9 @@ def _frozen(v):
 
 
 def _rule_key(name, device, args, attrs):
-    key = [name, device]
+    # a device that names its fast-path decisions keys by that name (a str: hashed at C
+    # speed; devices hash in Python); any other by itself
+    key = [name, device.fast_kind or device]
     for a in args:
         t = type(a)
         if t is Tensor:
@@ -247,7 +264,7 @@ def _check_size(name, shape) -> None:
                          f"the {_MAX_ELEMENTS} a tensor can have")
 
 
-# Plans of attr-less unary/binary ops by operand signature (the fast-path key): key ->
+# Plans of attr-less unary/binary ops and matmuls by operand signature (the fast-path key): key ->
 # Decided.  The first call of a signature runs the rule and leaves its plan here; the second
 # finds it and leaves the fast-path decision (``_remember``), so one-off signatures build no
 # prepared kernel; calls that never take the fast path (a capture device's, an op whose kernel
@@ -281,6 +298,13 @@ def _prepared_fn(spec, ks, device, args, plan):
         if spec.lowering != "unary" or not supports(ks, "prepared"):
             return None
         return ks.unary_fn(spec.name, args[0].dtype.np, plan.dtype.np)
+    if spec.lowering == "matmul" and len(args) == 2 and supports(ks, "prepared_matmul"):
+        # two matrices of the result dtype (the lowering's own shortcut: no cast, no batch)
+        a, b = args
+        if (isinstance(a, _OPERAND_TYPES) and isinstance(b, _OPERAND_TYPES)
+                and len(a.shape) == 2 and len(b.shape) == 2
+                and a.dtype is plan.dtype and b.dtype is plan.dtype):
+            return ks.matmul_fn(a.shape[0], a.shape[1], b.shape[1], plan.dtype.np)
     return None
 
 
@@ -345,6 +369,7 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, plan):
     return step
 
 
+@on_catalogue_change
 @on_empty_cache
 def clear_dispatch_cache() -> None:
     """Forget the cached per-op decisions of the small-op fast path and the cached plans."""

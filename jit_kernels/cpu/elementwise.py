@@ -534,9 +534,13 @@ def unary_fn(op, x_dtype, out_dtype):
         if x.flags.c_contiguous:
             n = x.size
             shape = x.shape
-            if n < small and len(shape) == 1:
+            if n < small and (len(shape) == 1 or n < PAR_THRESHOLD):
+                # (what ``_flat`` does for it, without its generic steps)
                 out = _np_empty(shape, od)
-                ser(x, out)
+                if len(shape) == 1:
+                    ser(x, out)
+                elif n:
+                    ser(x.ravel(), out.ravel())
                 return out
             return _flat(fns, shape, n, x)
         return unary(op, x, od, None)

@@ -25,7 +25,8 @@ from typing import Any, Callable, NamedTuple, Optional
 from . import dtypes as D
 from .errors import ArgumentValueError
 
-__all__ = ["OpSpec", "Plan", "CATALOGUE", "FRONTEND", "METHODS", "register", "front_end", "Meta"]
+__all__ = ["OpSpec", "Plan", "CATALOGUE", "FRONTEND", "METHODS", "register", "front_end", "Meta",
+           "on_catalogue_change"]
 
 
 class Plan(NamedTuple):
@@ -69,7 +70,9 @@ class OpSpec:
     onnx_skip: Optional[str] = None   # why it has no ONNX mapping (and no decomposition)
     # "unary", "binary" or "reduce" when ``kernel`` is exactly the kernel set's generic
     # ``unary``/``binary``/``reduce`` call for this op (dispatch may then call prepared
-    # kernels); "composite" for a generated lowering of ``decompose``
+    # kernels); "matmul" when it is the kernel set's ``matmul`` on the operands as batches of
+    # matrices (two matrices of the result dtype may then take the prepared ``matmul_fn``);
+    # "composite" for a generated lowering of ``decompose``
     lowering: Optional[str] = None
     # ``decompose(args, attrs) -> Tensor`` writes the op with other catalogue ops through the
     # front end.  Recording devices (capture) call it, so captured graphs, ONNX export and
@@ -101,7 +104,65 @@ class OpSpec:
         return self.lowering == "composite"
 
 
-CATALOGUE: dict[str, OpSpec] = {}
+class _Catalogue(dict):
+    """name -> OpSpec: a dict that tells ``on_catalogue_change`` listeners when a record is
+    added, replaced or removed (by ``register`` or by anything else that writes to it), so a
+    layer above may keep decisions keyed by op name without looking the record up per call."""
+
+    __slots__ = ()
+
+    def __setitem__(self, name, spec):
+        dict.__setitem__(self, name, spec)
+        _changed()
+
+    def __delitem__(self, name):
+        dict.__delitem__(self, name)
+        _changed()
+
+    def pop(self, *a):
+        try:
+            return dict.pop(self, *a)
+        finally:
+            _changed()
+
+    def popitem(self):
+        try:
+            return dict.popitem(self)
+        finally:
+            _changed()
+
+    def setdefault(self, name, spec=None):
+        try:
+            return dict.setdefault(self, name, spec)
+        finally:
+            _changed()
+
+    def update(self, *a, **k):
+        try:
+            dict.update(self, *a, **k)
+        finally:
+            _changed()
+
+    def clear(self):
+        dict.clear(self)
+        _changed()
+
+
+_LISTENERS: list = []
+
+
+def on_catalogue_change(fn: Callable[[], None]) -> Callable[[], None]:
+    """Register ``fn()`` to run after every change to ``CATALOGUE``."""
+    _LISTENERS.append(fn)
+    return fn
+
+
+def _changed() -> None:
+    for fn in _LISTENERS:
+        fn()
+
+
+CATALOGUE: dict[str, OpSpec] = _Catalogue()
 
 #: ``OpSpec.fusion``'s default per family
 _FAMILY_FUSION = {"unary": "unary", "binary": "binary", "select": "select"}

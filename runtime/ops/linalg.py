@@ -132,10 +132,13 @@ def _onnx_matmul(ex, op) -> str:
 
 
 register(OpSpec("matmul", "linalg", infer_matmul, kernel_matmul, cost="compute",
-                backward=_grad_matmul, onnx="MatMul", onnx_lower=_onnx_matmul, fusion="matmul"))
+                backward=_grad_matmul, onnx="MatMul", onnx_lower=_onnx_matmul, fusion="matmul",
+                lowering="matmul"))
 
 
 @front_end(method=True)
 def matmul(a, b) -> Tensor:
     """Matrix product: 1-D, 2-D and batched with broadcast batch dimensions."""
+    if type(a) is Tensor and type(b) is Tensor:  # the common case, straight to dispatch
+        return run("matmul", (a, b))
     return run("matmul", (tensor_arg("matmul", a), tensor_arg("matmul", b)))

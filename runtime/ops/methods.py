@@ -15,6 +15,7 @@ from ..tensor import Tensor
 from . import api as _api
 from .create import from_storage
 from .rearrange import sliding_windows
+from .shape import reverse_axes
 
 __all__ = ["install"]
 
@@ -80,43 +81,45 @@ class _Methods:
         return _api.cast(self, D.int16)
 
     # ---- operators ------------------------------------------------------------------
-    def __add__(self, o): return _api.add(self, o)
+    # A forward operator is its front-end function itself (``t + o`` calls ``add(t, o)``,
+    # with no method frame in between); a reflected one swaps the operands.
+    __add__ = _api.add
     def __radd__(self, o): return _api.add(o, self)
-    def __sub__(self, o): return _api.sub(self, o)
+    __sub__ = _api.sub
     def __rsub__(self, o): return _api.sub(o, self)
-    def __mul__(self, o): return _api.mul(self, o)
+    __mul__ = _api.mul
     def __rmul__(self, o): return _api.mul(o, self)
-    def __truediv__(self, o): return _api.div(self, o)
+    __truediv__ = _api.div
     def __rtruediv__(self, o): return _api.div(o, self)
-    def __floordiv__(self, o): return _api.floor_divide(self, o)
+    __floordiv__ = _api.floor_divide
     def __rfloordiv__(self, o): return _api.floor_divide(o, self)
-    def __mod__(self, o): return _api.remainder(self, o)
+    __mod__ = _api.remainder
     def __rmod__(self, o): return _api.remainder(o, self)
-    def __pow__(self, o): return _api.pow(self, o)
+    __pow__ = _api.pow
     def __rpow__(self, o): return _api.pow(o, self)
-    def __matmul__(self, o): return _api.matmul(self, o)
+    __matmul__ = _api.matmul
     def __rmatmul__(self, o): return _api.matmul(o, self)
-    def __neg__(self): return _api.neg(self)
+    __neg__ = _api.neg
     def __pos__(self): return self
-    def __abs__(self): return _api.abs(self)
+    __abs__ = _api.abs
     # & | ^ ~ << >> are PyTorch's bitwise ops (logical ones on bool tensors; floats refused)
-    def __invert__(self): return _api.bitwise_not(self)
-    def __and__(self, o): return _api.bitwise_and(self, o)
+    __invert__ = _api.bitwise_not
+    __and__ = _api.bitwise_and
     def __rand__(self, o): return _api.bitwise_and(o, self)
-    def __xor__(self, o): return _api.bitwise_xor(self, o)
+    __xor__ = _api.bitwise_xor
     def __rxor__(self, o): return _api.bitwise_xor(o, self)
-    def __lshift__(self, o): return _api.left_shift(self, o)
+    __lshift__ = _api.left_shift
     def __rlshift__(self, o): return _api.left_shift(o, self)
-    def __rshift__(self, o): return _api.right_shift(self, o)
+    __rshift__ = _api.right_shift
     def __rrshift__(self, o): return _api.right_shift(o, self)
-    def __or__(self, o): return _api.bitwise_or(self, o)
+    __or__ = _api.bitwise_or
     def __ror__(self, o): return _api.bitwise_or(o, self)
-    def __eq__(self, o): return _api.eq(self, o)
-    def __ne__(self, o): return _api.ne(self, o)
-    def __lt__(self, o): return _api.lt(self, o)
-    def __le__(self, o): return _api.le(self, o)
-    def __gt__(self, o): return _api.gt(self, o)
-    def __ge__(self, o): return _api.ge(self, o)
+    __eq__ = _api.eq
+    __ne__ = _api.ne
+    __lt__ = _api.lt
+    __le__ = _api.le
+    __gt__ = _api.gt
+    __ge__ = _api.ge
 
     def __getitem__(self, key):
         return _api.getitem(self, key)
@@ -127,7 +130,7 @@ class _Methods:
 
     @property
     def T(self) -> "Tensor":
-        return _api.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+        return reverse_axes(self)
 
 
 def _rebuild(values, device, dtype=None):

@@ -158,6 +158,19 @@ def permute(x, *axes) -> Tensor:
     return run("permute", (x,), {"axes": norm})
 
 
+# (n - 1, ..., 1, 0) for each n below 33: the axes of ``t.T``, made once
+_REVERSED = tuple(tuple(range(n - 1, -1, -1)) for n in range(33))
+
+
+def reverse_axes(x: Tensor) -> Tensor:
+    """``x.T``: ``permute`` with the axes reversed (a view), which needs none of ``permute``'s
+    checks; the tensor itself when it has fewer than two axes."""
+    nd = len(x.shape)
+    if nd < 2:
+        return x
+    return run("permute", (x,), {"axes": _REVERSED[nd] if nd < 33 else tuple(range(nd - 1, -1, -1))})
+
+
 @front_end(method=True)
 def transpose(x, axis0=0, axis1=1) -> Tensor:
     """Swap two axes (a view)."""
