@@ -13,6 +13,8 @@ Three caches keep decisions between calls, each keyed by the operand signature: 
 """
 from __future__ import annotations
 
+import functools
+
 from . import lowprec as _lowprec
 from .core import dtypes as D
 from .core.errors import DeviceError, DeviceMismatchError, ShapeError
@@ -23,8 +25,9 @@ from .kernel_sets import (KERNELS as _KERNELS, for_device as kernels_for, for_ki
                           on_empty_cache, supports)
 from .tensor import Tensor, new_id
 
-__all__ = ["dispatch", "create", "kernels_for", "kernels_for_kind", "common_device", "run_fused",
-           "plain_step", "pieces", "FastEntry", "Decided"]
+__all__ = ["dispatch", "dispatch_view", "fast_binary", "fast_unary", "create", "kernels_for",
+           "kernels_for_kind", "common_device", "run_fused", "plain_step", "pieces", "FastEntry",
+           "Decided"]
 
 
 def common_device(name: str, args) -> Device:
@@ -191,6 +194,92 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
     return out
 
 
+def fast_binary(name: str, front=None):
+    """The front-end function of attr-less two-operand op ``name`` whose own front end is
+    ``front(a, b)``: two tensors on one device whose signature has a fast-path decision run it
+    here, with none of ``front``'s argument handling and no ``dispatch`` call (the decision and
+    the result are ``dispatch``'s); anything else is ``front(a, b)``.  Without ``front``: a
+    decorator."""
+    if front is None:
+        return functools.partial(fast_binary, name)
+
+    def fn(a, b):
+        if type(a) is Tensor and type(b) is Tensor:
+            dev = a.device
+            if b.device is dev:
+                ent = _FAST.get((name, dev.fast_kind, a.shape, a.dtype, b.shape, b.dtype))
+                if ent is not None:
+                    if ent.plain:
+                        t = _new_object(Tensor)
+                        t._payload = ent.fn(a._payload, b._payload)
+                        t.shape = ent.shape
+                        t.dtype = ent.dtype
+                        t.device = dev
+                        t.id = _new_id()
+                        return t
+                    out = dev.execute_fast(ent, (a, b))
+                    if out is not None:
+                        return out
+        return front(a, b)
+    return functools.update_wrapper(fn, front)
+
+
+def fast_unary(name: str, front=None):
+    """``fast_binary`` for attr-less one-operand op ``name`` (``front(x)``)."""
+    if front is None:
+        return functools.partial(fast_unary, name)
+
+    def fn(x):
+        if type(x) is Tensor:
+            dev = x.device
+            ent = _FAST.get((name, dev.fast_kind, x.shape, x.dtype))
+            if ent is not None:
+                if ent.plain:
+                    t = _new_object(Tensor)
+                    t._payload = ent.fn(x._payload)
+                    t.shape = ent.shape
+                    t.dtype = ent.dtype
+                    t.device = dev
+                    t.id = _new_id()
+                    return t
+                out = dev.execute_fast(ent, (x,))
+                if out is not None:
+                    return out
+        return front(x)
+    return functools.update_wrapper(fn, front)
+
+
+def dispatch_view(name: str, x: Tensor, attr: str, value: tuple) -> Tensor:
+    """``dispatch(name, (x,), {attr: value})`` for a view op (its kernel only reinterprets
+    ``x``'s payload and never raises) whose one attr, ``value``, is a tuple of ints that its
+    front end has checked: on a plain device the first call leaves a fast-path decision
+    (``plain_step``'s prepared function), so later calls of the signature run no rule, build no
+    rule key and make no device call."""
+    dev = x.device
+    if dev.execute_fast is not None or dev.fast_kind is None:   # not a plain device
+        return dispatch(name, (x,), {attr: value})
+    key = (name, dev.fast_kind, x.shape, x.dtype, value)
+    ent = _FAST.get(key)
+    if ent is not None:
+        t = _new_object(Tensor)
+        t._payload = ent.fn(x._payload)
+        t.shape = ent.shape
+        t.dtype = ent.dtype
+        t.device = dev
+        t.id = _new_id()
+        return t
+    attrs = {attr: value}
+    out = dispatch(name, (x,), attrs)
+    spec = CATALOGUE[name]
+    plan = spec.infer((x,), attrs)
+    if not _lowprec.needs_upcast(spec, (x,), attrs, plan):
+        if len(_FAST) >= _FAST_MAX:
+            _evict_oldest(_FAST)
+        _FAST[key] = FastEntry(spec, plan.shape, plan.dtype,
+                               plain_step(dev, spec, (_Meta(x.shape, x.dtype),), attrs, plan), True)
+    return out
+
+
 # Plans of ops with attrs whose record says their rule reads only operand shapes, dtypes and
 # the attrs (``OpSpec.cache_plan``), by (name, device, operand signature, attrs): a plan such a
 # rule gave once holds for the same key (a rule that raised caches nothing), so a training
@@ -292,12 +381,13 @@ def _prepared_fn(spec, ks, device, args, plan):
         ta, tb = isinstance(a, _OPERAND_TYPES), isinstance(b, _OPERAND_TYPES)
         if (not ta and type(a) not in _SCALAR_TYPES) or (not tb and type(b) not in _SCALAR_TYPES):
             return None
+        same = ta and tb and a.shape == b.shape       # two arrays of one shape
         return ks.binary_fn(spec.name, a.dtype.np if ta else None, b.dtype.np if tb else None,
-                    plan.compute.np, plan.dtype.np)
+                            plan.compute.np, plan.dtype.np, a.shape if same else None)
     if spec.family == "unary" and len(args) == 1 and isinstance(args[0], _OPERAND_TYPES):
         if spec.lowering != "unary" or not supports(ks, "prepared"):
             return None
-        return ks.unary_fn(spec.name, args[0].dtype.np, plan.dtype.np)
+        return ks.unary_fn(spec.name, args[0].dtype.np, plan.dtype.np, args[0].shape)
     if spec.lowering == "matmul" and len(args) == 2 and supports(ks, "prepared_matmul"):
         # two matrices of the result dtype (the lowering's own shortcut: no cast, no batch)
         a, b = args

@@ -117,13 +117,14 @@ class CpuKernels:
     def binary(self, op, a, b, compute_dtype, out_dtype):
         return elementwise.binary(op, a, b, compute_dtype, out_dtype)
 
-    def binary_fn(self, op, a_dtype, b_dtype, compute_dtype, out_dtype):
-        """Prepared ``binary`` for fixed dtypes (the runtime's small-op fast path caches it)."""
-        return elementwise.binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype)
+    def binary_fn(self, op, a_dtype, b_dtype, compute_dtype, out_dtype, shape=None):
+        """Prepared ``binary`` for fixed dtypes (the runtime's small-op fast path caches it);
+        ``shape``: a promise that every call passes two arrays of that shape."""
+        return elementwise.binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype, shape)
 
-    def unary_fn(self, op, x_dtype, out_dtype):
-        """Prepared attr-less ``unary`` for a fixed input dtype."""
-        return elementwise.unary_fn(op, x_dtype, out_dtype)
+    def unary_fn(self, op, x_dtype, out_dtype, shape=None):
+        """Prepared attr-less ``unary`` for a fixed input dtype (``shape``: see ``binary_fn``)."""
+        return elementwise.unary_fn(op, x_dtype, out_dtype, shape)
 
     def where(self, cond, a, b, out_dtype):
         return elementwise.where(cond, a, b, out_dtype)

@@ -469,11 +469,14 @@ def binary(op, a, b, compute_dtype, out_dtype):
     return run(op, [a, b], (cd, cd), np.dtype(out_dtype))
 
 
-def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype):
+def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype, shape=None):
     """A prepared ``binary`` for fixed operand dtypes (None: that operand is a Python scalar).
 
     The runtime's small-op fast path caches it per (op, shapes, dtypes): same-shape
-    C-contiguous arrays go straight to the flat kernel, anything else to ``binary``."""
+    C-contiguous arrays go straight to the flat kernel, anything else to ``binary``.  With
+    ``shape`` (a promise: both operands are arrays of that shape in every call, as the fast
+    path's key guarantees) a small one is decided once: the returned function checks only
+    that the operands are C-contiguous."""
     cd = np.dtype(compute_dtype)
     od = np.dtype(out_dtype)
     if a_dtype is None and b_dtype is None:
@@ -481,6 +484,24 @@ def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype):
     if a_dtype is not None and b_dtype is not None:
         ser, par, _ = _flat_fns(op, (np.dtype(a_dtype), np.dtype(b_dtype)), (cd, cd), od, "aa")
         small = _POOL_MIN // od.itemsize
+        if shape is not None and size_of(shape) < small:
+            # what the general function below does for operands of this shape
+            if len(shape) == 1:
+                def f_vector(a, b):
+                    if a.flags.c_contiguous and b.flags.c_contiguous:
+                        out = _np_empty(shape, od)
+                        ser(a, b, out)
+                        return out
+                    return binary(op, a, b, cd, od)
+                return f_vector
+            if size_of(shape):
+                def f_small(a, b):
+                    if a.flags.c_contiguous and b.flags.c_contiguous:
+                        out = _np_empty(shape, od)
+                        ser(a.ravel(), b.ravel(), out.ravel())
+                        return out
+                    return binary(op, a, b, cd, od)
+                return f_small
 
         def f(a, b):
             shape = a.shape
@@ -521,14 +542,33 @@ def binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype):
     return f
 
 
-def unary_fn(op, x_dtype, out_dtype):
-    """A prepared ``unary`` (no attrs) for a fixed input dtype; see ``binary_fn``."""
+def unary_fn(op, x_dtype, out_dtype, shape=None):
+    """A prepared ``unary`` (no attrs) for a fixed input dtype; see ``binary_fn`` (``shape``
+    too)."""
     if op in _NOT_FAST:
         return None
     od = np.dtype(out_dtype)
     fns = _flat_fns(op, (np.dtype(x_dtype),), (od,), od, "a")
     ser = fns[0]
     small = _POOL_MIN // od.itemsize
+    if shape is not None and size_of(shape) < small:
+        # what the general function below does for an operand of this shape
+        if len(shape) == 1:
+            def f_vector(x):
+                if x.flags.c_contiguous:
+                    out = _np_empty(shape, od)
+                    ser(x, out)
+                    return out
+                return unary(op, x, od, None)
+            return f_vector
+        if 0 < size_of(shape) < PAR_THRESHOLD:
+            def f_small(x):
+                if x.flags.c_contiguous:
+                    out = _np_empty(shape, od)
+                    ser(x.ravel(), out.ravel())
+                    return out
+                return unary(op, x, od, None)
+            return f_small
 
     def f(x):
         if x.flags.c_contiguous:

@@ -148,12 +148,13 @@ class CudaKernels:
     def binary(self, op, a, b, compute_dtype, out_dtype):
         return self._ew.binary(op, a, b, compute_dtype, out_dtype)
 
-    def binary_fn(self, op, a_dtype, b_dtype, compute_dtype, out_dtype):
-        """Prepared ``binary`` for fixed dtypes (the runtime's small-op fast path caches it)."""
+    def binary_fn(self, op, a_dtype, b_dtype, compute_dtype, out_dtype, shape=None):
+        """Prepared ``binary`` for fixed dtypes (the runtime's small-op fast path caches it);
+        ``shape`` (the operands' common shape, a hint) is not needed here."""
         return self._ew.binary_fn(op, a_dtype, b_dtype, compute_dtype, out_dtype)
 
-    def unary_fn(self, op, x_dtype, out_dtype):
-        """Prepared attr-less ``unary`` for a fixed input dtype."""
+    def unary_fn(self, op, x_dtype, out_dtype, shape=None):
+        """Prepared attr-less ``unary`` for a fixed input dtype (``shape``: see ``binary_fn``)."""
         return self._ew.unary_fn(op, x_dtype, out_dtype)
 
     def where(self, cond, a, b, out_dtype):

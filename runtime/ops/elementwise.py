@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..dispatch import dispatch as run
+from ..dispatch import dispatch as run, fast_binary, fast_unary
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..tensor import Tensor
@@ -328,9 +328,9 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None,
         if type(x) is Tensor:
             return run(name, (x,))
         return run(name, (tensor_arg(name, x),))
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Elementwise ``{name}``."
-    return front_end(fn, method=True)
+    return front_end(fast_unary(name, fn), method=True)
 
 
 def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None, onnx_lower=None, api=True):
@@ -383,9 +383,9 @@ def _binary_fn(name, doc=None):
         if type(a) is Tensor and type(b) is Tensor:  # the common case, straight to dispatch
             return run(name, (a, b))
         return run(name, _operands(name, (a, b)))
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Elementwise ``{name}`` with NumPy broadcasting and scalar operands."
-    return fn
+    return fast_binary(name, fn)
 
 
 def _composite(name, arity, decompose, grad=None, doc=None, result="float",
@@ -419,6 +419,9 @@ def _composite(name, arity, decompose, grad=None, doc=None, result="float",
     if arity == 1:
         def fn(x):
             return run(name, (tensor_arg(name, x),))
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = doc
+        return front_end(fast_unary(name, fn), method=True)
     elif arity == 2:
         return front_end(_binary_fn(name, doc), method=True)
     else:

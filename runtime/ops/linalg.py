@@ -1,7 +1,7 @@
 """Linear algebra: ``matmul`` (1-D, 2-D and batched with broadcast batch dimensions)."""
 from __future__ import annotations
 
-from ..dispatch import dispatch as run
+from ..dispatch import dispatch as run, fast_binary
 from ..core import dtypes as D
 from ..core.errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -137,6 +137,7 @@ register(OpSpec("matmul", "linalg", infer_matmul, kernel_matmul, cost="compute",
 
 
 @front_end(method=True)
+@fast_binary("matmul")      # (a signature seen before: its prepared product, before the below)
 def matmul(a, b) -> Tensor:
     """Matrix product: 1-D, 2-D and batched with broadcast batch dimensions."""
     if type(a) is Tensor and type(b) is Tensor:  # the common case, straight to dispatch

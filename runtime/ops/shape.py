@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins as _b
 import operator
 
-from ..dispatch import dispatch as run
+from ..dispatch import dispatch as run, dispatch_view
 from ..core import dtypes as D
 from ..core.errors import ArgumentTypeError, ShapeError
 from ..tensor import Tensor
@@ -155,7 +155,7 @@ def permute(x, *axes) -> Tensor:
         raise ShapeError(f"permute: {axes} is not a permutation of the axes of shape {x.shape}")
     if norm == tuple(range(nd)):
         return x
-    return run("permute", (x,), {"axes": norm})
+    return dispatch_view("permute", x, "axes", norm)
 
 
 # (n - 1, ..., 1, 0) for each n below 33: the axes of ``t.T``, made once
@@ -168,7 +168,8 @@ def reverse_axes(x: Tensor) -> Tensor:
     nd = len(x.shape)
     if nd < 2:
         return x
-    return run("permute", (x,), {"axes": _REVERSED[nd] if nd < 33 else tuple(range(nd - 1, -1, -1))})
+    return dispatch_view("permute", x, "axes",
+                         _REVERSED[nd] if nd < 33 else tuple(range(nd - 1, -1, -1)))
 
 
 @front_end(method=True)
