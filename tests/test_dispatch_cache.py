@@ -145,3 +145,103 @@ def test_pieces_cut_views_with_or_without_the_kernel_sets_split(monkeypatch):
         np.testing.assert_array_equal(b.numpy(), w)
     with pytest.raises(rt.ShapeError):
         dispatch.pieces(t, [(5,)])
+
+
+# ---- the warm path's own decisions: fast front ends, prepared matmuls, view decisions --------
+def test_a_decision_never_outlives_its_record(monkeypatch):
+    """A hit runs its cached decision without looking the record up: replacing the record
+    (here by writing to the catalogue directly) drops the decisions."""
+    import dataclasses
+    from runtime.ops.catalogue import CATALOGUE
+    x = rt.tensor(np.array([-1.5, 2.0, -3.0], np.float32))
+    for _ in range(3):
+        np.testing.assert_array_equal(rt.neg(x).numpy(), [1.5, -2.0, 3.0])
+    assert any(k[0] == "neg" for k in dispatch._FAST)
+    abs_kernel = CATALOGUE["abs"].kernel
+    monkeypatch.setitem(CATALOGUE, "neg", dataclasses.replace(CATALOGUE["neg"], kernel=abs_kernel,
+                                                              lowering=None))
+    assert not dispatch._FAST and not dispatch._INFER
+    for _ in range(3):
+        np.testing.assert_array_equal(rt.neg(x).numpy(), [1.5, 2.0, 3.0])
+    monkeypatch.undo()
+    np.testing.assert_array_equal(rt.neg(x).numpy(), [1.5, -2.0, 3.0])
+
+
+@pytest.mark.parametrize("dev", [rt.cpu(), rt.autodiff(rt.cpu())], ids=["cpu", "autodiff"])
+def test_repeated_small_matmuls_give_the_first_calls_bits(dev):
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((5, 4)).astype(np.float32)
+    v = rng.standard_normal(4).astype(np.float32)
+    b = rng.standard_normal((2, 4, 3)).astype(np.float32)
+    tm, tv, tb = (rt.tensor(a, device=dev) for a in (m, v, b))
+    t64 = rt.tensor(m[:3].astype(np.float64), device=dev)
+    dispatch.clear_dispatch_cache()
+    builds = [lambda: tm @ tm.T, lambda: tm.T @ tm, lambda: tm @ tv, lambda: tm @ tb,
+              lambda: rt.matmul(tm[:, :3], t64), lambda: tm[::2] @ tm[1:4].T]
+    first = [f() for f in builds]
+    for _ in range(3):
+        for f, want in zip(builds, first):
+            got = f()
+            assert got.shape == want.shape and got.dtype is want.dtype
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_allclose(first[0].numpy(), m @ m.T, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(first[5].numpy(), m[::2] @ m[1:4].T, rtol=1e-6, atol=1e-6)
+    if dev == rt.cpu():    # two matrices of the result dtype have a decision of their own
+        assert any(k[0] == "matmul" and len(k[2]) == len(k[4]) == 2 for k in dispatch._FAST)
+
+
+def test_the_fast_front_ends_keep_their_errors():
+    x, y = rt.zeros((2, 3)), rt.zeros((4,))
+    for _ in range(3):
+        assert (x @ x.T).shape == (2, 2) and (x + x).shape == (2, 3)
+    with pytest.raises(rt.errors.ShapeError, match=r"matmul: shapes \(2, 3\) and \(2, 3\) are "
+                                                   r"not aligned \(3 != 2\)"):
+        x @ x
+    with pytest.raises(rt.errors.ArgumentTypeError, match="matmul: expected a Tensor, got list"):
+        rt.matmul(x, [[1.0]])
+    with pytest.raises(rt.errors.ShapeError, match="add"):
+        x + y
+
+
+@pytest.mark.parametrize("dev", [rt.cpu(), rt.autodiff(rt.cpu())], ids=["cpu", "autodiff"])
+def test_repeated_views_are_the_views(dev):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = rt.tensor(a, device=dev)
+    for _ in range(3):
+        np.testing.assert_array_equal(t.T.numpy(), a.T)
+        np.testing.assert_array_equal(rt.permute(t, (1, 0, 2)).numpy(), a.transpose(1, 0, 2))
+        np.testing.assert_array_equal(rt.permute(t, -1, 0, 1).numpy(), a.transpose(2, 0, 1))
+        v = rt.tensor(a[0, 0], device=dev)
+        assert v.T is v
+    if dev == rt.cpu():
+        assert any(k[0] == "permute" for k in dispatch._FAST)
+    else:
+        w = rt.tensor(a[0], device=dev).require_grad()
+        g = (w.T * rt.tensor(a[1].T, device=dev)).sum().backward()
+        np.testing.assert_array_equal(w.grad(g).numpy(), a[1])
+
+
+def test_prepared_kernels_given_the_shape_match_the_general_ones():
+    """The kernel set's prepared elementwise kernels and product, decided for one shape, give
+    the bits of the general kernels (and take strided operands the general way)."""
+    ks = dispatch.kernels_for(rt.cpu())
+    rng = np.random.default_rng(5)
+    f4 = np.dtype(np.float32)
+    for shape in [(7,), (3, 5), ()]:
+        a = rng.standard_normal(shape).astype(f4)
+        b = rng.standard_normal(shape).astype(f4)
+        add = ks.binary_fn("sub", f4, f4, f4, f4, shape)
+        exp = ks.unary_fn("exp", f4, f4, shape)
+        np.testing.assert_array_equal(add(a, b), ks.binary("sub", a, b, f4, f4))
+        np.testing.assert_array_equal(exp(a), ks.unary("exp", a, f4))
+    m = rng.standard_normal((6, 6)).astype(f4)
+    add, exp = ks.binary_fn("sub", f4, f4, f4, f4, (3, 6)), ks.unary_fn("exp", f4, f4, (3, 6))
+    np.testing.assert_array_equal(add(m[::2], m[1::2]), m[::2] - m[1::2])
+    np.testing.assert_array_equal(exp(m[::2]), ks.unary("exp", np.ascontiguousarray(m[::2]), f4))
+    for (mm, k, n), (a, b) in [((4, 3, 5), (rng.standard_normal((4, 3)), rng.standard_normal((5, 3)).T)),
+                               ((3, 0, 2), (np.zeros((3, 0)), np.zeros((0, 2))))]:
+        a, b = a.astype(f4), b.astype(f4)
+        got = ks.matmul_fn(mm, k, n, f4)(a, b)
+        want = ks.matmul(a[None], b[None])[0]
+        assert got.shape == (mm, n)
+        np.testing.assert_array_equal(got, want)
