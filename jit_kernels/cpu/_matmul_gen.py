@@ -2,11 +2,11 @@
 
 ``source(cfg)`` returns the text of one module holding, for one float dtype:
 
-- ``uk``: the MR x NR register-blocked micro-kernel, written as MR*NR scalar accumulators
-  (``c{i}_{j} += a{i} * b{j}`` over a packed A sliver (k-major, MR wide) and a packed B sliver
-  (k-major, NR wide)).  LLVM's SLP vectoriser turns each accumulator row into NR/lanes vector FMAs
-  with broadcast A elements.  It is compiled with ``fastmath={'contract'}`` only (FMA, no
-  reassociation), so every C element is summed in K order within a KC block, then added to C.
+- ``uk``: the MR x NR register-blocked micro-kernel over a packed A sliver (k-major, MR wide)
+  and a packed B sliver (k-major, NR wide): MR x 2 vector accumulators of NR/2 lanes, written
+  as explicit vector IR (``jit_kernels.cpu._simd.tile_kernel``).  Its multiply-adds are FMAs
+  without reassociation, so every C element is summed in K order within a KC block, then added
+  to C.  ``ukn`` and ``ukd`` are the narrow path's one-vector-wide forms.
 - ``pack_a`` / ``pack_b`` / ``macro``: BLIS-style packing of strided inputs (any strides,
   including transposed and negative views, read in place) and the loop over micro-tiles of one
   MC x NC block; partial tiles at the M/N edges go through a small MR x NR scratch tile.
@@ -19,112 +19,46 @@
 - ``udot`` / ``conv_wdot``: the stride-1 conv weight gradient as dot products of rows that
   are contiguous along the reduction (``jit_kernels.cpu.conv._wdot``).
 
-The micro-kernels index their operands with unsigned offsets, element by element: a slice per
-operand and step (Python's wrap of a negative start and clamping, about eight scalar
-instructions each) left ``udot`` front-end bound at ~70 scalar instructions per 16 FMAs and
-cost ``uk`` a third of its speed on (32, 144) @ (144, 8192).
-
-Only ``uk`` (and ``ukx``, ``copy_run``, the implicit-gemm packers' copy, and ``udot``) needs
-``numba.config.SLP_VECTORIZE`` on: ``jit_kernels.cpu.matmul`` compiles it
-eagerly with its one explicit signature inside that window, then disables further compiles of
-it.  Callers compiled later (SLP off) link in and inline its already vectorised IR and keep it
-vector; but a call with other argument types (a literal ``0``/``True``/``NR`` is typed as a
-``Literal``) would make Numba compile a new, scalar specialisation -- hence the single,
-variable-typed call site in ``macro`` and the disabled dispatcher.
+The explicit micro-kernels compile in milliseconds and are not inlined into their callers
+(``_simd``); the SLP-compiled scalar form they replace took seconds to compile, and again in
+every driver that inlined it.  ``copy_run`` (the implicit-gemm packers' copy), ``udot`` and the
+Winograd transforms are still scalar source that ``jit_kernels.cpu.matmul`` compiles eagerly
+with ``numba.config.SLP_VECTORIZE`` on, then disables further compiles of (callers compiled
+later, SLP off, inline their vectorised IR; a call with other argument types -- a literal
+``0``/``True`` is typed as a ``Literal`` -- would compile a new, scalar specialisation).
+They index their operands with unsigned offsets, element by element: a slice per operand and
+step (Python's wrap of a negative start and clamping, about eight scalar instructions each)
+left ``udot`` front-end bound at ~70 scalar instructions per 16 FMAs.
 """
 from __future__ import annotations
 
 
-def _zero_tile(MR: int, NR: int) -> list:
-    """The MR x NR scalar accumulators of a micro-kernel, zeroed."""
-    return ["    " + "; ".join(f"c{i}_{j} = zero" for j in range(NR)) for i in range(MR)]
+def _uk(name: str, tile: str) -> list:
+    """``uk`` (``ukn``): the packed A sliver times the packed B sliver, the explicit vector
+    micro-kernel ``tile`` (``jit_kernels.cpu._simd``) on the arrays' elements."""
+    return ["@njit(cache=True, error_model='numpy', nogil=True)",
+            f"def {name}(kc, Ap, ao, Bp, bo, C, co, ldc, first, zero):",
+            f"    {tile}(kc, Ap, ao, Bp, bo, C, co, ldc, first)"]
 
 
-def _store_tile(MR: int, NR: int) -> list:
-    """A micro-kernel's epilogue: its accumulators into (``first``) or onto C's MR x NR tile."""
-    L = ["    if first:"]
-    for i in range(MR):
-        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
-        for j in range(NR):
-            L.append(f"        Cs[{j}] = c{i}_{j}")
-    L.append("    else:")
-    for i in range(MR):
-        L.append(f"        Cs = C[co + {i} * ldc:co + {i} * ldc + {NR}]")
-        for j in range(NR):
-            L.append(f"        Cs[{j}] += c{i}_{j}")
-    return L
-
-
-def _uk(MR: int, NR: int) -> list:
-    L = []
-    L.append("@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)")
-    L.append("def uk(kc, Ap, ao, Bp, bo, C, co, ldc, first, zero):")
-    L += _zero_tile(MR, NR)
-    # unsigned offsets and element loads (a slice per operand and k, with Python's wrap and
-    # clamping of its start, was 16 scalar instructions per MR*NR/16 FMAs)
-    L.append("    pa = uint64(ao)")
-    L.append("    pb = uint64(bo)")
-    L.append("    for k in range(uint64(kc)):")
-    for i in range(MR):
-        L.append(f"        a{i} = Ap[pa + uint64({i})]")
-    for j in range(NR):
-        L.append(f"        b{j} = Bp[pb + uint64({j})]")
-    L.append(f"        pa += uint64({MR})")
-    L.append(f"        pb += uint64({NR})")
-    for i in range(MR):
-        for j in range(NR):
-            L.append(f"        c{i}_{j} += a{i} * b{j}")
-    return L + _store_tile(MR, NR)
-
-
-def _ukd(MR: int, V: int) -> list:
+def _ukd() -> list:
     """``ukd``: the narrow path's ``ukn`` reading A in place (rows ``sam`` apart, columns
     ``sak``) instead of a packed sliver: a product at most one vector wide uses each A element
     N times, so packing A cost as much as the multiply-adds.  Whole MR-row panels only."""
-    L = ["@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)",
-         "def ukd(kc, A, ao, sam, sak, Bp, bo, C, co, ldc, first, zero):"]
-    L += _zero_tile(MR, V)
-    L += ["    pa = uint64(ao)", "    pb = uint64(bo)", "    us = uint64(sam)",
-          "    uq = uint64(sak)", "    for k in range(uint64(kc)):"]
-    for i in range(MR):
-        L.append(f"        a{i} = A[pa + uint64({i}) * us]")
-    for j in range(V):
-        L.append(f"        b{j} = Bp[pb + uint64({j})]")
-    L.append("        pa += uq")
-    L.append(f"        pb += uint64({V})")
-    for i in range(MR):
-        for j in range(V):
-            L.append(f"        c{i}_{j} += a{i} * b{j}")
-    return L + _store_tile(MR, V)
+    return ["@njit(cache=True, error_model='numpy', nogil=True)",
+            "def ukd(kc, A, ao, sam, sak, Bp, bo, C, co, ldc, first, zero):",
+            "    tile_ukd(kc, A, ao, sam, sak, Bp, bo, C, co, ldc, first)"]
 
 
-def _ukx(MR: int, NR: int) -> list:
+def _ukx() -> list:
     """``ukx``: ``uk`` with B read straight from the row-shifted planes ``x`` instead of a
     packed sliver: row k of the sliver is ``x[offs[oo + k] + xb0 + j]`` for its first NR/2
     columns and ``x[offs[oo + k] + xb1 + j]`` for the others (each half inside one sample).
     Used by ``conv_fwd`` in the row-shifted form, where packing a 16-row product's slivers cost
     about as much as its multiply-adds."""
-    V = NR // 2
-    L = ["@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)",
-         "def ukx(kc, Ap, ao, x, offs, oo, xb0, xb1, C, co, ldc, first, zero):"]
-    L += _zero_tile(MR, NR)
-    L += ["    pa = uint64(ao)",
-          "    po = uint64(oo)",
-          "    for k in range(uint64(kc)):",
-          "        q = uint64(offs[po + k])",
-          "        p0 = q + uint64(xb0)",
-          "        p1 = q + uint64(xb1)"]
-    for i in range(MR):
-        L.append(f"        a{i} = Ap[pa + uint64({i})]")
-    for j in range(V):
-        L.append(f"        b{j} = x[p0 + uint64({j})]")
-    for j in range(V):
-        L.append(f"        b{V + j} = x[p1 + uint64({j})]")
-    L.append(f"        pa += uint64({MR})")
-    for i in range(MR):
-        for j in range(NR):
-            L.append(f"        c{i}_{j} += a{i} * b{j}")
-    return L + _store_tile(MR, NR)
+    return ["@njit(cache=True, error_model='numpy', nogil=True)",
+            "def ukx(kc, Ap, ao, x, offs, oo, xb0, xb1, C, co, ldc, first, zero):",
+            "    tile_ukx(kc, Ap, ao, x, offs, oo, xb0, xb1, C, co, ldc, first)"]
 
 
 def _copy_run(V: int) -> list:
@@ -1247,12 +1181,17 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
             f"(MR={MR}, NR={NR}, MC={MC}, KC={KC}, NC={NC}).",
             "import numpy as np", "from numba import njit, prange, uint64",
             "from jit_kernels.cpu.conv import _span  # im2col's in-image column range",
-            "from jit_kernels.cpu.scalar_math import fmax_nan  # NaN-propagating max", "", ""]
+            "from jit_kernels.cpu.scalar_math import fmax_nan  # NaN-propagating max"]
     V = NR // 2  # one vector register (matmul.gemm_config)
-    ukn = [ln.replace("def uk(", "def ukn(") for ln in _uk(MR, V)]  # (the narrow path's)
+    head += ["from jit_kernels.cpu._simd import tile_kernel",
+             f"tile_uk = tile_kernel({MR}, 2, {V})",
+             f"tile_ukn = tile_kernel({MR}, 1, {V})  # (the narrow path's: one vector wide)",
+             f"tile_ukd = tile_kernel({MR}, 1, {V}, 'strided')",
+             f"tile_ukx = tile_kernel({MR}, 2, {V}, 'packed', 'shifted')", "", ""]
+    ukn = _uk("ukn", "tile_ukn")
     lanesum = _tree_sum([f"acc[q + {e}]" for e in range(V)])
-    body = (head + _uk(MR, NR) + ["", ""] + ukn + ["", ""] + _ukd(MR, V) + ["", ""]
-            + _ukx(MR, NR) + ["", ""]
+    body = (head + _uk("uk", "tile_uk") + ["", ""] + ukn + ["", ""] + _ukd() + ["", ""]
+            + _ukx() + ["", ""]
             + _copy_run(V) + ["", ""]
             + _udot(DOT_MO, DOT_MK, V) + ["", ""] + _win_in(V) + ["", ""] + _win_out(V)
             + ["", ""] + _win_pool(V))

@@ -8,8 +8,8 @@ Three paths, chosen per call:
   in KC x NC blocks as NR-wide k-major slivers, A in MC x KC panels as MR-tall slivers, both
   read straight from the strided inputs (transposed, sliced, negative-stride and stride-0
   batch views are never copied); an MR x NR register-blocked micro-kernel (``gemm_config``:
-  8x32 float32 in 16 zmm accumulators, 8x16 where the host's code uses ymm) compiled with
-  LLVM's SLP vectoriser; M/N edges via
+  8x32 float32 in 16 zmm accumulators, 8x16 where the host's code uses ymm) written as
+  explicit vector IR (``_simd``); M/N edges via
   zero-padded packing and a scratch tile.  Parallel (prange) over row panels
   (and column slivers when M has too few panels), or over batch elements for batched small
   matrices; serial below ``GEMM_PAR_MIN`` multiply-adds.  No ``fastmath`` reassociation:
@@ -25,11 +25,11 @@ each output in the gemm's order (an FMA chain per KC block, the blocks added in 
 switch changes no bit, only the speed (slower meanwhile).  ``warmup()`` waits for
 every driver.
 
-K = 0 gives zeros.  SLP is off in Numba by default (an LLVM miscompile); ``_gemm_module``
-switches it on only around the eager compile of the micro-kernel ``uk`` (with ``cache=True`` a
-cache hit there loads the SLP-compiled code; a fresh process never compiles it again), then
-disables further compiles of ``uk`` so no scalar specialisation can appear.  Importing this
-module compiles nothing.
+K = 0 gives zeros.  SLP is off in Numba by default (an LLVM miscompile); ``_slp_compile``
+switches it on only around the eager compile of the few kernels still written as scalar
+source for it (the packers' ``copy_run``, ``udot``, the Winograd transforms), then disables
+further compiles of them so no scalar specialisation can appear.  Importing this module
+compiles nothing.
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def _mm_par(a, ao, sab, sam, sak, b, bo, sbb, sbk, c, B, M, N, K):
         _mm_task(a, ao, sab, sam, sak, b, bo, sbb, sbk, c, M, N, K, bi, t - bi * nmb)
 
 
-# -- packed float gemm (generated, SLP-compiled) -------------------------------------------
+# -- packed float gemm (generated) --------------------------------------------------------
 
 #: the dtypes of the packed gemm
 GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -124,11 +124,11 @@ _GEMM_LOCK = threading.Lock()
 
 
 def _gemm_module(dtype):
-    """The generated gemm module for ``dtype`` with its micro-kernel compiled (or loaded from
+    """The generated gemm module for ``dtype`` with ``copy_run`` compiled (or loaded from
     the cache), in this thread; its drivers are compiled on first use (``_driver``).
 
-    Only the micro-kernel ``uk`` is compiled with ``numba.config.SLP_VECTORIZE`` on (see
-    ``_matmul_gen``); the drivers are ordinary kernels that inline its vectorised code.
+    Only ``copy_run`` is compiled here, with ``numba.config.SLP_VECTORIZE`` on (see
+    ``_matmul_gen``); the micro-kernels are explicit vector code that the drivers call.
     """
     return once(_GEMM, _GEMM_LOCK, dtype, _build_gemm)
 
@@ -143,10 +143,8 @@ def _driver(dtype, name):
     mod = _gemm_module(dtype)
     if (dtype, name) not in _DRIVERS:
         with _GEMM_LOCK, build_lock(f"{_gemm_source(dtype)[1]}.{name}"):
-            if name == "wino_fwd":   # its SLP-compiled transforms first (as ``uk``)
+            if name == "wino_fwd":   # its SLP-compiled transforms first
                 _build_wino_transforms(mod, *_types(dtype))
-            elif name.startswith("gemm_narrow"):    # its one-vector micro-kernel first
-                _build_narrow_kernel(mod, *_types(dtype))
             getattr(mod, name).compile(_signature(dtype, name))
             _DRIVERS.add((dtype, name))
             _background.mark_ready(_job(dtype, name))
@@ -244,21 +242,12 @@ def _build_gemm(dtype):
 
 
 def _build_micro_kernels(mod, T, A, i):
+    # the register-tile micro-kernels (uk, ukn, ukd, ukx) are explicit vector code
+    # (``_simd``) and compile as their callers do; only the conv packers' vector-block copy
+    # relies on SLP
     import numba
     u = numba.uint64
-    _slp_compile((mod.uk, (i, A, i, A, i, A, i, i, numba.boolean, T)),
-                 # (the row-shifted conv's direct-read micro-kernel)
-                 (mod.ukx, (i, A, i, A, numba.int64[::1], i, i, i, A, i, i, numba.boolean, T)),
-                 (mod.copy_run, (A, u, A, u, u)))  # (the conv packers' vector-block copy)
-
-
-def _build_narrow_kernel(mod, T, A, i):
-    """``ukn`` and ``ukd`` (``uk`` one vector wide) with SLP on, once per module (both narrow
-    drivers inline them)."""
-    import numba
-    if not mod.ukd.signatures:
-        _slp_compile((mod.ukn, (i, A, i, A, i, A, i, i, numba.boolean, T)),
-                     (mod.ukd, (i, A, i, i, i, A, i, A, i, i, numba.boolean, T)))
+    _slp_compile((mod.copy_run, (A, u, A, u, u)))
 
 
 def _build_wino_transforms(mod, T, A, i):

@@ -173,25 +173,27 @@ def test_unaligned_input():
 
 
 def test_gemm_kernels_vectorised_in_fresh_process():
-    """A fresh process loads (or compiles) the micro-kernel with SLP-vectorised multiplies, of
-    whatever width LLVM chose for this host (and every driver that inlines it keeps them); the
-    micro-kernel has exactly one specialisation.
+    """A fresh process loads (or compiles) drivers that call the explicit vector micro-kernel
+    (``_simd``): one ``noinline`` function of ``<lanes x T>`` multiply-adds per module, with
+    the lane count of the host's gemm tile (``gemm_config``), never a scalar loop.
     Cached code cannot be disassembled, so this reads the optimised IR Numba keeps next to it
-    (the module the machine code was emitted from).  Without SLP it has no vector fmul."""
+    (the module the machine code was emitted from)."""
     code = textwrap.dedent("""
         import re, numpy as np
         from jit_kernels.cpu import matmul as mm
+        mm.warmup()
         for dt, ty in ((np.float32, "float"), (np.float64, "double")):
-            mm.warmup()
+            mr, nr = mm.gemm_config(np.dtype(dt))[:2]
             m = mm._GEMM[np.dtype(dt)]
-            assert len(m.uk.signatures) == 1, m.uk.signatures
-            for f in (m.uk, m.gemm_serial, m.gemm_batch, m.gemm_rows):
-                lib = f.overloads[f.signatures[0]].library
-                ir = str(lib._get_module_for_linking())
-                # Any vector width counts: LLVM picks it per host (512-bit on Zen 4, 256-bit on
-                # Sapphire Rapids by its tuning); scalar code has no vector fmul at all.
-                n = len(re.findall(r"fmul[^\\n]*<(?:[2-9]|[1-9][0-9]+) x " + ty + ">", ir))
-                assert n >= 8, (f.__name__, ty, n)
+            tile = f"jk_tile_{np.dtype(dt).name}_{mr}x2x{nr // 2}_packed_packed"
+            for f in (m.gemm_serial, m.gemm_batch, m.gemm_rows):
+                ir = str(f.overloads[f.signatures[0]].library._get_module_for_linking())
+                body = ir[re.search(r"define [^\\n]*@" + tile + r"\\(", ir).start():]
+                body = body[:body.index("\\n}")]
+                assert re.search(r"call [^\\n]*@" + tile + r"\\(", ir), f.__name__
+                n = len(re.findall(r"fmul contract <" + str(nr // 2) + " x " + ty + ">", body))
+                assert n >= mr * 2, (f.__name__, ty, n)
+                assert not re.search(r"fmul[^\\n]* " + ty + " ", body), "a scalar multiply"
         print("ok")
     """)
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,

@@ -1,0 +1,219 @@
+"""Register-tile micro-kernels written as explicit vector IR (Numba intrinsics through llvmlite).
+
+``tile_kernel(MR, NV, LANES, a_mode, b_mode)`` returns an intrinsic that multiplies an
+``MR``-row sliver of A by an ``NV * LANES``-wide sliver of B over ``kc`` steps of k and writes
+(``first``) or adds the MR x NR tile into C.  Its body is one LLVM function per module:
+``MR * NV`` ``<LANES x T>`` accumulators, each step ``MR`` scalar A loads broadcast to a vector,
+``NV`` unaligned vector loads of B and ``MR * NV`` multiply-adds.  Written by hand, the loop
+needs none of LLVM's SLP vectoriser (which took seconds per micro-kernel over the scalar
+accumulator form, and more again in every caller that inlined its output), and it comes out the
+same on every CPU whose vector unit holds ``LANES`` elements.
+
+The multiply and the add carry only the ``contract`` flag, as Numba's code for
+``c += a * b`` under ``fastmath={'contract'}`` does: the backend fuses them into one FMA
+exactly where it fuses the scalar form, so every C element is the same in-order FMA chain over
+k as ``matmul._mm_task`` (which the tests compare bit for bit).  The function is ``noinline``:
+a caller links a call to it, not another copy of the loop to optimise.
+
+A modes: ``"packed"`` (A sliver k-major, MR wide: element i of step k at ``A[k * MR + i]``) or
+``"strided"`` (A read in place: ``A[k * sak + i * sam]``).  B modes: ``"packed"`` (k-major,
+NR wide) or ``"shifted"`` (two vectors per step from the row-shifted planes of a stride-1
+conv: ``x[offs[k] + xb0 + j]`` and ``x[offs[k] + xb1 + j]``, NV == 2).  Every offset is
+unsigned and unchecked; the callers keep them inside their arrays.
+"""
+from __future__ import annotations
+
+import functools
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+_I64 = ir.IntType(64)
+_CONTRACT = ("contract",)
+
+
+def _elem_ptr(context, builder, aty, arr, off):
+    """Pointer to element ``off`` (an int value of any width) of the 1-d array ``arr``."""
+    data = context.make_array(aty)(context, builder, arr).data
+    return builder.gep(data, [builder.zext(off, _I64) if off.type.width < 64 else off])
+
+
+def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
+    """The tile function ``name`` in ``module`` (defined once per module)."""
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    P = T.as_pointer()
+    params = [_I64, P]                       # kc, A
+    if a_mode == "strided":
+        params += [_I64, _I64]               # sam, sak
+    params.append(P)                         # B (or the conv planes x)
+    if b_mode == "shifted":
+        params += [_I64.as_pointer(), _I64, _I64]   # offs, xb0, xb1
+    params += [P, _I64, ir.IntType(1)]      # C, ldc, first
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    args = list(fn.args)
+    kc, A = args[0], args[1]
+    rest = args[2:]
+    if a_mode == "strided":
+        sam, sak = rest[0], rest[1]
+        rest = rest[2:]
+    B = rest[0]
+    rest = rest[1:]
+    if b_mode == "shifted":
+        offs, xb0, xb1 = rest[0], rest[1], rest[2]
+        rest = rest[3:]
+    C, ldc, first = rest
+
+    V = ir.VectorType(T, LANES)
+    VP = V.as_pointer()
+    align = 8 if isinstance(T, ir.DoubleType) else 4   # element alignment: loads are unaligned
+    zero = ir.Constant(V, [ir.Constant(T, 0.0)] * LANES)
+    splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+    undef = ir.Constant(V, ir.Undefined)
+
+    entry = fn.append_basic_block("entry")
+    loop = fn.append_basic_block("loop")
+    done = fn.append_basic_block("done")
+    b = ir.IRBuilder(entry)
+    zero64 = ir.Constant(_I64, 0)
+    b.cbranch(b.icmp_unsigned("!=", kc, zero64), loop, done)
+
+    b.position_at_end(loop)
+    k = b.phi(_I64, "k")
+    accs = [[b.phi(V) for _ in range(NV)] for _ in range(MR)]
+    # A elements, broadcast
+    avs = []
+    for i in range(MR):
+        if a_mode == "packed":
+            off = b.add(b.mul(k, ir.Constant(_I64, MR)), ir.Constant(_I64, i))
+        else:
+            off = b.add(b.mul(k, sak), b.mul(ir.Constant(_I64, i), sam))
+        a = b.load(b.gep(A, [off]), align=align)
+        avs.append(b.shuffle_vector(b.insert_element(undef, a, ir.Constant(ir.IntType(32), 0)),
+                                    undef, splat_mask))
+    # B vectors
+    bvs = []
+    if b_mode == "packed":
+        base = b.mul(k, ir.Constant(_I64, NV * LANES))
+        for v in range(NV):
+            p = b.gep(B, [b.add(base, ir.Constant(_I64, v * LANES))])
+            bvs.append(b.load(b.bitcast(p, VP), align=align))
+    else:
+        q = b.load(b.gep(offs, [k]), align=8)
+        for xb in (xb0, xb1):
+            p = b.gep(B, [b.add(q, xb)])
+            bvs.append(b.load(b.bitcast(p, VP), align=align))
+    new = [[b.fadd(b.fmul(avs[i], bvs[v], flags=_CONTRACT), accs[i][v], flags=_CONTRACT)
+            for v in range(NV)] for i in range(MR)]
+    k1 = b.add(k, ir.Constant(_I64, 1))
+    k.add_incoming(zero64, entry)
+    k.add_incoming(k1, loop)
+    for i in range(MR):
+        for v in range(NV):
+            accs[i][v].add_incoming(zero, entry)
+            accs[i][v].add_incoming(new[i][v], loop)
+    b.cbranch(b.icmp_unsigned("<", k1, kc), loop, done)
+
+    b.position_at_end(done)
+    fin = [[b.phi(V) for _ in range(NV)] for _ in range(MR)]
+    for i in range(MR):
+        for v in range(NV):
+            fin[i][v].add_incoming(zero, entry)
+            fin[i][v].add_incoming(new[i][v], loop)
+    ptrs = []
+    for i in range(MR):
+        row = b.gep(C, [b.mul(ir.Constant(_I64, i), ldc)])
+        ptrs.append([b.bitcast(b.gep(row, [ir.Constant(_I64, v * LANES)]), VP)
+                     for v in range(NV)])
+    with b.if_else(first) as (then, otherwise):
+        with then:
+            for i in range(MR):
+                for v in range(NV):
+                    b.store(fin[i][v], ptrs[i][v], align=align)
+        with otherwise:
+            for i in range(MR):
+                for v in range(NV):
+                    old = b.load(ptrs[i][v], align=align)
+                    b.store(b.fadd(old, fin[i][v], flags=_CONTRACT), ptrs[i][v], align=align)
+    b.ret_void()
+    return fn
+
+
+@functools.lru_cache(maxsize=None)
+def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: str = "packed"):
+    """The micro-kernel intrinsic for one tile shape and operand layout (see the module doc).
+
+    Call forms (ints of any width, arrays 1-d of one float dtype, offsets in elements):
+
+    - packed A: ``t(kc, A, ao, B, bo, C, co, ldc, first)``
+    - strided A: ``t(kc, A, ao, sam, sak, B, bo, C, co, ldc, first)``
+    - shifted B: ``..., x, offs, oo, xb0, xb1, C, co, ldc, first`` in place of ``B, bo``.
+    """
+    assert a_mode in ("packed", "strided") and b_mode in ("packed", "shifted")
+    if b_mode == "shifted":
+        assert NV == 2
+
+    def impl(argtys):
+        arrs = [t for t in argtys if isinstance(t, types.Array)]
+        if not arrs or any(t.ndim != 1 for t in arrs):
+            return None
+        fl = [t for t in arrs if isinstance(t.dtype, types.Float)]
+        dt = fl[0].dtype
+        sig = types.none(*argtys)
+
+        def codegen(context, builder, signature, args):
+            T = context.get_value_type(dt)
+            name = (f"jk_tile_{dt}_{MR}x{NV}x{LANES}_{a_mode}_{b_mode}")
+            tys = list(signature.args)
+            vals = list(args)
+
+            def take(n):
+                out = list(zip(tys[:n], vals[:n]))
+                del tys[:n], vals[:n]
+                return out
+
+            def i64(tv):
+                t, v = tv
+                return context.cast(builder, v, t, types.int64)
+
+            (kct, kcv), = take(1)
+            call = [context.cast(builder, kcv, kct, types.int64)]
+            (at, av), ao = take(2)
+            if a_mode == "strided":
+                sam, sak = take(2)
+                call += [_elem_ptr(context, builder, at, av, i64(ao)), i64(sam), i64(sak)]
+            else:
+                call.append(_elem_ptr(context, builder, at, av, i64(ao)))
+            if b_mode == "shifted":
+                (xt, xv), (ot, ov), oo, xb0, xb1 = take(5)
+                call += [_elem_ptr(context, builder, xt, xv, ir.Constant(_I64, 0)),
+                         _elem_ptr(context, builder, ot, ov, i64(oo)), i64(xb0), i64(xb1)]
+            else:
+                (bt, bv), bo = take(2)
+                call.append(_elem_ptr(context, builder, bt, bv, i64(bo)))
+            (ct, cv), co, ldc, (ft, fv) = take(4)
+            call += [_elem_ptr(context, builder, ct, cv, i64(co)), i64(ldc),
+                     context.cast(builder, fv, ft, types.boolean)]
+            fn = _define(builder.module, name, T, MR, NV, LANES, a_mode, b_mode)
+            builder.call(fn, call)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    # (Numba's intrinsics take a fixed parameter list: one typer per call form)
+    if b_mode == "shifted":
+        def tile(typingctx, kc, A, ao, x, offs, oo, xb0, xb1, C, co, ldc, first):
+            return impl((kc, A, ao, x, offs, oo, xb0, xb1, C, co, ldc, first))
+    elif a_mode == "strided":
+        def tile(typingctx, kc, A, ao, sam, sak, B, bo, C, co, ldc, first):
+            return impl((kc, A, ao, sam, sak, B, bo, C, co, ldc, first))
+    else:
+        def tile(typingctx, kc, A, ao, B, bo, C, co, ldc, first):
+            return impl((kc, A, ao, B, bo, C, co, ldc, first))
+    return intrinsic(tile)
+
