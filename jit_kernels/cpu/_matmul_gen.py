@@ -21,14 +21,15 @@
 
 The explicit micro-kernels compile in milliseconds and are not inlined into their callers
 (``_simd``); the SLP-compiled scalar form they replace took seconds to compile, and again in
-every driver that inlined it.  ``copy_run`` (the implicit-gemm packers' copy), ``udot`` and the
-Winograd transforms are still scalar source that ``jit_kernels.cpu.matmul`` compiles eagerly
-with ``numba.config.SLP_VECTORIZE`` on, then disables further compiles of (callers compiled
-later, SLP off, inline their vectorised IR; a call with other argument types -- a literal
+every driver that inlined it.  So are ``udot`` (the conv weight gradient's dot-product block)
+and ``copy_run`` (the implicit-gemm packers' vector-block copy).  The Winograd transforms are
+still scalar source that ``jit_kernels.cpu.matmul`` compiles eagerly with
+``numba.config.SLP_VECTORIZE`` on, then disables further compiles of (callers compiled later,
+SLP off, inline their vectorised IR; a call with other argument types -- a literal
 ``0``/``True`` is typed as a ``Literal`` -- would compile a new, scalar specialisation).
-They index their operands with unsigned offsets, element by element: a slice per operand and
+The generated code indexes with unsigned offsets, element by element: a slice per operand and
 step (Python's wrap of a negative start and clamping, about eight scalar instructions each)
-left ``udot`` front-end bound at ~70 scalar instructions per 16 FMAs.
+left the scalar ``udot`` front-end bound at ~70 scalar instructions per 16 FMAs.
 """
 from __future__ import annotations
 
@@ -61,113 +62,30 @@ def _ukx() -> list:
             "    tile_ukx(kc, Ap, ao, x, offs, oo, xb0, xb1, C, co, ldc, first)"]
 
 
-def _copy_run(V: int) -> list:
-    """``copy_run(dst, d, src, s, n)``: dst[d:d+n] = src[s:s+n] (uint64 offsets) in blocks of
-    V, each V loads into locals then V stores (the last block overlapping the one before, so a
-    run of V or more has no scalar tail).  Compiled with SLP on like ``uk`` (each block one
-    vector load and store); the loads come first because the arrays may alias as far as LLVM
-    knows, which would keep SLP from moving a load above a store."""
-    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
-         "def copy_run(dst, d, src, s, n):",
-         f"    uv = uint64({V})",
-         "    if n < uv:",
-         "        for f in range(n):",
-         "            dst[d + f] = src[s + f]",
-         "        return",
-         "    e = uint64(0)",
-         "    while True:",
-         "        if e + uv > n:",
-         "            e = n - uv"]
-    L += ["        p = s + e", "        q = d + e"]
-    L += [f"        v{k} = src[p + uint64({k})]" for k in range(V)]
-    L += [f"        dst[q + uint64({k})] = v{k}" for k in range(V)]
-    L += ["        e += uv",
-          "        if e >= n:",
-          "            return"]
-    return L
+def _copy_run() -> list:
+    """``copy_run(dst, d, src, s, n)``: dst[d:d+n] = src[s:s+n] (uint64 offsets) in vector
+    blocks, the last overlapping the one before (``_simd.copy_kernel``)."""
+    return ["@njit(cache=True, error_model='numpy', nogil=True)",
+            "def copy_run(dst, d, src, s, n):",
+            "    vcopy(dst, d, src, s, n)"]
 
 
 #: the dot-product micro-kernel's block (``conv_wdot`` passes its 4 + 4 row offsets by name)
 DOT_MO = DOT_MK = 4
 
 
-def _udot(MO: int, MK: int, V: int) -> list:
+def _udot(MO: int, MK: int) -> list:
     """``udot``: the dot-product micro-kernel of the conv weight gradient (``conv_wdot``): an
-    MO x MK block of V-lane accumulators (``c{a}_{b}_{e}``, loaded from and stored back to
-    ``acc[ao:]``) summing ``g`` row a times ``x`` row b, V positions at a time, over ``nch``
-    vectors of each of ``nb`` samples (row offsets ``g{a}``/``x{b}``, sample strides
-    ``sg``/``sx``).  Both operands are contiguous along the positions, so nothing is packed;
-    SLP turns each accumulator's V lanes into one vector FMA (no reassociation: each lane sums
-    in order)."""
+    MO x MK block of one-vector accumulators (loaded from and stored back to ``acc[ao:]``)
+    summing ``g`` row a times ``x`` row b lane by lane, over ``nch`` vectors of each of ``nb``
+    samples (row offsets ``g{a}``/``x{b}``, sample strides ``sg``/``sx``): the explicit vector
+    kernel ``_simd.dot_kernel`` (one FMA per vector, each lane summed in order).  Both
+    operands are contiguous along the positions, so nothing is packed."""
     gs = ", ".join(f"g{a}" for a in range(MO))
     xs = ", ".join(f"x{b}" for b in range(MK))
-    L = ["@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)",
-         f"def udot(g, {gs}, sg, x, {xs}, sx, nb, nch, acc, ao):"]
-    for a in range(MO):
-        for b in range(MK):
-            o = (a * MK + b) * V
-            L.append(f"    As = acc[ao + {o}:ao + {o + V}]")
-            L.append("    " + "; ".join(f"c{a}_{b}_{e} = As[{e}]" for e in range(V)))
-    # unsigned offsets and element loads, not slices: a slice per operand row and vector
-    # (Python's negative-start wrap and clamping) was ~70 scalar instructions per 16 FMAs
-    L += [f"    uv = uint64({V})",
-          "    for n in range(uint64(nb)):"]
-    for a in range(MO):
-        L.append(f"        G{a} = uint64(g{a}) + n * uint64(sg)")
-    for b in range(MK):
-        L.append(f"        X{b} = uint64(x{b}) + n * uint64(sx)")
-    L += ["        for q in range(uint64(nch)):",
-          "            p = q * uv"]
-    for a in range(MO):
-        L.append(f"            pg{a} = G{a} + p")
-    for b in range(MK):
-        L.append(f"            px{b} = X{b} + p")
-    for a in range(MO):
-        L.append("            " + "; ".join(f"u{a}_{e} = g[pg{a} + uint64({e})]" for e in range(V)))
-    for b in range(MK):
-        L.append("            " + "; ".join(f"v{b}_{e} = x[px{b} + uint64({e})]" for e in range(V)))
-    for a in range(MO):
-        for b in range(MK):
-            L.append("            " + "; ".join(f"c{a}_{b}_{e} += u{a}_{e} * v{b}_{e}"
-                                                 for e in range(V)))
-    for a in range(MO):
-        for b in range(MK):
-            o = (a * MK + b) * V
-            L.append(f"    As = acc[ao + {o}:ao + {o + V}]")
-            L.append("    " + "; ".join(f"As[{e}] = c{a}_{b}_{e}" for e in range(V)))
-    return L
-
-
-def _udot_loop(MO: int, MK: int, V: int) -> list:
-    """``udot_loop``: ``udot``'s sums one (g row, x row) pair at a time, its V lanes in V
-    scalar accumulators (registers, where lanes summed in ``acc`` itself were held back by
-    the possible aliasing of ``acc`` with g and x, far slower than ``udot``): each lane adds
-    the same products in the same order (an FMA each, ``contract`` as ``udot``), so the same
-    bits.  SLP-compiled as ``udot`` (one vector FMA per row pair), it compiles in a fraction
-    of the time ``udot`` (SLP over MO x MK x V accumulators) takes, so ``conv_wdot_loop`` on it
-    serves while ``udot`` builds in the background."""
-    gs = ", ".join(f"g{a}" for a in range(MO))
-    xs = ", ".join(f"x{b}" for b in range(MK))
-    L = ["@njit(cache=True, error_model='numpy', fastmath={'contract'}, nogil=True)",
-         f"def udot_loop(g, {gs}, sg, x, {xs}, sx, nb, nch, acc, ao):",
-         f"    gr = ({gs},)",
-         f"    xr = ({xs},)",
-         "    for a in range(DMO):",
-         "        for b in range(DMK):",
-         "            o = ao + (a * DMK + b) * DV",
-         "            " + "; ".join(f"c{e} = acc[o + {e}]" for e in range(V)),
-         # unsigned offsets, as ``udot``: a signed index is wrapped if negative at every load
-         "            for n in range(uint64(nb)):",
-         "                G = uint64(gr[a]) + n * uint64(sg)",
-         "                X = uint64(xr[b]) + n * uint64(sx)",
-         "                for q in range(uint64(nch)):",
-         "                    pg = G + q * uint64(DV)",
-         "                    px = X + q * uint64(DV)"]
-    L += ["                    " + "; ".join(f"c{e} += g[pg + uint64({e})] * x[px + uint64({e})]"
-                                             for e in range(e0, min(V, e0 + 4)))
-          for e0 in range(0, V, 4)]
-    L.append("            " + "; ".join(f"acc[o + {e}] = c{e}" for e in range(V)))
-    return L
+    return ["@njit(cache=True, error_model='numpy', nogil=True)",
+            f"def udot(g, {gs}, sg, x, {xs}, sx, nb, nch, acc, ao):",
+            f"    vdot(g, {gs}, sg, x, {xs}, sx, nb, nch, acc, ao)"]
 
 
 _DRIVER = '''
@@ -839,16 +757,15 @@ DMK = {DMK}
 DV = {DV}
 '''
 
-# The driver, rendered twice: ``conv_wdot`` (parallel, on the SLP-compiled ``udot``) and
-# ``conv_wdot_loop`` (serial, on ``udot_loop``): the stand-in while the first builds in the
-# background (``matmul.dot_now``).  A task's sums do not depend on how many tasks there are,
-# and ``udot_loop`` sums each lane as ``udot`` does, so the two give the same bits.
+# The driver, rendered twice: ``conv_wdot`` (parallel) and ``conv_wdot_loop`` (serial): the
+# stand-in while the first builds in the background (``matmul.dot_now``).  A task's sums do
+# not depend on how many tasks there are, so the two give the same bits.
 _WDOT_DRIVER = '''
 
 @njit(cache=True, error_model='numpy', nogil=True, parallel={PAR})
 def {NAME}(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax, ntask):
     # ``ntask`` tasks, each over a range of blocks of DMK rows k; per block of nbmax samples,
-    # ``{UDOT}`` for each of its k blocks and each block of DMO rows o: the samples' g rows stay
+    # ``udot`` for each of its k blocks and each block of DMO rows o: the samples' g rows stay
     # in cache across the task's k blocks (k blocks as the outer loop re-read all of g from
     # memory once per block: at 8x8, 36 times).  Rows past O or K at the edges repeat the last
     # one and are not stored.  Each sum: the DV lanes as a fixed pairwise tree (a shorter
@@ -882,7 +799,7 @@ def {NAME}(g, x, c, acc, N, O, Cp, kh, dh, hp, ow, nbmax, ntask):
                 for ot in range(noo):
                     for a in range(DMO):
                         gs[a] = n0 * sg + min(ot * DMO + a, O - 1) * L
-                    {UDOT}(g, gs[0], gs[1], gs[2], gs[3], sg, x, xs[q, 0] + n0 * sx,
+                    udot(g, gs[0], gs[1], gs[2], gs[3], sg, x, xs[q, 0] + n0 * sx,
                          xs[q, 1] + n0 * sx, xs[q, 2] + n0 * sx, xs[q, 3] + n0 * sx, sx, nb, nch,
                          acc, (kt * noo + ot) * T)
         for kt in range(kt0, kt1):
@@ -1187,18 +1104,19 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
              f"tile_uk = tile_kernel({MR}, 2, {V})",
              f"tile_ukn = tile_kernel({MR}, 1, {V})  # (the narrow path's: one vector wide)",
              f"tile_ukd = tile_kernel({MR}, 1, {V}, 'strided')",
-             f"tile_ukx = tile_kernel({MR}, 2, {V}, 'packed', 'shifted')", "", ""]
+             f"tile_ukx = tile_kernel({MR}, 2, {V}, 'packed', 'shifted')",
+             "from jit_kernels.cpu._simd import copy_kernel, dot_kernel",
+             f"vcopy = copy_kernel({V})",
+             f"vdot = dot_kernel({DOT_MO}, {DOT_MK}, {V})", "", ""]
     ukn = _uk("ukn", "tile_ukn")
     lanesum = _tree_sum([f"acc[q + {e}]" for e in range(V)])
     body = (head + _uk("uk", "tile_uk") + ["", ""] + ukn + ["", ""] + _ukd() + ["", ""]
             + _ukx() + ["", ""]
-            + _copy_run(V) + ["", ""]
-            + _udot(DOT_MO, DOT_MK, V) + ["", ""] + _win_in(V) + ["", ""] + _win_out(V)
+            + _copy_run() + ["", ""]
+            + _udot(DOT_MO, DOT_MK) + ["", ""] + _win_in(V) + ["", ""] + _win_out(V)
             + ["", ""] + _win_pool(V))
     return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
-            + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V) + "\n\n"
-            + "\n".join(_udot_loop(DOT_MO, DOT_MK, V)) + "\n"
-            + "".join(_WDOT_DRIVER.format(NAME=name, PAR=par, UDOT=udot, LANESUM=lanesum)
-                      for name, par, udot in (("conv_wdot", True, "udot"),
-                                              ("conv_wdot_loop", False, "udot_loop")))
+            + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V)
+            + "".join(_WDOT_DRIVER.format(NAME=name, PAR=par, LANESUM=lanesum)
+                      for name, par in (("conv_wdot", True), ("conv_wdot_loop", False)))
             + _NARROW + _WINO)

@@ -27,6 +27,7 @@ import functools
 
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 _I64 = ir.IntType(64)
@@ -217,3 +218,153 @@ def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: st
             return impl((kc, A, ao, B, bo, C, co, ldc, first))
     return intrinsic(tile)
 
+
+
+def _define_dot(module, name, T, MO, MK, LANES):
+    """The dot-block function ``name``: ``acc[(a*MK + b)*LANES + e] += sum over n < nb and
+    q < nch of g[ga + n*sg + q*LANES + e] * x[xb + n*sx + q*LANES + e]`` for the MO g rows and
+    MK x rows, each lane summed in (n, q) order with one FMA per step."""
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    P = T.as_pointer()
+    params = [P] + [_I64] * MO + [_I64, P] + [_I64] * MK + [_I64, _I64, _I64, P]
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    args = list(fn.args)
+    g, goffs, sg = args[0], args[1:1 + MO], args[1 + MO]
+    x, xoffs, sx = args[2 + MO], args[3 + MO:3 + MO + MK], args[3 + MO + MK]
+    nb, nch, acc = args[4 + MO + MK], args[5 + MO + MK], args[6 + MO + MK]
+    V = ir.VectorType(T, LANES)
+    VP = V.as_pointer()
+    align = 8 if isinstance(T, ir.DoubleType) else 4
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    cells = []   # the accumulators in stack slots (promoted to registers by LLVM's mem2reg)
+    for a in range(MO):
+        for c in range(MK):
+            p = b.bitcast(b.gep(acc, [ir.Constant(_I64, (a * MK + c) * LANES)]), VP)
+            slot = b.alloca(V)
+            b.store(b.load(p, align=align), slot)
+            cells.append((slot, p))
+    with cgutils.for_range(b, nb) as outer:
+        n = outer.index
+        gr = [b.add(o, b.mul(n, sg)) for o in goffs]
+        xr = [b.add(o, b.mul(n, sx)) for o in xoffs]
+        with cgutils.for_range(b, nch) as inner:
+            p = b.mul(inner.index, ir.Constant(_I64, LANES))
+            us = [b.load(b.bitcast(b.gep(g, [b.add(r, p)]), VP), align=align) for r in gr]
+            vs = [b.load(b.bitcast(b.gep(x, [b.add(r, p)]), VP), align=align) for r in xr]
+            for a in range(MO):
+                for c in range(MK):
+                    slot = cells[a * MK + c][0]
+                    prod = b.fmul(us[a], vs[c], flags=_CONTRACT)
+                    b.store(b.fadd(prod, b.load(slot), flags=_CONTRACT), slot)
+    for slot, p in cells:
+        b.store(b.load(slot), p, align=align)
+    b.ret_void()
+    return fn
+
+
+@functools.lru_cache(maxsize=None)
+def dot_kernel(MO: int, MK: int, LANES: int):
+    """The conv weight gradient's dot-block micro-kernel (``_matmul_gen``'s ``udot``) as an
+    intrinsic: ``d(g, g0, .., g{MO-1}, sg, x, x0, .., x{MK-1}, sx, nb, nch, acc, ao)`` adds to
+    each of the MO x MK LANES-wide accumulators at ``acc[ao:]`` the lane-wise products of g
+    row a and x row b (rows at ``g{a} + n*sg`` and ``x{b} + n*sx`` for sample n < nb, nch
+    vectors each), one FMA per vector, in (sample, vector) order."""
+    assert MO == 4 and MK == 4, "the call form below names four g rows and four x rows"
+
+    @intrinsic
+    def dot(typingctx, g, g0, g1, g2, g3, sg, x, x0, x1, x2, x3, sx, nb, nch, acc, ao):
+        if not (isinstance(g, types.Array) and isinstance(g.dtype, types.Float)):
+            return None
+        dt = g.dtype
+        sig = types.none(g, g0, g1, g2, g3, sg, x, x0, x1, x2, x3, sx, nb, nch, acc, ao)
+
+        def codegen(context, builder, signature, args):
+            tys = signature.args
+
+            def i64(k):
+                return context.cast(builder, args[k], tys[k], types.int64)
+
+            zero = ir.Constant(_I64, 0)
+            call = ([_elem_ptr(context, builder, tys[0], args[0], zero)]
+                    + [i64(k) for k in range(1, 6)]
+                    + [_elem_ptr(context, builder, tys[6], args[6], zero)]
+                    + [i64(k) for k in range(7, 14)]
+                    + [_elem_ptr(context, builder, tys[14], args[14], i64(15))])
+            fn = _define_dot(builder.module, f"jk_dot_{dt}_{MO}x{MK}x{LANES}",
+                             context.get_value_type(dt), MO, MK, LANES)
+            builder.call(fn, call)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return dot
+
+
+def _define_copy(module, name, T, LANES):
+    """``dst[0:n] = src[0:n]``: LANES-wide vector blocks (the last overlapping the one before,
+    so a run of at least LANES has no scalar tail), element by element below LANES."""
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    P = T.as_pointer()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [P, P, _I64]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    dst, src, n = fn.args
+    V = ir.VectorType(T, LANES)
+    VP = V.as_pointer()
+    align = 8 if isinstance(T, ir.DoubleType) else 4
+    uv = ir.Constant(_I64, LANES)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    with b.if_else(b.icmp_unsigned("<", n, uv)) as (short, long):
+        with short:
+            with cgutils.for_range(b, n) as loop:
+                b.store(b.load(b.gep(src, [loop.index]), align=align),
+                        b.gep(dst, [loop.index]), align=align)
+        with long:
+            nblk = b.udiv(b.add(n, ir.Constant(_I64, LANES - 1)), uv)
+            last = b.sub(n, uv)
+            with cgutils.for_range(b, nblk) as loop:
+                e = b.mul(loop.index, uv)
+                e = b.select(b.icmp_unsigned(">", e, last), last, e)
+                v = b.load(b.bitcast(b.gep(src, [e]), VP), align=align)
+                b.store(v, b.bitcast(b.gep(dst, [e]), VP), align=align)
+    b.ret_void()
+    return fn
+
+
+@functools.lru_cache(maxsize=None)
+def copy_kernel(LANES: int):
+    """``c(dst, d, src, s, n)``: ``dst[d:d+n] = src[s:s+n]`` (unchecked offsets) in LANES-wide
+    vector blocks, the last one overlapping the block before (the implicit-gemm packers' copy:
+    their runs are mostly a few vectors long).  The arrays must not overlap."""
+
+    @intrinsic
+    def copy(typingctx, dst, d, src, s, n):
+        if not (isinstance(dst, types.Array) and isinstance(src, types.Array)
+                and dst.dtype == src.dtype):
+            return None
+        dt = dst.dtype
+        sig = types.none(dst, d, src, s, n)
+
+        def codegen(context, builder, signature, args):
+            tys = signature.args
+
+            def i64(k):
+                return context.cast(builder, args[k], tys[k], types.int64)
+
+            fn = _define_copy(builder.module, f"jk_copy_{dt}_{LANES}",
+                              context.get_value_type(dt), LANES)
+            builder.call(fn, [_elem_ptr(context, builder, tys[0], args[0], i64(1)),
+                              _elem_ptr(context, builder, tys[2], args[2], i64(3)), i64(4)])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return copy

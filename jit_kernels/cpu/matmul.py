@@ -26,8 +26,8 @@ switch changes no bit, only the speed (slower meanwhile).  ``warmup()`` waits fo
 every driver.
 
 K = 0 gives zeros.  SLP is off in Numba by default (an LLVM miscompile); ``_slp_compile``
-switches it on only around the eager compile of the few kernels still written as scalar
-source for it (the packers' ``copy_run``, ``udot``, the Winograd transforms), then disables
+switches it on only around the eager compile of the kernels still written as scalar source
+for it (the Winograd transforms), then disables
 further compiles of them so no scalar specialisation can appear.  Importing this module
 compiles nothing.
 """
@@ -124,12 +124,8 @@ _GEMM_LOCK = threading.Lock()
 
 
 def _gemm_module(dtype):
-    """The generated gemm module for ``dtype`` with ``copy_run`` compiled (or loaded from
-    the cache), in this thread; its drivers are compiled on first use (``_driver``).
-
-    Only ``copy_run`` is compiled here, with ``numba.config.SLP_VECTORIZE`` on (see
-    ``_matmul_gen``); the micro-kernels are explicit vector code that the drivers call.
-    """
+    """The generated gemm module for ``dtype`` (compiles nothing); its drivers are compiled
+    on first use (``_driver``)."""
     return once(_GEMM, _GEMM_LOCK, dtype, _build_gemm)
 
 
@@ -235,19 +231,9 @@ def _slp_compile(*kernels):
 def _build_gemm(dtype):
     from jit_kernels.codegen import load_generated_module
 
-    mod = load_generated_module(_gemm_source(dtype)[0], f"cpu_gemm_{dtype.name}")
-    with build_lock(f"{_gemm_source(dtype)[1]}.uk"):   # (one process builds, the others load)
-        _build_micro_kernels(mod, *_types(dtype))
-    return mod
-
-
-def _build_micro_kernels(mod, T, A, i):
-    # the register-tile micro-kernels (uk, ukn, ukd, ukx) are explicit vector code
-    # (``_simd``) and compile as their callers do; only the conv packers' vector-block copy
-    # relies on SLP
-    import numba
-    u = numba.uint64
-    _slp_compile((mod.copy_run, (A, u, A, u, u)))
+    # the micro-kernels (``uk``, ``ukx``, ``udot``, ``copy_run``, ...) are explicit vector
+    # code (``_simd``): they compile with the drivers that call them
+    return load_generated_module(_gemm_source(dtype)[0], f"cpu_gemm_{dtype.name}")
 
 
 def _build_wino_transforms(mod, T, A, i):
@@ -265,16 +251,15 @@ _DOT_LOCK = threading.Lock()
 
 def dot_module(dtype):
     """The gemm module for ``dtype`` with the conv weight gradient's dot-product kernel
-    ``conv_wdot`` ready, compiled (or loaded) in this thread: its micro-kernel ``udot`` with
-    SLP on, as ``uk``, then the driver."""
+    ``conv_wdot`` ready, compiled (or loaded) in this thread."""
     return once(_DOT, _DOT_LOCK, dtype, _build_dot)
 
 
 def dot_now(dtype):
     """The gemm module with ``conv_wdot`` ready if it can be had without compiling in this
-    process now, else None: from an empty cache the first call sends its build (``uk`` and
-    ``udot`` with SLP, a long compile) to the background worker, and the caller runs
-    ``dot_standin``'s ``conv_wdot_loop`` (the same bits) until it is done."""
+    process now, else None: from an empty cache the first call sends its build (the parallel
+    driver: seconds) to the background worker, and the caller runs ``dot_standin``'s serial
+    ``conv_wdot_loop`` (the same bits) until it is done."""
     if dtype in _DOT:
         return _DOT[dtype]
     if _background.submit(_job(dtype, "dot"),
@@ -284,19 +269,15 @@ def dot_now(dtype):
 
 
 def dot_standin(dtype):
-    """The generated gemm module for ``dtype`` with ``conv_wdot_loop`` ready (its micro-kernel
-    ``udot_loop`` with SLP on, then the serial driver: a far shorter compile from cold than
-    ``conv_wdot``'s), without building the gemm's own micro-kernels."""
+    """The generated gemm module for ``dtype`` with ``conv_wdot_loop`` ready (the serial
+    driver: a far shorter compile from cold than the parallel ``conv_wdot``'s)."""
     return once(_DOT_STANDIN, _DOT_LOCK, dtype, _build_dot_standin)
 
 
 def _build_dot_standin(dtype):
     from jit_kernels.codegen import load_generated_module
     mod = load_generated_module(_gemm_source(dtype)[0], f"cpu_gemm_{dtype.name}")
-    micro, driver = _dot_signatures(dtype)
-    # the micro-kernel first: compiled inside the driver's compile it would get no SLP
-    _slp_compile((mod.udot_loop, micro))
-    mod.conv_wdot_loop.compile(driver)
+    mod.conv_wdot_loop.compile(_dot_signature(dtype))
     return mod
 
 
@@ -305,21 +286,16 @@ def _build_dot_named(dtype_name: str) -> None:
     dot_module(np.dtype(dtype_name))
 
 
-def _dot_signatures(dtype):
-    """(micro-kernel, driver) signatures of ``udot``/``udot_loop`` and
-    ``conv_wdot``/``conv_wdot_loop``."""
+def _dot_signature(dtype):
+    """The signature of ``conv_wdot``/``conv_wdot_loop``: g, x, c, acc, 9 ints."""
     T, A, i = _types(dtype)
-    # udot: g, 4 row offsets, sg, x, 4 row offsets, sx, nb, nch, acc, ao;
-    # conv_wdot: g, x, c, acc, 9 ints
-    return (A,) + (i,) * 5 + (A,) + (i,) * 7 + (A, i), (A,) * 4 + (i,) * 9
+    return (A,) * 4 + (i,) * 9
 
 
 def _build_dot(dtype):
     mod = _gemm_module(dtype)
-    micro, driver = _dot_signatures(dtype)
     with build_lock(_job(dtype, "dot")):
-        _slp_compile((mod.udot, micro))
-        mod.conv_wdot.compile(driver)
+        mod.conv_wdot.compile(_dot_signature(dtype))
     _background.mark_ready(_job(dtype, "dot"))
     return mod
 
