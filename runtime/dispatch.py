@@ -8,8 +8,11 @@ devices implement ``execute`` themselves and call their inner device's, or ``dis
 for a composite's parts.
 
 Three caches keep decisions between calls, each keyed by the operand signature: ``_FAST``
-(``FastEntry``: the prepared kernel of an attr-less unary/binary op), ``_INFER`` and
-``_RULES`` (``Decided``: a rule's plan, for attr-less ops and for ops with attrs).
+(``FastEntry``: the prepared kernel of an attr-less unary/binary op or matmul, or of a view),
+``_INFER`` and ``_RULES`` (``Decided``: a rule's plan, for attr-less ops and for ops with
+attrs).  ``fast_unary``/``fast_binary`` make front ends that run a cached decision before
+their own argument handling; ``dispatch_view`` is the entry of view ops with one attr.  Any
+change to the catalogue empties the caches.
 """
 from __future__ import annotations
 
@@ -419,8 +422,9 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, plan):
     scalars, in call order; every operand, scalars included, is passed to ``fn``; ``plan``: the
     rule's plan for them).
 
-    Attr-less unary/binary ops get the kernel set's prepared kernel; every other op a closure
-    over ``spec.kernel`` with the stand-ins, attrs and plan bound.  ``fn`` returns the output
+    Attr-less unary/binary ops get the kernel set's prepared kernel, a view op (lowering
+    "view") its kernel-set method with the attr bound; every other op a closure over
+    ``spec.kernel`` with the stand-ins, attrs and plan bound.  ``fn`` returns the output
     payload and raises IndexError as the kernels do."""
     ks = kernels_for_kind(device.kind)
     kernel = spec.kernel
@@ -447,6 +451,13 @@ def plain_step(device: PlainDevice, spec: OpSpec, operands, attrs, plan):
         fn = _prepared_fn(spec, ks, device, metas, plan)
         if fn is not None:
             return fn
+    if kq == "view" and len(metas) == 1 and len(attrs) == 1:
+        # the kernel set's method of the op's name on the payload and the one attr's value
+        method, (value,) = getattr(ks, name), attrs.values()
+
+        def vstep(x):
+            return method(x, value)
+        return vstep
     if kq == "reduce" and len(metas) == 1:
         reduce, axes, keepdims, onp = ks.reduce, attrs["axes"], attrs["keepdims"], plan.dtype.np
 

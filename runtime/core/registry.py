@@ -72,7 +72,9 @@ class OpSpec:
     # ``unary``/``binary``/``reduce`` call for this op (dispatch may then call prepared
     # kernels); "matmul" when it is the kernel set's ``matmul`` on the operands as batches of
     # matrices (two matrices of the result dtype may then take the prepared ``matmul_fn``);
-    # "composite" for a generated lowering of ``decompose``
+    # "view" when it is the kernel set's method of the op's name on the payload and the
+    # record's one attr (``permute``: ``ks.permute(x, axes)``); "composite" for a generated
+    # lowering of ``decompose``
     lowering: Optional[str] = None
     # ``decompose(args, attrs) -> Tensor`` writes the op with other catalogue ops through the
     # front end.  Recording devices (capture) call it, so captured graphs, ONNX export and

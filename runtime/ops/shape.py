@@ -114,7 +114,8 @@ register(OpSpec("reshape", "shape", _infer_reshape,
                 backward=_grad_reshape, onnx="Reshape", onnx_lower=_onnx_reshape))
 register(OpSpec("permute", "shape", _infer_permute,
                 lambda ks, p, a, at, plan, dev: ks.permute(p[0], tuple(at["axes"])),
-                backward=_grad_permute, onnx="Transpose", onnx_lower=_onnx_permute))
+                backward=_grad_permute, onnx="Transpose", onnx_lower=_onnx_permute,
+                lowering="view"))
 register(OpSpec("expand", "shape", _infer_expand,
                 lambda ks, p, a, at, plan, dev: ks.expand(p[0], tuple(at["shape"])),
                 backward=_grad_expand, onnx="Expand", onnx_lower=_onnx_expand))
