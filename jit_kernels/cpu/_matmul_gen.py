@@ -21,15 +21,13 @@
 
 The explicit micro-kernels compile in milliseconds and are not inlined into their callers
 (``_simd``); the SLP-compiled scalar form they replace took seconds to compile, and again in
-every driver that inlined it.  So are ``udot`` (the conv weight gradient's dot-product block)
-and ``copy_run`` (the implicit-gemm packers' vector-block copy).  The Winograd transforms are
-still scalar source that ``jit_kernels.cpu.matmul`` compiles eagerly with
-``numba.config.SLP_VECTORIZE`` on, then disables further compiles of (callers compiled later,
-SLP off, inline their vectorised IR; a call with other argument types -- a literal
-``0``/``True`` is typed as a ``Literal`` -- would compile a new, scalar specialisation).
-The generated code indexes with unsigned offsets, element by element: a slice per operand and
-step (Python's wrap of a negative start and clamping, about eight scalar instructions each)
-left the scalar ``udot`` front-end bound at ~70 scalar instructions per 16 FMAs.
+every driver that inlined it.  So are ``udot`` (the conv weight gradient's dot-product
+block), ``copy_run`` (the implicit-gemm packers' vector-block copy) and the Winograd
+transforms: nothing here needs LLVM's SLP vectoriser (off in Numba by default: a known
+miscompile).  The generated code indexes with unsigned offsets, element by element: a slice
+per operand and step (Python's wrap of a negative start and clamping, about eight scalar
+instructions each) left the scalar ``udot`` front-end bound at ~70 scalar instructions per 16
+FMAs.
 """
 from __future__ import annotations
 
@@ -211,8 +209,7 @@ def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T, jr0, jr1):
         for ir in range(nir):
             mv = min(MR, mc - ir * MR)
             co = coff + ir * MR * ldc + jr * NR
-            # One call site with non-literal argument types: the caller must hit the one
-            # SLP-compiled specialisation of ``uk`` (its dispatcher refuses to compile more).
+            # One call site with non-literal argument types: one specialisation of ``uk``.
             D, do, dl, f = tile_dest(c, co, ldc, first, T, mv == MR and nv == NR)
             uk(kc, Ap, aoff + ir * kc * MR, Bp, jr * kc * NR, D, do, dl, f, zero)
             if mv < MR or nv < NR:
@@ -831,90 +828,15 @@ def _tree_sum(terms: list) -> str:
     return f"({_tree_sum(terms[:h])} + {_tree_sum(terms[h:])})"
 
 
-def _win_in(V: int) -> list:
-    """``win_in(Xt, qs, l0, Vb, vo, cn)``: the input transform B^T d B of V lanes: patch element
-    k (4i + j) of lane l at ``Xt[qs[k] + l0 + l]``, transformed element xi at ``Vb[vo + xi*cn + l]``.
-    Straight-line code per lane, compiled with SLP on (``wino_fwd``'s lane loop did not
-    vectorise: 32 pointers of unknown distance were too many for LLVM's runtime alias
-    checks); all loads come first, so SLP need not prove Xt and Vb apart."""
-    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
-         "def win_in(Xt, qs, l0, Vb, vo, cn):"]
-    L += [f"    q{k} = uint64(qs[{k}]) + l0" for k in range(16)]
-    for ln in range(V):
-        L += [f"    d{k}_{ln} = Xt[q{k} + uint64({ln})]" for k in range(16)]
-    rows = [("{a}0", "-", "{a}2"), ("{a}1", "+", "{a}2"), ("{a}2", "-", "{a}1"),
-            ("{a}1", "-", "{a}3")]
-    for ln in range(V):
-        d = [[f"d{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
-        e = [[f"e{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
-        # B^T d: rows (d0 - d2, d1 + d2, d2 - d1, d1 - d3), then the same on columns
-        for j in range(4):
-            for i, (p, op, q) in enumerate(rows):
-                L.append(f"    {e[i][j]} = {d[int(p[-1])][j]} {op} {d[int(q[-1])][j]}")
-        for i in range(4):
-            for j, (p, op, q) in enumerate(rows):
-                L.append(f"    v{4 * i + j}_{ln} = {e[i][int(p[-1])]} {op} {e[i][int(q[-1])]}")
-    for xi in range(16):
-        L.append(f"    o = vo + uint64({xi}) * cn")
-        L += [f"    Vb[o + uint64({ln})] = v{xi}_{ln}" for ln in range(V)]
-    return L
-
-
-def _win_loads(V: int) -> list:
-    """The 16 transformed elements of V lanes, ``m{xi}_{l} = Mb[q + xi*mn + l]`` (loads first)."""
-    L = [f"    p{xi} = q + uint64({xi}) * mn" for xi in range(16)]
-    for ln in range(V):
-        L += [f"    m{xi}_{ln} = Mb[p{xi} + uint64({ln})]" for xi in range(16)]
-    return L
-
-
-def _win_tile(ln: int) -> list:
-    """Lane ``ln``'s output transform A^T m A + bv: its 2x2 tile ``r{i}{j}_{ln}``."""
-    m = [[f"m{4 * i + j}_{ln}" for j in range(4)] for i in range(4)]
+def _wino() -> list:
+    """``win_in``, ``win_out`` and ``win_pool``: the Winograd F(2x2, 3x3) transforms of V tiles
+    at once (``_simd.wino_kernels``; their call forms are documented there)."""
     L = []
-    # A^T m: rows (m0 + m1 + m2, m1 - m2 - m3), then the same on columns
-    for j in range(4):
-        L.append(f"    s0{j}_{ln} = {m[0][j]} + {m[1][j]} + {m[2][j]}")
-        L.append(f"    s1{j}_{ln} = {m[1][j]} - {m[2][j]} - {m[3][j]}")
-    for i in range(2):
-        L.append(f"    r{i}0_{ln} = s{i}0_{ln} + s{i}1_{ln} + s{i}2_{ln} + bv")
-        L.append(f"    r{i}1_{ln} = s{i}1_{ln} - s{i}2_{ln} - s{i}3_{ln} + bv")
-    return L
-
-
-def _win_out(V: int) -> list:
-    """``win_out(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c)``: the output transform A^T m A (+
-    ``bv``) of V lanes: element xi of lane l at ``Mb[q + xi*mn + l]``; the tile's first row at
-    ``Yt[y0 + l]`` and ``Yt[y0 + NR + l]``, its second at ``y1`` likewise (``two_r``/``two_c``:
-    whether the second row/column lies inside the output).  As ``win_in``: straight-line, SLP,
-    loads first."""
-    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
-         "def win_out(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c):"]
-    L += _win_loads(V)
-    for ln in range(V):
-        L += _win_tile(ln)
-    L += [f"    Yt[y0 + uint64({ln})] = r00_{ln}" for ln in range(V)]
-    L.append("    if two_c:")
-    L += [f"        Yt[y0 + uint64({ln} + NR)] = r01_{ln}" for ln in range(V)]
-    L.append("    if two_r:")
-    L += [f"        Yt[y1 + uint64({ln})] = r10_{ln}" for ln in range(V)]
-    L.append("        if two_c:")
-    L += [f"            Yt[y1 + uint64({ln} + NR)] = r11_{ln}" for ln in range(V)]
-    return L
-
-
-def _win_pool(V: int) -> list:
-    """``win_pool(Mb, q, mn, Yt, y0, bv, zero)``: ``win_out``'s 2x2 outputs (+ ``bv``) of V
-    lanes reduced as ``max_pool2d_relu`` reduces a 2x2 window (the row maxima, then theirs,
-    NaN-propagating; then relu) into ``Yt[y0 + l]``: a pool whose windows are the tiles."""
-    L = ["@njit(cache=True, error_model='numpy', nogil=True)",
-         "def win_pool(Mb, q, mn, Yt, y0, bv, zero):"]
-    L += _win_loads(V)
-    for ln in range(V):
-        L += [x for x in _win_tile(ln) if not x.lstrip().startswith("#")]
-        L.append(f"    h_{ln} = fmax_nan(fmax_nan(r00_{ln}, r01_{ln}), fmax_nan(r10_{ln}, r11_{ln}))")
-        L.append(f"    g_{ln} = zero if h_{ln} < zero else h_{ln}")
-    L += [f"    Yt[y0 + uint64({ln})] = g_{ln}" for ln in range(V)]
+    for name, args in (("win_in", "Xt, qs, l0, Vb, vo, cn"),
+                       ("win_out", "Mb, q, mn, Yt, y0, y1, bv, two_r, two_c"),
+                       ("win_pool", "Mb, q, mn, Yt, y0, bv, zero")):
+        L += ["@njit(cache=True, error_model='numpy', nogil=True)",
+              f"def {name}({args}):", f"    v{name}({args})", "", ""]
     return L
 
 
@@ -943,7 +865,7 @@ def narrow_rows(a, ao, sam, sak, Bp, bp0, c, co, M, N, K, zero, ir0, ir1, Ap, T)
     for ir in range(ir0, ir1):
         r0 = ir * MR
         mv = min(MR, M - r0)
-        # one call site each with non-literal arguments (the one SLP-compiled specialisation)
+        # one call site each with non-literal arguments (one specialisation each)
         if mv == MR:      # A read in place
             ukd(K, a, ao + r0 * sam, sam, sak, Bp, bp0, T, z, V + z, z == z, zero)
         else:             # the last, partial panel: packed (zero rows past M)
@@ -1062,7 +984,6 @@ def wino_fwd(u, x, y, bias, hasb, pool, N, C, H, W, O, pt, pl, oh, ow, ntask, ze
                             qs[k] = ZOFF if offs[k] < 0 else cb + offs[k]
                         for h in range(NR // V):
                             win_in(Xt, qs, uint64(h * V), Vb, uint64(c * NR + h * V), cn)
-                    # one call site (the one SLP-compiled specialisation of ``uk``, see ``macro``)
                     for xi in range(16):
                         for ir in range(nir):
                             for pc in range(0, C, KC):
@@ -1107,14 +1028,15 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
              f"tile_ukx = tile_kernel({MR}, 2, {V}, 'packed', 'shifted')",
              "from jit_kernels.cpu._simd import copy_kernel, dot_kernel",
              f"vcopy = copy_kernel({V})",
-             f"vdot = dot_kernel({DOT_MO}, {DOT_MK}, {V})", "", ""]
+             f"vdot = dot_kernel({DOT_MO}, {DOT_MK}, {V})",
+             "from jit_kernels.cpu._simd import wino_kernels",
+             f"vwin_in, vwin_out, vwin_pool = wino_kernels({V}, {NR})", "", ""]
     ukn = _uk("ukn", "tile_ukn")
     lanesum = _tree_sum([f"acc[q + {e}]" for e in range(V)])
     body = (head + _uk("uk", "tile_uk") + ["", ""] + ukn + ["", ""] + _ukd() + ["", ""]
             + _ukx() + ["", ""]
             + _copy_run() + ["", ""]
-            + _udot(DOT_MO, DOT_MK) + ["", ""] + _win_in(V) + ["", ""] + _win_out(V)
-            + ["", ""] + _win_pool(V))
+            + _udot(DOT_MO, DOT_MK) + ["", ""] + _wino())
     return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
             + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V)
             + "".join(_WDOT_DRIVER.format(NAME=name, PAR=par, LANESUM=lanesum)

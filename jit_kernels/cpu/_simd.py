@@ -368,3 +368,189 @@ def copy_kernel(LANES: int):
         return sig, codegen
 
     return copy
+
+
+# -- the Winograd F(2x2, 3x3) transforms (``_matmul_gen``'s ``wino_fwd``), LANES tiles at once --
+# Each scalar operation of the scalar form becomes one vector operation, in the same order and
+# without fast-math flags, so each lane has the bits the scalar code gave it.
+
+_WIN_ROWS = ((0, "-", 2), (1, "+", 2), (2, "-", 1), (1, "-", 3))   # B^T's rows
+
+
+def _op(b, op, x, y):
+    return b.fadd(x, y) if op == "+" else b.fsub(x, y)
+
+
+def _win_fn(module, name, T, params):
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn, None
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
+def _vload(b, P, off, VP, align):
+    return b.load(b.bitcast(b.gep(P, [off]), VP), align=align)
+
+
+def _vstore(b, v, P, off, VP, align):
+    b.store(v, b.bitcast(b.gep(P, [off]), VP), align=align)
+
+
+def _win_tiles(b, m, bv):
+    """A^T m A + bv of the 4 x 4 vectors ``m``: the 2 x 2 vectors r[i][j]."""
+    s = [[None] * 4 for _ in range(2)]
+    for j in range(4):
+        s[0][j] = b.fadd(b.fadd(m[0][j], m[1][j]), m[2][j])
+        s[1][j] = b.fsub(b.fsub(m[1][j], m[2][j]), m[3][j])
+    return [[b.fadd(b.fadd(b.fadd(s[i][0], s[i][1]), s[i][2]), bv),
+             b.fadd(b.fsub(b.fsub(s[i][1], s[i][2]), s[i][3]), bv)] for i in range(2)]
+
+
+def _splat(b, x, V, LANES):
+    undef = ir.Constant(V, ir.Undefined)
+    mask = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+    return b.shuffle_vector(b.insert_element(undef, x, ir.Constant(ir.IntType(32), 0)),
+                            undef, mask)
+
+
+def _define_win(module, which, T, LANES, NR):
+    name = f"jk_win_{which}_{T}_{LANES}_{NR}".replace(" ", "")
+    P = T.as_pointer()
+    V = ir.VectorType(T, LANES)
+    VP = V.as_pointer()
+    align = 8 if isinstance(T, ir.DoubleType) else 4
+    if which == "in":      # Xt, qs (16 offsets), Vb, cn
+        fn, b = _win_fn(module, name, T, [P, _I64.as_pointer(), P, _I64])
+        if b is None:
+            return fn
+        Xt, qs, Vb, cn = fn.args
+        d = [[_vload(b, Xt, b.load(b.gep(qs, [ir.Constant(_I64, 4 * i + j)]), align=8), VP, align)
+              for j in range(4)] for i in range(4)]
+        e = [[_op(b, op, d[p][j], d[q][j]) for j in range(4)] for (p, op, q) in _WIN_ROWS]
+        for i in range(4):
+            for j, (p, op, q) in enumerate(_WIN_ROWS):
+                _vstore(b, _op(b, op, e[i][p], e[i][q]), Vb,
+                        b.mul(ir.Constant(_I64, 4 * i + j), cn), VP, align)
+        b.ret_void()
+        return fn
+    # out / pool: Mb (at q), mn, Yt, ...
+    if which == "out":     # Mb, mn, Yt (at y0), y1 - y0, bv, two_r, two_c
+        fn, b = _win_fn(module, name, T, [P, _I64, P, _I64, T, ir.IntType(1), ir.IntType(1)])
+    else:                  # Mb, mn, Yt (at y0), bv, zero
+        fn, b = _win_fn(module, name, T, [P, _I64, P, T, T])
+    if b is None:
+        return fn
+    Mb, mn = fn.args[0], fn.args[1]
+    m = [[_vload(b, Mb, b.mul(ir.Constant(_I64, 4 * i + j), mn), VP, align) for j in range(4)]
+         for i in range(4)]
+    if which == "out":
+        Yt, dy, bv, two_r, two_c = fn.args[2:]
+        r = _win_tiles(b, m, _splat(b, bv, V, LANES))
+        nr = ir.Constant(_I64, NR)
+        _vstore(b, r[0][0], Yt, ir.Constant(_I64, 0), VP, align)
+        with b.if_then(two_c):
+            _vstore(b, r[0][1], Yt, nr, VP, align)
+        with b.if_then(two_r):
+            _vstore(b, r[1][0], Yt, dy, VP, align)
+            with b.if_then(two_c):
+                _vstore(b, r[1][1], Yt, b.add(dy, nr), VP, align)
+    else:
+        Yt, bv, zero = fn.args[2:]
+        r = _win_tiles(b, m, _splat(b, bv, V, LANES))
+        mx = cgutils.get_or_insert_function(
+            module, ir.FunctionType(V, [V, V]), f"llvm.maximum.v{LANES}f{T.intrinsic_name[1:]}")
+        h = b.call(mx, [b.call(mx, [r[0][0], r[0][1]]), b.call(mx, [r[1][0], r[1][1]])])
+        z = _splat(b, zero, V, LANES)
+        _vstore(b, b.select(b.fcmp_ordered("<", h, z), z, h), Yt, ir.Constant(_I64, 0), VP,
+                align)
+    b.ret_void()
+    return fn
+
+
+@functools.lru_cache(maxsize=None)
+def wino_kernels(LANES: int, NR: int):
+    """The Winograd transforms of LANES tiles at once, as intrinsics (call forms as the
+    scalar ``win_in``/``win_out``/``win_pool`` of ``_matmul_gen``; offsets in elements):
+
+    - ``win_in(Xt, qs, l0, Vb, vo, cn)``: B^T d B, patch element k of lane l at
+      ``Xt[qs[k] + l0 + l]``, transformed element xi at ``Vb[vo + xi*cn + l]``;
+    - ``win_out(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c)``: A^T m A + bv, element xi at
+      ``Mb[q + xi*mn + l]``, the tile's rows at ``Yt[y0 + l]`` / ``Yt[y0 + NR + l]`` and at
+      ``y1`` likewise (the second row/column only where ``two_r``/``two_c``);
+    - ``win_pool(Mb, q, mn, Yt, y0, bv, zero)``: the 2x2 outputs reduced as ``max_pool2d_relu``
+      reduces a window (NaN-propagating maxima of the rows, then of those, then relu).
+    """
+
+    def ptr(context, builder, tys, args, k, off=None):
+        o = ir.Constant(_I64, 0) if off is None else off
+        return _elem_ptr(context, builder, tys[k], args[k], o)
+
+    def i64(context, builder, tys, args, k):
+        return context.cast(builder, args[k], tys[k], types.int64)
+
+    def floats(*arrs):
+        return all(isinstance(a, types.Array) and isinstance(a.dtype, types.Float) for a in arrs)
+
+    @intrinsic
+    def win_in(typingctx, Xt, qs, l0, Vb, vo, cn):
+        if not floats(Xt, Vb):
+            return None
+
+        def codegen(context, builder, sig, args):
+            t = sig.args
+            T = context.get_value_type(Xt.dtype)
+            fn = _define_win(builder.module, "in", T, LANES, NR)
+            builder.call(fn, [ptr(context, builder, t, args, 0, i64(context, builder, t, args, 2)),
+                              ptr(context, builder, t, args, 1),
+                              ptr(context, builder, t, args, 3, i64(context, builder, t, args, 4)),
+                              i64(context, builder, t, args, 5)])
+            return context.get_dummy_value()
+
+        return types.none(Xt, qs, l0, Vb, vo, cn), codegen
+
+    @intrinsic
+    def win_out(typingctx, Mb, q, mn, Yt, y0, y1, bv, two_r, two_c):
+        if not floats(Mb, Yt):
+            return None
+        dt = Mb.dtype
+
+        def codegen(context, builder, sig, args):
+            t = sig.args
+            T = context.get_value_type(dt)
+            fn = _define_win(builder.module, "out", T, LANES, NR)
+            y0v = i64(context, builder, t, args, 4)
+            builder.call(fn, [ptr(context, builder, t, args, 0, i64(context, builder, t, args, 1)),
+                              i64(context, builder, t, args, 2),
+                              ptr(context, builder, t, args, 3, y0v),
+                              builder.sub(i64(context, builder, t, args, 5), y0v),
+                              context.cast(builder, args[6], t[6], dt),
+                              context.cast(builder, args[7], t[7], types.boolean),
+                              context.cast(builder, args[8], t[8], types.boolean)])
+            return context.get_dummy_value()
+
+        return types.none(Mb, q, mn, Yt, y0, y1, bv, two_r, two_c), codegen
+
+    @intrinsic
+    def win_pool(typingctx, Mb, q, mn, Yt, y0, bv, zero):
+        if not floats(Mb, Yt):
+            return None
+        dt = Mb.dtype
+
+        def codegen(context, builder, sig, args):
+            t = sig.args
+            T = context.get_value_type(dt)
+            fn = _define_win(builder.module, "pool", T, LANES, NR)
+            builder.call(fn, [ptr(context, builder, t, args, 0, i64(context, builder, t, args, 1)),
+                              i64(context, builder, t, args, 2),
+                              ptr(context, builder, t, args, 3, i64(context, builder, t, args, 4)),
+                              context.cast(builder, args[5], t[5], dt),
+                              context.cast(builder, args[6], t[6], dt)])
+            return context.get_dummy_value()
+
+        return types.none(Mb, q, mn, Yt, y0, bv, zero), codegen
+
+    return win_in, win_out, win_pool

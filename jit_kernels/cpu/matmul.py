@@ -25,11 +25,7 @@ each output in the gemm's order (an FMA chain per KC block, the blocks added in 
 switch changes no bit, only the speed (slower meanwhile).  ``warmup()`` waits for
 every driver.
 
-K = 0 gives zeros.  SLP is off in Numba by default (an LLVM miscompile); ``_slp_compile``
-switches it on only around the eager compile of the kernels still written as scalar source
-for it (the Winograd transforms), then disables
-further compiles of them so no scalar specialisation can appear.  Importing this module
-compiles nothing.
+K = 0 gives zeros.  Importing this module compiles nothing.
 """
 from __future__ import annotations
 
@@ -139,8 +135,6 @@ def _driver(dtype, name):
     mod = _gemm_module(dtype)
     if (dtype, name) not in _DRIVERS:
         with _GEMM_LOCK, build_lock(f"{_gemm_source(dtype)[1]}.{name}"):
-            if name == "wino_fwd":   # its SLP-compiled transforms first
-                _build_wino_transforms(mod, *_types(dtype))
             getattr(mod, name).compile(_signature(dtype, name))
             _DRIVERS.add((dtype, name))
             _background.mark_ready(_job(dtype, name))
@@ -210,38 +204,12 @@ def _build_gemm_named(what: str) -> None:
     _driver(np.dtype(dt), driver)
 
 
-def _slp_compile(*kernels):
-    """Compile (or load) each ``(dispatcher, signature)`` with ``numba.config.SLP_VECTORIZE``
-    on, then disable further compiles of them: callers compiled later (SLP off) inline this
-    vectorised code, and a second, scalar specialisation must never appear."""
-    import numba
-    old = numba.config.SLP_VECTORIZE
-    numba.config.SLP_VECTORIZE = 1
-    try:
-        # A cache hit loads the SLP-compiled machine code (and its optimised IR, which the
-        # drivers inline); a miss compiles it here, with SLP on.
-        for disp, sig in kernels:
-            disp.compile(sig)
-    finally:
-        numba.config.SLP_VECTORIZE = old
-    for disp, _ in kernels:
-        disp.disable_compile()
-
-
 def _build_gemm(dtype):
     from jit_kernels.codegen import load_generated_module
 
     # the micro-kernels (``uk``, ``ukx``, ``udot``, ``copy_run``, ...) are explicit vector
     # code (``_simd``): they compile with the drivers that call them
     return load_generated_module(_gemm_source(dtype)[0], f"cpu_gemm_{dtype.name}")
-
-
-def _build_wino_transforms(mod, T, A, i):
-    import numba
-    u = numba.uint64
-    _slp_compile((mod.win_in, (A, numba.int64[::1], u, A, u, u)),
-                 (mod.win_out, (A, u, u, A, u, u, T, numba.boolean, numba.boolean)),
-                 (mod.win_pool, (A, u, u, A, u, T, T)))
 
 
 _DOT: dict = {}
