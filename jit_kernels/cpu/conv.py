@@ -20,7 +20,10 @@ every col2im task writes its own plane only, so it needs no atomics and sums in 
 loop is a plain (vectorisable) copy or add, with no per-element bounds test; each task slices
 its arrays once per (row, sample) and indexes inside with unsigned ints (signed indices get a
 negative-index test that stops the copy vectorising; a slice per image row cost more than the
-copy on 8x8 images).  ``swap01`` turns (A, B, L) into (B, A, L), plus a bias along A.
+copy on 8x8 images).  ``swap01`` turns (A, B, L) into (B, A, L), plus a bias along A.  ``_im2col_b`` and ``_swap01``
+call a serial per-row body from their ``prange`` loop; a serial twin runs the same rows in
+order (the same bits) while the ``prange`` variant builds in the background
+(``_background.parallel_ready``).
 Operands are made C-contiguous first (one specialisation per dtype); outputs come from the
 caching allocator.
 """
@@ -33,6 +36,7 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from jit_kernels.cpu import _matmul_gen, _pool
+from jit_kernels.cpu._background import parallel_ready
 
 
 @njit(cache=True)
@@ -43,46 +47,60 @@ def _span(off, s, n_in, n_out):
     return lo, max(lo, hi)
 
 
+@njit(error_model="numpy")
+def _im2col_row(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, r):
+    """Row ``r`` = (c, i, j) of ``_im2col_b``'s columns, for every sample."""
+    L = oh * ow
+    HW = H * W
+    c = r // (kh * kw)
+    ij = r - c * (kh * kw)
+    i = ij // kw
+    j = ij - i * kw
+    xoff = j * dw - pl
+    lo, hi = _span(xoff, sw, W, ow)
+    ulo, uhi, uow = uint64(lo), uint64(hi), uint64(ow)
+    for n in range(N):
+        ob = (r * N + n) * L
+        dst = out[ob:ob + L]
+        xb = (n * C + c) * HW
+        img = x[xb:xb + HW]
+        for oy in range(oh):
+            o = uint64(oy * ow)
+            iy = oy * sh - pt + i * dh
+            if iy < 0 or iy >= H:
+                for ox in range(uow):
+                    dst[o + ox] = 0
+                continue
+            for ox in range(ulo):
+                dst[o + ox] = 0
+            if sw == 1:
+                src = uint64(iy * W + xoff + lo)
+                d = o + ulo
+                for k in range(uhi - ulo):
+                    dst[d + k] = img[src + k]
+            else:
+                for ox in range(lo, hi):
+                    dst[o + uint64(ox)] = img[uint64(iy * W + xoff + ox * sw)]
+            for ox in range(uhi, uow):
+                dst[o + ox] = 0
+
+
 @njit(cache=True, parallel=True, error_model="numpy")
 def _im2col_b(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
     """Batched columns into flat ``out`` (C*kh*kw, N*oh*ow) from flat ``x`` (N, C, H, W); one
     prange task per row (c, i, j).  Per (row, n) one slice of each array and unsigned indices
     inside it (signed ones get a negative-index test that stops the copy vectorising; a slice
     per image row costs more than the copy on small images)."""
-    L = oh * ow
-    HW = H * W
     for r in prange(C * kh * kw):
-        c = r // (kh * kw)
-        ij = r - c * (kh * kw)
-        i = ij // kw
-        j = ij - i * kw
-        xoff = j * dw - pl
-        lo, hi = _span(xoff, sw, W, ow)
-        ulo, uhi, uow = uint64(lo), uint64(hi), uint64(ow)
-        for n in range(N):
-            ob = (r * N + n) * L
-            dst = out[ob:ob + L]
-            xb = (n * C + c) * HW
-            img = x[xb:xb + HW]
-            for oy in range(oh):
-                o = uint64(oy * ow)
-                iy = oy * sh - pt + i * dh
-                if iy < 0 or iy >= H:
-                    for ox in range(uow):
-                        dst[o + ox] = 0
-                    continue
-                for ox in range(ulo):
-                    dst[o + ox] = 0
-                if sw == 1:
-                    src = uint64(iy * W + xoff + lo)
-                    d = o + ulo
-                    for k in range(uhi - ulo):
-                        dst[d + k] = img[src + k]
-                else:
-                    for ox in range(lo, hi):
-                        dst[o + uint64(ox)] = img[uint64(iy * W + xoff + ox * sw)]
-                for ox in range(uhi, uow):
-                    dst[o + ox] = 0
+        _im2col_row(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, r)
+
+
+@njit(cache=True, error_model="numpy")
+def _im2col_b_serial(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
+    """``_im2col_b``'s rows one after another (the same bits; it serves while ``_im2col_b``
+    builds in the background)."""
+    for r in range(C * kh * kw):
+        _im2col_row(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, r)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -121,23 +139,38 @@ def _col2im_b(cols, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
                             plane[uint64(iy * W + xoff + ox * sw)] += src[o + uint64(ox)]
 
 
+@njit(error_model="numpy")
+def _swap01_row(x, out, bias, has_bias, t):
+    """Output row ``t`` = (b, a) of ``_swap01``."""
+    A = x.shape[0]
+    L = x.shape[2]
+    b = t // A
+    a = t - b * A
+    src = x[a, b]
+    dst = out[b, a]
+    if has_bias:
+        v = bias[a]
+        for k in range(L):
+            dst[k] = src[k] + v
+    else:
+        for k in range(L):
+            dst[k] = src[k]
+
+
 @njit(cache=True, parallel=True, error_model="numpy")
 def _swap01(x, out, bias, has_bias):
     """``out[b, a, :] = x[a, b, :]`` (+ ``bias[a]``): one prange task per output (b, a) row, a
     contiguous copy of ``L`` elements."""
-    A, B, L = x.shape
-    for t in prange(B * A):
-        b = t // A
-        a = t - b * A
-        src = x[a, b]
-        dst = out[b, a]
-        if has_bias:
-            v = bias[a]
-            for k in range(L):
-                dst[k] = src[k] + v
-        else:
-            for k in range(L):
-                dst[k] = src[k]
+    for t in prange(x.shape[1] * x.shape[0]):
+        _swap01_row(x, out, bias, has_bias, t)
+
+
+@njit(cache=True, error_model="numpy")
+def _swap01_serial(x, out, bias, has_bias):
+    """``_swap01``'s rows one after another (the same bits; see ``_im2col_b_serial``)."""
+    for t in range(x.shape[1] * x.shape[0]):
+        _swap01_row(x, out, bias, has_bias, t)
+
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _shift_rows(x, out, N, C, H, W, kw, pt, pl, dw, hp, ow):
@@ -280,8 +313,9 @@ def im2col_batched(x, kernel, stride, padding, dilation, grid):
     out = _pool.empty((C * kh * kw, N * oh * ow), x.dtype)
     if out.size:
         N, C, H, W = x.shape
-        _im2col_b(_contiguous(x).reshape(-1), out.reshape(-1), N, C, H, W, kh, kw, *stride,
-                  *padding, *dilation, oh, ow)
+        args = (_contiguous(x).reshape(-1), out.reshape(-1), N, C, H, W, kh, kw, *stride,
+                *padding, *dilation, oh, ow)
+        (_im2col_b if parallel_ready(_im2col_b, args) else _im2col_b_serial)(*args)
     return out
 
 
@@ -307,7 +341,8 @@ def swap01(x, bias=None):
     out = _pool.empty((B, A, L), x.dtype)
     if out.size:
         b = x[:1, 0, 0] if bias is None else _contiguous(bias).astype(x.dtype, copy=False)
-        _swap01(_contiguous(x), out, b, bias is not None)
+        args = (_contiguous(x), out, b, bias is not None)
+        (_swap01 if parallel_ready(_swap01, args) else _swap01_serial)(*args)
     return out
 
 

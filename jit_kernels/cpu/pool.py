@@ -15,6 +15,9 @@ window over its columns; the backward finds the argmax again that way, so the ta
 index tensor.  Average sums in float64.  The common 2x2/stride-2 max pool over even planes has
 kernels of its own (``_max2_fwd``/``_max2_bwd``, prange over blocks of row pairs, two
 vectorised passes; the backward writes every gradient position once, no zeroing and scatter).
+Each of those two is a serial task body called from a ``prange`` loop; a serial twin runs the
+same tasks in order (the same bits) while the ``prange`` variant builds in the background
+(``_background.parallel_ready``).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from numba import njit, prange, types
 from numba.extending import overload
 
 from jit_kernels.cpu import _pool, scalar_math as sm
+from jit_kernels.cpu._background import parallel_ready
 from jit_kernels.cpu._layout import nthreads
 
 
@@ -197,61 +201,96 @@ def _max2_rows_bwd(hm, hk, gs, gxs, nr, K, zero):
             gxs[2 * u + 1] = vb if hk[u] else zero
 
 
+@njit(inline="always")
+def _max2_grid(R, OW, nt):
+    """(row pairs per block, blocks, tasks) of the 2x2 kernels over R row pairs."""
+    blk = max(1, _BLOCK // (2 * OW))
+    nb = (R + blk - 1) // blk
+    return blk, nb, max(1, min(nb, 4 * nt))
+
+
+@njit
+def _max2_fwd_task(x, OW, out, relu, zero, R, blk, nb, nch, ci):
+    """Task ``ci`` of ``nch`` of the 2x2 max pool: its blocks of ``blk`` row pairs."""
+    h = np.empty(2 * OW * blk, x.dtype)
+    for b in range(ci * nb // nch, (ci + 1) * nb // nch):
+        r0 = b * blk
+        r1 = min(R, r0 + blk)
+        n = 2 * OW * (r1 - r0)
+        xs = x[4 * OW * r0:4 * OW * r1]
+        for k in range(n):
+            h[k] = _mx(xs[2 * k], xs[2 * k + 1])
+        o = out[OW * r0:OW * r1]
+        if OW == 2:         # a constant width: the loop over r vectorises (see above)
+            _max2_rows(h, o, r1 - r0, 2, relu, zero)
+        elif OW == 4:
+            _max2_rows(h, o, r1 - r0, 4, relu, zero)
+        elif OW == 1:
+            _max2_rows(h, o, r1 - r0, 1, relu, zero)
+        else:
+            _max2_rows(h, o, r1 - r0, OW, relu, zero)
+
+
 @njit(parallel=True, cache=True)
 def _max2_fwd(x, OW, out, nt, relu, zero):
     # ``relu``: each maximum m stored as relu's kernel has it (``zero if m < zero else m``)
     R = out.shape[0] // OW                   # row pairs
-    blk = max(1, _BLOCK // (2 * OW))         # row pairs per block
-    nb = (R + blk - 1) // blk
-    nch = max(1, min(nb, 4 * nt))
+    blk, nb, nch = _max2_grid(R, OW, nt)
     for ci in prange(nch):
-        h = np.empty(2 * OW * blk, x.dtype)
-        for b in range(ci * nb // nch, (ci + 1) * nb // nch):
-            r0 = b * blk
-            r1 = min(R, r0 + blk)
-            n = 2 * OW * (r1 - r0)
-            xs = x[4 * OW * r0:4 * OW * r1]
-            for k in range(n):
-                h[k] = _mx(xs[2 * k], xs[2 * k + 1])
-            o = out[OW * r0:OW * r1]
-            if OW == 2:         # a constant width: the loop over r vectorises (see above)
-                _max2_rows(h, o, r1 - r0, 2, relu, zero)
-            elif OW == 4:
-                _max2_rows(h, o, r1 - r0, 4, relu, zero)
-            elif OW == 1:
-                _max2_rows(h, o, r1 - r0, 1, relu, zero)
-            else:
-                _max2_rows(h, o, r1 - r0, OW, relu, zero)
+        _max2_fwd_task(x, OW, out, relu, zero, R, blk, nb, nch, ci)
+
+
+@njit(cache=True)
+def _max2_fwd_serial(x, OW, out, nt, relu, zero):
+    """``_max2_fwd``'s tasks one after another (the same bits; it serves while ``_max2_fwd``
+    builds in the background)."""
+    R = out.shape[0] // OW
+    blk, nb, nch = _max2_grid(R, OW, nt)
+    for ci in range(nch):
+        _max2_fwd_task(x, OW, out, relu, zero, R, blk, nb, nch, ci)
+
+
+@njit
+def _max2_bwd_task(x, g, OW, gx, R, blk, nb, nch, ci):
+    """Task ``ci`` of ``nch`` of the 2x2 max pool's backward: its blocks of row pairs."""
+    zero = gx.dtype.type(0)
+    hm = np.empty(2 * OW * blk, x.dtype)
+    hk = np.empty(2 * OW * blk, np.bool_)
+    for b in range(ci * nb // nch, (ci + 1) * nb // nch):
+        r0 = b * blk
+        r1 = min(R, r0 + blk)
+        n = 2 * OW * (r1 - r0)
+        xs = x[4 * OW * r0:4 * OW * r1]
+        for k in range(n):            # horizontal pairs: the right tap wins?
+            a, c = xs[2 * k], xs[2 * k + 1]
+            right = _take(a, c)
+            hm[k] = c if right else a
+            hk[k] = right
+        gs = g[OW * r0:OW * r1]
+        gxs = gx[4 * OW * r0:4 * OW * r1]
+        if OW == 2:         # (a constant width 4 measured slower than the loop below)
+            _max2_rows_bwd(hm, hk, gs, gxs, r1 - r0, 2, zero)
+        elif OW == 1:
+            _max2_rows_bwd(hm, hk, gs, gxs, r1 - r0, 1, zero)
+        else:
+            _max2_rows_bwd(hm, hk, gs, gxs, r1 - r0, OW, zero)
 
 
 @njit(parallel=True, cache=True)
 def _max2_bwd(x, g, OW, gx, nt):
     R = g.shape[0] // OW
-    blk = max(1, _BLOCK // (2 * OW))
-    nb = (R + blk - 1) // blk
-    nch = max(1, min(nb, 4 * nt))
-    zero = gx.dtype.type(0)
+    blk, nb, nch = _max2_grid(R, OW, nt)
     for ci in prange(nch):
-        hm = np.empty(2 * OW * blk, x.dtype)
-        hk = np.empty(2 * OW * blk, np.bool_)
-        for b in range(ci * nb // nch, (ci + 1) * nb // nch):
-            r0 = b * blk
-            r1 = min(R, r0 + blk)
-            n = 2 * OW * (r1 - r0)
-            xs = x[4 * OW * r0:4 * OW * r1]
-            for k in range(n):            # horizontal pairs: the right tap wins?
-                a, c = xs[2 * k], xs[2 * k + 1]
-                right = _take(a, c)
-                hm[k] = c if right else a
-                hk[k] = right
-            gs = g[OW * r0:OW * r1]
-            gxs = gx[4 * OW * r0:4 * OW * r1]
-            if OW == 2:         # (a constant width 4 measured slower than the loop below)
-                _max2_rows_bwd(hm, hk, gs, gxs, r1 - r0, 2, zero)
-            elif OW == 1:
-                _max2_rows_bwd(hm, hk, gs, gxs, r1 - r0, 1, zero)
-            else:
-                _max2_rows_bwd(hm, hk, gs, gxs, r1 - r0, OW, zero)
+        _max2_bwd_task(x, g, OW, gx, R, blk, nb, nch, ci)
+
+
+@njit(cache=True)
+def _max2_bwd_serial(x, g, OW, gx, nt):
+    """``_max2_bwd``'s tasks one after another (the same bits; see ``_max2_fwd_serial``)."""
+    R = g.shape[0] // OW
+    blk, nb, nch = _max2_grid(R, OW, nt)
+    for ci in range(nch):
+        _max2_bwd_task(x, g, OW, gx, R, blk, nb, nch, ci)
 
 
 _TWO_BY_TWO: dict = {}
@@ -273,6 +312,12 @@ def _is_2x2(rows, cols, H, W):
         _TWO_BY_TWO.clear()
     _TWO_BY_TWO[key] = (rows[0], cols[0], bool(ok))
     return bool(ok)
+
+
+def _max2(par, serial, args):
+    """Run a 2x2 kernel: its ``prange`` variant, or while that builds in the background its
+    serial twin (the same tasks in order: the same bits)."""
+    (par if parallel_ready(par, args) else serial)(*args)
 
 
 def _flat(x):
@@ -365,7 +410,8 @@ def max_pool2d(x, rows, cols, want_indices):
     shape = (n, c, oh, ow)
     out = _out(n, c, oh, ow, x.dtype)
     if not want_indices and x.dtype.kind == "f" and _is_2x2(rows, cols, H, W):
-        _max2_fwd(_flat(x), ow, out.reshape(-1), nthreads(), False, x.dtype.type(0))
+        _max2(_max2_fwd, _max2_fwd_serial,
+              (_flat(x), ow, out.reshape(-1), nthreads(), False, x.dtype.type(0)))
         return out.reshape(shape), None
     if not want_indices:
         _max_values(_planes(x), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), out, nthreads())
@@ -384,7 +430,8 @@ def max_pool2d_relu(x, rows, cols):
         return None
     ow = len(cols[0])
     out = _out(n, c, len(rows[0]), ow, x.dtype)
-    _max2_fwd(_flat(x), ow, out.reshape(-1), nthreads(), True, x.dtype.type(0))
+    _max2(_max2_fwd, _max2_fwd_serial,
+          (_flat(x), ow, out.reshape(-1), nthreads(), True, x.dtype.type(0)))
     return out.reshape(n, c, len(rows[0]), ow)
 
 
@@ -394,7 +441,8 @@ def max_pool2d_backward(x, g, rows, cols):
     (hs, he, dh), (ws, we, dw) = rows, cols
     gx = _pool.empty((n * c, H * W), g.dtype)
     if x.dtype.kind == "f" and x.dtype == g.dtype and _is_2x2(rows, cols, H, W):
-        _max2_bwd(_flat(x), _flat(g), len(ws), gx.reshape(-1), nthreads())
+        _max2(_max2_bwd, _max2_bwd_serial,
+              (_flat(x), _flat(g), len(ws), gx.reshape(-1), nthreads()))
         return gx.reshape(x.shape)
     _max_bwd(_planes(x), _planes(g), W, hs, he, dh, ws, we, dw, _lowest(x.dtype), gx,
              nthreads())

@@ -6,7 +6,9 @@ strides.  Two generated kernel families (per op and dtypes, via ``load_generated
 - ``rows``: one output per "row" of kept indices; the reduced block is walked in C order by
   segments of its innermost dim.  Used when the innermost reduced dim is contiguous (or as the
   general fallback).  With few rows each row is split into chunks that are combined at the end
-  (``prange`` over (row, chunk) tasks).
+  (``prange`` over (row, chunk) tasks, then over rows combining their chunks in order); its
+  serial twin ``rows_par_serial`` runs the same tasks in order (the same bits) while
+  ``rows_par`` builds in the background (``_background.parallel_ready``).
 - ``cols``: when the kept dims coalesce into one contiguous dim (e.g. ``sum(axis=0)`` of a C
   array), the reduced index range is split across threads, each accumulating whole contiguous
   rows into its own partial vector; partials are combined at the end.
@@ -36,6 +38,7 @@ from numba.extending import overload
 from jit_kernels import _plan, optable
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import scalar_math as sm
+from jit_kernels.cpu._background import parallel_ready
 from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
 from jit_kernels._source import NP_NAME as _NP_NAME, conv_expr
 from jit_kernels.cpu.elementwise import render
@@ -161,26 +164,50 @@ def rows_serial(base, off, oshape, ostr, rshape, rstr, center, out, K, fa):
         out[r] = {store}
 
 
+@njit(error_model="numpy")
+def _rows_part(base, off, oshape, ostr, rshape, rstr, center, K, nsplit, chunk, part, t):
+    # task t of rows_par: chunk s of row r
+    r = t // nsplit
+    s = t - r * nsplit
+    lo = s * chunk
+    hi = min(lo + chunk, K)
+    if lo < hi:
+        part[t] = _range(base, _row_pos(off, oshape, ostr, r), rshape, rstr, lo, hi, center[r])
+    else:
+        part[t] = init()
+
+
+@njit(error_model="numpy")
+def _rows_comb(part, center, out, fa, nsplit, r):
+    # row r's chunks combined in order
+    a = init()
+    for s in range(nsplit):
+        a = comb(a, part[r * nsplit + s])
+    c = center[r]
+    out[r] = {store_a}
+
+
 @njit(cache=True, parallel=True, error_model="numpy")
 def rows_par(base, off, oshape, ostr, rshape, rstr, center, out, K, fa, nsplit):
     R = out.shape[0]
     part = np.empty(R * nsplit, A)
     chunk = (K + nsplit - 1) // nsplit
     for t in prange(R * nsplit):
-        r = t // nsplit
-        s = t - r * nsplit
-        lo = s * chunk
-        hi = min(lo + chunk, K)
-        if lo < hi:
-            part[t] = _range(base, _row_pos(off, oshape, ostr, r), rshape, rstr, lo, hi, center[r])
-        else:
-            part[t] = init()
+        _rows_part(base, off, oshape, ostr, rshape, rstr, center, K, nsplit, chunk, part, t)
     for r in prange(R):
-        a = init()
-        for s in range(nsplit):
-            a = comb(a, part[r * nsplit + s])
-        c = center[r]
-        out[r] = {store_a}
+        _rows_comb(part, center, out, fa, nsplit, r)
+
+
+@njit(cache=True, error_model="numpy")
+def rows_par_serial(base, off, oshape, ostr, rshape, rstr, center, out, K, fa, nsplit):
+    # rows_par's tasks in order: the same chunks, combined in the same order (the same bits)
+    R = out.shape[0]
+    part = np.empty(R * nsplit, A)
+    chunk = (K + nsplit - 1) // nsplit
+    for t in range(R * nsplit):
+        _rows_part(base, off, oshape, ostr, rshape, rstr, center, K, nsplit, chunk, part, t)
+    for r in range(R):
+        _rows_comb(part, center, out, fa, nsplit, r)
 
 
 @njit(error_model="numpy", fastmath=FM)
@@ -295,11 +322,13 @@ def _module(op, in_dt, acc_dt, out_dt):
 
 def _kernel_plan(op, shape, es, axes, in_dt, acc_dt, out_dt):
     """How to reduce an array of ``shape`` and element strides ``es`` over ``axes``:
-    ``(kernel, args, tail, R, K)`` for the call ``kernel(base, off, *args, center, out, K, fa,
-    *tail)`` (kernel None when there is no output, R == 0)."""
+    ``(kernel, args, tail, R, K, twin)`` for the call ``kernel(base, off, *args, center, out, K,
+    fa, *tail)`` (kernel None when there is no output, R == 0); ``twin``, when not None, is the
+    serial variant that gives ``kernel``'s bits while ``kernel`` builds in the background
+    (``_launch``)."""
     kept, red, kshape, R, K = _plan.split_axes(shape, axes)
     if R == 0:
-        return None, (), (), R, K
+        return None, (), (), R, K, None
     mod = _module(op, in_dt, acc_dt, out_dt)
     oshape, (ostr,) = coalesce(kshape, [[es[d] for d in kept]])
     rshape, (rstr,) = coalesce([shape[d] for d in red], [[es[d] for d in red]])
@@ -311,13 +340,20 @@ def _kernel_plan(op, shape, es, axes, in_dt, acc_dt, out_dt):
             jb = max(256, -(-R // nt))
             nj = -(-R // jb)
             nsplit = max(1, min(-(-2 * nt // nj), K))
-            return mod.cols_par, (R, rs, rst), (nsplit, jb), R, K
-        return mod.cols_serial, (R, rs, rst), (), R, K
+            return mod.cols_par, (R, rs, rst), (nsplit, jb), R, K, None
+        return mod.cols_serial, (R, rs, rst), (), R, K, None
     os_, ost = i64(oshape), i64(ostr)
     if par:
         nsplit = 1 if R >= 2 * nt else max(1, min(-(-2 * nt // R), -(-K // 4096)))
-        return mod.rows_par, (os_, ost, rs, rst), (nsplit,), R, K
-    return mod.rows_serial, (os_, ost, rs, rst), (), R, K
+        return mod.rows_par, (os_, ost, rs, rst), (nsplit,), R, K, mod.rows_par_serial
+    return mod.rows_serial, (os_, ost, rs, rst), (), R, K, None
+
+
+def _launch(fn, twin, args):
+    """``fn(*args)``, or ``twin(*args)`` (the same bits) while ``fn`` builds in the background."""
+    if twin is not None and not parallel_ready(fn, args):
+        fn = twin
+    fn(*args)
 
 
 def _shared(in_dt, acc_dt, out_dt):
@@ -339,12 +375,12 @@ def _run(op, x, axes, acc_dt, out_dt, fa=0.0, center=None):
     if k_dt != out_dt:
         return _run(op, x, axes, acc_dt, k_dt, fa, center).astype(out_dt)
     base, off, es = flat_base(x)
-    fn, args, tail, R, K = _kernel_plan(op, x.shape, es, axes, x.dtype, acc_dt, out_dt)
+    fn, args, tail, R, K, twin = _kernel_plan(op, x.shape, es, axes, x.dtype, acc_dt, out_dt)
     out = np.empty(R, dtype=out_dt)
     if fn is not None:
         if center is None:
             center = np.zeros(R, dtype=np.float64)
-        fn(base, off, *args, center, out, K, fa, *tail)
+        _launch(fn, twin, (base, off, *args, center, out, K, fa, *tail))
     return out
 
 
@@ -364,9 +400,9 @@ def _one_pass_plan(op, x, axes, keepdims, out_dt):
         return None                 # a shared module's conversions: ``_run``'s general path
     fa = _plan._fa(optable.REDUCTIONS[op], K, None)
     es = [st // x.itemsize for st in x.strides]
-    fn, args, tail, R, K = _kernel_plan(op, x.shape, es, axes, x.dtype, acc_dt, out_dt)
+    fn, args, tail, R, K, twin = _kernel_plan(op, x.shape, es, axes, x.dtype, acc_dt, out_dt)
     center = np.zeros(R, dtype=np.float64)      # read only (the one-pass ops ignore it)
-    return fn, args + (center,), (K, fa) + tail, R, out_dt, kshape
+    return fn, args + (center,), (K, fa) + tail, R, out_dt, kshape, twin
 
 
 def reduce(op, x, axes, keepdims, out_dtype, attrs):
@@ -383,9 +419,12 @@ def reduce(op, x, axes, keepdims, out_dtype, attrs):
                     _RPLANS.clear()
                 _RPLANS[key] = p
         if p is not None:
-            fn, pre, post, R, out_dt, kshape = p
+            fn, pre, post, R, out_dt, kshape, twin = p
             out = np.empty(R, dtype=out_dt)
-            fn(x.reshape(-1), 0, *pre, out, *post)
+            if twin is None:
+                fn(x.reshape(-1), 0, *pre, out, *post)
+            else:
+                _launch(fn, twin, (x.reshape(-1), 0, *pre, out, *post))
             return out.reshape(kshape)
     from jit_kernels.cpu import memory
     return _plan.reduce(op, x, axes, keepdims, out_dtype, attrs, run=_run,
