@@ -20,10 +20,10 @@ every col2im task writes its own plane only, so it needs no atomics and sums in 
 loop is a plain (vectorisable) copy or add, with no per-element bounds test; each task slices
 its arrays once per (row, sample) and indexes inside with unsigned ints (signed indices get a
 negative-index test that stops the copy vectorising; a slice per image row cost more than the
-copy on 8x8 images).  ``swap01`` turns (A, B, L) into (B, A, L), plus a bias along A.  ``_im2col_b`` and ``_swap01``
-call a serial per-row body from their ``prange`` loop; a serial twin runs the same rows in
-order (the same bits) while the ``prange`` variant builds in the background
-(``_background.parallel_ready``).
+copy on 8x8 images).  ``swap01`` turns (A, B, L) into (B, A, L), plus a bias along A.  ``_im2col_b``, ``_swap01`` and
+``_shift_masked`` call a serial per-row (per-plane) body from their ``prange`` loop; a serial
+twin runs the same tasks in order (the same bits) while the ``prange`` variant builds in the
+background (``_background.parallel_ready``).
 Operands are made C-contiguous first (one specialisation per dtype); outputs come from the
 caching allocator.
 """
@@ -206,6 +206,42 @@ def _shift_rows(x, out, N, C, H, W, kw, pt, pl, dw, hp, ow):
                     dst[o + ox] = 0
 
 
+@njit(inline="always")
+def _shift_reach(sh, kw, P):
+    """The lowest and highest offsets past a plane's start that ``_shift_masked`` reads."""
+    lo = 0
+    hi = 0
+    for j in range(kw):
+        lo = min(lo, sh[j])
+        hi = max(hi, sh[j] + P)
+    return lo, hi
+
+
+@njit(error_model="numpy")
+def _shift_masked_plane(x, out, T, HW, kw, P, sh, mask, zero, lo, hi, t):
+    """Plane ``t`` of ``_shift_masked``."""
+    tot = T * HW
+    KP = kw * P
+    base = t * HW
+    dst = out[t * KP:(t + 1) * KP]
+    if base + lo >= 0 and base + hi <= tot:
+        for j in range(kw):
+            s = base + sh[j]
+            src = x[s:s + P]
+            d = dst[j * P:(j + 1) * P]
+            m = mask[j * P:(j + 1) * P]
+            for e in range(P):
+                d[e] = src[e] if m[e] else zero
+    else:
+        for j in range(kw):
+            s = base + sh[j]
+            for e in range(P):
+                if mask[j * P + e]:
+                    dst[j * P + e] = x[s + e]
+                else:
+                    dst[j * P + e] = zero
+
+
 @njit(cache=True, parallel=True, error_model="numpy")
 def _shift_masked(x, out, T, HW, kw, P, sh, mask, zero):
     """``_shift_rows`` for a grid as wide as the image (``ow == W``: every "same" stride-1 conv
@@ -216,32 +252,17 @@ def _shift_masked(x, out, T, HW, kw, P, sh, mask, zero):
     on mid-sized ones, as fast as the row copy on large ones).  One prange task per plane;
     the first and last planes, whose masked-out elements would lie outside ``x``, read only
     where the mask says."""
-    tot = T * HW
-    lo = 0
-    hi = 0
-    for j in range(kw):
-        lo = min(lo, sh[j])
-        hi = max(hi, sh[j] + P)
-    KP = kw * P
+    lo, hi = _shift_reach(sh, kw, P)
     for t in prange(T):
-        base = t * HW
-        dst = out[t * KP:(t + 1) * KP]
-        if base + lo >= 0 and base + hi <= tot:
-            for j in range(kw):
-                s = base + sh[j]
-                src = x[s:s + P]
-                d = dst[j * P:(j + 1) * P]
-                m = mask[j * P:(j + 1) * P]
-                for e in range(P):
-                    d[e] = src[e] if m[e] else zero
-        else:
-            for j in range(kw):
-                s = base + sh[j]
-                for e in range(P):
-                    if mask[j * P + e]:
-                        dst[j * P + e] = x[s + e]
-                    else:
-                        dst[j * P + e] = zero
+        _shift_masked_plane(x, out, T, HW, kw, P, sh, mask, zero, lo, hi, t)
+
+
+@njit(cache=True, error_model="numpy")
+def _shift_masked_serial(x, out, T, HW, kw, P, sh, mask, zero):
+    """``_shift_masked``'s planes one after another (the same bits; see ``_im2col_b_serial``)."""
+    lo, hi = _shift_reach(sh, kw, P)
+    for t in range(T):
+        _shift_masked_plane(x, out, T, HW, kw, P, sh, mask, zero, lo, hi, t)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -435,7 +456,8 @@ def shift_rows(x, kw, pt, pl, dw, hp, ow, keep=False):
     xf = _contiguous(x).reshape(-1)
     if ow == W:
         sh, mask = _shift_mask(H, W, kw, pt, pl, dw, hp)
-        _shift_masked(xf, out, N * C, H * W, kw, hp * W, sh, mask, x.dtype.type(0))
+        args = (xf, out, N * C, H * W, kw, hp * W, sh, mask, x.dtype.type(0))
+        (_shift_masked if parallel_ready(_shift_masked, args) else _shift_masked_serial)(*args)
     elif kw * hp * ow <= GATHER_MAX:
         _gather_planes(xf, out, _shift_map(H, W, kw, pt, pl, dw, hp, ow), N * C, H * W,
                        kw * hp * ow, x.dtype.type(0))

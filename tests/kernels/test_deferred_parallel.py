@@ -1,8 +1,9 @@
 """The serial twins of the ``prange`` kernels whose parallel variant builds in the background
-(``_background.parallel_ready``): the 2x2 max pool and its backward, the batched im2col, swap01
-and the row reduction.  Each twin runs its kernel's tasks in order, so it gives the parallel
-variant's bits; the entry points run it while ``parallel_ready`` says no.  Tiny float32
-shapes, sized so that the parallel variants split the work into several tasks."""
+(``_background.parallel_ready``): the 2x2 max pool and its backward, the batched im2col, swap01,
+the masked row shift of the conv weight gradient and the row reduction.  Each twin runs its
+kernel's tasks in order, so it gives the parallel variant's bits; the entry points run it while
+``parallel_ready`` says no.  Tiny float32 shapes, sized so that the parallel variants split the
+work into several tasks."""
 import numpy as np
 import pytest
 
@@ -139,3 +140,14 @@ def test_row_reduction_entry_points_run_the_twin_while_the_build_is_under_way(sh
     mod.rows_par(*_rows_args(x, want, nsplit))
     _same_bits(got, want)
     _same_bits(got_t, want)
+
+
+def test_shift_masked_serial_twin_gives_the_parallel_bits(deferred):
+    x = np.random.default_rng(10).standard_normal((2, 3, 6, 7)).astype(np.float32)
+    kw, pt, pl, dw, hp = 3, 1, 1, 1, 8
+    got = C.shift_rows(x, kw, pt, pl, dw, hp, 7)          # ow == W: the twin (deferred)
+    assert deferred == [C._shift_masked]
+    sh, mask = C._shift_mask(6, 7, kw, pt, pl, dw, hp)
+    want = np.full_like(got, 7)
+    C._shift_masked(x.reshape(-1), want, 6, 42, kw, hp * 7, sh, mask, np.float32(0))
+    _same_bits(got, want)
