@@ -91,8 +91,8 @@ def _im2col_b(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
     prange task per row (c, i, j).  Per (row, n) one slice of each array and unsigned indices
     inside it (signed ones get a negative-index test that stops the copy vectorising; a slice
     per image row costs more than the copy on small images)."""
-    for r in prange(C * kh * kw):
-        _im2col_row(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, r)
+    for r in prange(C * kh * kw):   # (an int64 index, as the twin's: one compiled body)
+        _im2col_row(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, np.int64(r))
 
 
 @njit(cache=True, error_model="numpy")
@@ -162,7 +162,7 @@ def _swap01(x, out, bias, has_bias):
     """``out[b, a, :] = x[a, b, :]`` (+ ``bias[a]``): one prange task per output (b, a) row, a
     contiguous copy of ``L`` elements."""
     for t in prange(x.shape[1] * x.shape[0]):
-        _swap01_row(x, out, bias, has_bias, t)
+        _swap01_row(x, out, bias, has_bias, np.int64(t))
 
 
 @njit(cache=True, error_model="numpy")
@@ -208,9 +208,10 @@ def _shift_rows(x, out, N, C, H, W, kw, pt, pl, dw, hp, ow):
 
 @njit(inline="always")
 def _shift_reach(sh, kw, P):
-    """The lowest and highest offsets past a plane's start that ``_shift_masked`` reads."""
-    lo = 0
-    hi = 0
+    """The lowest and highest offsets past a plane's start that ``_shift_masked`` reads (int64:
+    a literal 0 passed on would compile the plane body once more)."""
+    lo = np.int64(0)
+    hi = np.int64(0)
     for j in range(kw):
         lo = min(lo, sh[j])
         hi = max(hi, sh[j] + P)
@@ -254,7 +255,7 @@ def _shift_masked(x, out, T, HW, kw, P, sh, mask, zero):
     where the mask says."""
     lo, hi = _shift_reach(sh, kw, P)
     for t in prange(T):
-        _shift_masked_plane(x, out, T, HW, kw, P, sh, mask, zero, lo, hi, t)
+        _shift_masked_plane(x, out, T, HW, kw, P, sh, mask, zero, lo, hi, np.int64(t))
 
 
 @njit(cache=True, error_model="numpy")

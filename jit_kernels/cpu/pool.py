@@ -236,8 +236,8 @@ def _max2_fwd(x, OW, out, nt, relu, zero):
     # ``relu``: each maximum m stored as relu's kernel has it (``zero if m < zero else m``)
     R = out.shape[0] // OW                   # row pairs
     blk, nb, nch = _max2_grid(R, OW, nt)
-    for ci in prange(nch):
-        _max2_fwd_task(x, OW, out, relu, zero, R, blk, nb, nch, ci)
+    for ci in prange(nch):      # (an int64 index, as the twin's: one compiled body)
+        _max2_fwd_task(x, OW, out, relu, zero, R, blk, nb, nch, np.int64(ci))
 
 
 @njit(cache=True)
@@ -281,7 +281,7 @@ def _max2_bwd(x, g, OW, gx, nt):
     R = g.shape[0] // OW
     blk, nb, nch = _max2_grid(R, OW, nt)
     for ci in prange(nch):
-        _max2_bwd_task(x, g, OW, gx, R, blk, nb, nch, ci)
+        _max2_bwd_task(x, g, OW, gx, R, blk, nb, nch, np.int64(ci))
 
 
 @njit(cache=True)

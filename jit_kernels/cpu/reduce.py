@@ -192,10 +192,11 @@ def rows_par(base, off, oshape, ostr, rshape, rstr, center, out, K, fa, nsplit):
     R = out.shape[0]
     part = np.empty(R * nsplit, A)
     chunk = (K + nsplit - 1) // nsplit
-    for t in prange(R * nsplit):
-        _rows_part(base, off, oshape, ostr, rshape, rstr, center, K, nsplit, chunk, part, t)
+    for t in prange(R * nsplit):    # (int64 indices, as the twin's: one compiled body)
+        _rows_part(base, off, oshape, ostr, rshape, rstr, center, K, nsplit, chunk, part,
+                   np.int64(t))
     for r in prange(R):
-        _rows_comb(part, center, out, fa, nsplit, r)
+        _rows_comb(part, center, out, fa, nsplit, np.int64(r))
 
 
 @njit(cache=True, error_model="numpy")
