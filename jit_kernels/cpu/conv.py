@@ -140,10 +140,8 @@ def _col2im_b(cols, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
 
 
 @njit(error_model="numpy")
-def _swap01_row(x, out, bias, has_bias, t):
+def _swap01_row(x, out, bias, has_bias, A, L, t):
     """Output row ``t`` = (b, a) of ``_swap01``."""
-    A = x.shape[0]
-    L = x.shape[2]
     b = t // A
     a = t - b * A
     src = x[a, b]
@@ -161,15 +159,17 @@ def _swap01_row(x, out, bias, has_bias, t):
 def _swap01(x, out, bias, has_bias):
     """``out[b, a, :] = x[a, b, :]`` (+ ``bias[a]``): one prange task per output (b, a) row, a
     contiguous copy of ``L`` elements."""
-    for t in prange(x.shape[1] * x.shape[0]):
-        _swap01_row(x, out, bias, has_bias, np.int64(t))
+    A, B, L = x.shape
+    for t in prange(B * A):
+        _swap01_row(x, out, bias, has_bias, A, L, np.int64(t))
 
 
 @njit(cache=True, error_model="numpy")
 def _swap01_serial(x, out, bias, has_bias):
     """``_swap01``'s rows one after another (the same bits; see ``_im2col_b_serial``)."""
-    for t in range(x.shape[1] * x.shape[0]):
-        _swap01_row(x, out, bias, has_bias, t)
+    A, B, L = x.shape
+    for t in range(B * A):
+        _swap01_row(x, out, bias, has_bias, A, L, np.int64(t))
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
