@@ -11,7 +11,8 @@ elementwise results equal eager results bit for bit.
 Kinds:
 
 - ``elementwise``: a contiguous fast path (every input C-contiguous with the full shape: flat
-  chunks under ``prange``) and a strided path (inputs broadcast by strides; dims coalesced; the
+  chunks under ``prange``; while that kernel builds in the background, its serial twin runs the
+  same chunks in order) and a strided path (inputs broadcast by strides; dims coalesced; the
   inner stride of each input — 1, 0 or other — is baked into the generated source, one module
   per pattern; ``prange`` over (row, chunk) tasks).
 - ``rows``: elementwise ops around last-axis reductions (sum/mean/max/min, softmax,
@@ -35,6 +36,7 @@ from jit_kernels._fusegen import Epilogue, FusedGen, closure, lower_op
 from jit_kernels._source import NP_NAME as _NP_NAME
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import matmul as _matmul
+from jit_kernels.cpu._background import parallel_ready
 from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
                                      nthreads, scalar_array, size_of)
 from jit_kernels.cpu.elementwise import _body
@@ -237,10 +239,12 @@ def run_elementwise(prog, arrays):
     if all(a.shape == S and a.flags.c_contiguous for a in arrays):
         mod = _module(prog, "flat", lambda: _ew_flat_source(prog))
         args = [a.reshape(-1) for a in arrays] + scs + flats
-        if par:
-            mod.flat_par(*args, nthreads())
-        else:
+        if not par:
             mod.flat_serial(*args, 1)
+        elif parallel_ready(mod.flat_par, (*args, nt := nthreads())):
+            mod.flat_par(*args, nt)
+        else:   # while flat_par builds in the background: its chunks in order (the same bits)
+            mod.flat_serial(*args, nt)
         return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
     # the layout (kernel, coalesced shape and strides, split) per program and operand layouts:
     # worked out once, then each call only finds its operands' memory

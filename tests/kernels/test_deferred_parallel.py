@@ -151,3 +151,24 @@ def test_shift_masked_serial_twin_gives_the_parallel_bits(deferred):
     want = np.full_like(got, 7)
     C._shift_masked(x.reshape(-1), want, 6, 42, kw, hp * 7, sh, mask, np.float32(0))
     _same_bits(got, want)
+
+
+def test_fused_flat_elementwise_runs_the_serial_kernel_on_the_same_chunks_while_deferred(
+        monkeypatch):
+    from runtime.capture.fuse import FusedInput, FusedOp, FusedProgram
+    from jit_kernels.cpu import fused as Fu
+    n = 40_000                                                      # above PAR_THRESHOLD
+    prog = FusedProgram(
+        kind="elementwise", shape=(n,), inputs=(FusedInput((n,), "float32"),) * 2, scalars=(),
+        ops=(FusedOp("mul", (("in", 0), ("in", 1)), "float32", "float32"),
+             FusedOp("exp", (("op", 0),), "float32", "float32")),
+        outputs=(1,), output_shapes=((n,),))
+    rng = np.random.default_rng(11)
+    a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    want = Fu.run_elementwise(prog, [a, b])[0].copy()               # flat_par (built in-process)
+    asked = []
+    monkeypatch.setattr(Fu, "parallel_ready", lambda fn, args: asked.append(fn) or False)
+    got = Fu.run_elementwise(prog, [a, b])[0]
+    mod = Fu._module(prog, "flat", None)
+    assert asked == [mod.flat_par]
+    _same_bits(got, want)
