@@ -163,7 +163,7 @@ def test_weight_gradient_dot_products_values(name):
 
 @pytest.mark.parametrize("name", list(DOT_CASES) + ["demo-conv2"])
 def test_weight_gradient_standin_gives_the_same_bits(name, monkeypatch):
-    """``conv_wdot_loop`` (``udot_loop``: the stand-in while ``udot`` builds in the
+    """``conv_wdot_loop`` (serial: the stand-in while the parallel ``conv_wdot`` builds in the
     background) sums every lane as ``conv_wdot`` does: the same bits, edges and tails too."""
     N, C, O, H, W, kernel, pads, dil = DOT_CASES.get(
         name, (128, 16, 32, 4, 4, (3, 3), (1, 1), (1, 1)))
