@@ -17,8 +17,9 @@ A job is named; ``<cache dir>/<name>.ready`` records that it is in the disk cach
 names Numba's cache directory, so moving that cache invalidates it), ``<name>.failed`` that it
 failed (the worker's output is in ``_worker.log``), ``<name>.building`` holds the pid of the
 worker building it, so processes on one machine (two test runs, say) build it once between them.
-The worker reads jobs from a pipe and exits when the parent has gone and the queue is empty,
-so what it finishes serves the next process.  ``JIT_KERNELS_BACKGROUND_COMPILE=0`` (and
+The worker reads jobs from a pipe, builds those it has received with a slow stand-in (the
+first two kinds) before the deferred ``prange`` variants, and exits when the parent has gone and
+the queue is empty, so what it finishes serves the next process.  ``JIT_KERNELS_BACKGROUND_COMPILE=0`` (and
 platforms without ``os.posix_spawn``) build everything in the calling thread instead.
 """
 from __future__ import annotations
@@ -254,10 +255,38 @@ def _run_job(job: dict) -> None:
         getattr(mod, func).compile(pickle.loads(bytes.fromhex(blob)))
 
 
+def _next_job(queue: list) -> dict:
+    """The job to build next: the first ``call`` job (a gemm or conv dot-product build, whose
+    stand-in is several times slower) before any ``compile`` job (a deferred ``prange``
+    variant, whose serial stand-in runs on one core); otherwise the first sent."""
+    k = next((i for i, job in enumerate(queue) if "call" in job), 0)
+    return queue.pop(k)
+
+
+def _receive(fd: int, buf: bytes, queue: list, block: bool):
+    """Move the jobs the parent has sent into ``queue`` (waiting for one when ``block``);
+    returns the unparsed rest, and whether the pipe has closed."""
+    import select
+    while block or select.select([fd], [], [], 0)[0]:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return buf, True
+        *lines, buf = (buf + chunk).split(b"\n")
+        queue += [json.loads(line) for line in lines if line.strip()]
+        block = block and not queue
+    return buf, False
+
+
 def _worker_main() -> None:
     import traceback
-    for line in sys.stdin:
-        job = json.loads(line)
+    fd = sys.stdin.fileno()
+    buf, closed, queue = b"", False, []
+    while queue or not closed:
+        if not closed:
+            buf, closed = _receive(fd, buf, queue, block=not queue)
+        if not queue:
+            continue
+        job = _next_job(queue)
         name = job["name"]
         try:
             if not is_ready(name):
@@ -274,4 +303,3 @@ def _worker_main() -> None:
                 os.unlink(_path(name, ".building"))
             except OSError:
                 pass
-

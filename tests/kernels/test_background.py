@@ -2,7 +2,8 @@
 marks it ready in the cache directory and removes its lock; a failed job is marked failed and
 its traceback logged; a live lock holder means the job is not sent twice; a stale lock is taken
 over; a marker written for another Numba cache does not count; a prange kernel built by the
-worker is loaded from the disk cache by the parent, not compiled again."""
+worker is loaded from the disk cache by the parent, not compiled again; queued builds with slow
+stand-ins go first."""
 import importlib
 import os
 import subprocess
@@ -31,10 +32,17 @@ def build(name):
     pass
 def fail(name):
     1 / 0
+def nap(name):
+    import time
+    time.sleep(1.0)
 @njit(cache=True, parallel=True)
 def twice(x, out):
     for i in prange(x.shape[0]):
         out[i] = 2 * x[i]
+@njit(cache=True, parallel=True)
+def thrice(x, out):
+    for i in prange(x.shape[0]):
+        out[i] = 3 * x[i]
 '''
 
 
@@ -140,6 +148,22 @@ def test_prange_kernel_built_by_the_worker_is_loaded_not_compiled(job_dir):
     fn(x, out)
     np.testing.assert_array_equal(out, 2 * x)
     assert sum(fn.stats.cache_hits.values()) == 1 and not fn.stats.cache_misses
+
+
+def test_builds_with_slow_stand_ins_go_before_deferred_prange_variants(job):
+    """Jobs waiting in the worker's queue: a ``call`` job (a gemm's build) goes before a
+    ``compile`` job (a prange variant) sent earlier."""
+    fn = importlib.import_module(_MOD).thrice
+    x = np.arange(3.0)
+    busy, call = _name(), _name()
+    assert bg.submit(busy, job("nap", busy)) is True     # the worker is busy with it ...
+    assert bg.parallel_ready(fn, (x, np.empty_like(x))) is False   # ... while these queue up
+    assert bg.submit(call, job("build", call)) is True
+    bg.wait()
+    with open(_path("_worker", ".log")) as f:
+        log = f.read()
+    assert log.index(f"built {busy} ") < log.index(f"built {call} ") \
+        < log.index(f"built {bg._FN_JOBS[fn][0]} ")
 
 
 def test_rt_synchronize_waits_for_the_background_builds(job):
