@@ -10,8 +10,9 @@ same bits meanwhile:
 - the conv weight gradient's dot products (``matmul.dot_now``; as long): ``conv_wdot_loop``
   on ``udot_loop`` stands in;
 - the ``prange`` variant of a kernel whose serial variant computes each output element the
-  same way (elementwise, copy, take; ``parallel_ready``; each compile mostly Numba's parfor
-  passes): the serial variant stands in.
+  same way (elementwise, copy, take, scan, 2x2 max pool, conv layout, row reduction and fused
+  flat kernels; ``parallel_ready``; each compile mostly Numba's parfor passes): the serial
+  variant stands in.
 
 A job is named; ``<cache dir>/<name>.ready`` records that it is in the disk cache (its text
 names Numba's cache directory, so moving that cache invalidates it), ``<name>.failed`` that it
