@@ -1041,4 +1041,9 @@ def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
             + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V)
             + "".join(_WDOT_DRIVER.format(NAME=name, PAR=par, LANESUM=lanesum)
                       for name, par in (("conv_wdot", True), ("conv_wdot_loop", False)))
-            + _NARROW + _WINO)
+            + _NARROW + _WINO
+            # the serial twin: the same tasks in order (the same bits), the stand-in while
+            # wino_fwd builds in the background
+            + _WINO.replace("parallel=True", "parallel=False")
+                   .replace("def wino_fwd(", "def wino_fwd_serial(")
+                   .replace("for task in prange(ntask):", "for task in range(ntask):"))

@@ -148,7 +148,7 @@ def _signature(dtype, name):
         return (A, A, A, A, numba.boolean, numba.boolean) + (i,) * 16 + (T,)
     if name == "conv_wgrad":   # g, x, c, Ap, 16 ints (shapes, window, ngroups), zero
         return (A, A, A, A) + (i,) * 16 + (T,)
-    if name == "wino_fwd":     # u, x, y, bias, hasb, pool, 10 ints (shapes, pads, grid, ntask), zero
+    if name.startswith("wino_fwd"):  # u, x, y, bias, hasb, pool, 10 ints (shapes, pads, grid, ntask), zero
         return (A, A, A, A, numba.boolean, numba.boolean) + (i,) * 10 + (T,)
     sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
     return sig + (i,) if name in ("gemm_rows", "gemm_narrow_par") else sig

@@ -78,15 +78,18 @@ def conv2d_winograd(x, u, bias, padding, grid, pool=False):
         b = np.zeros(O, x.dtype) if bias is None else bias.astype(x.dtype)
         y[...] = (np.maximum(b, 0) if pool else b).reshape(1, O, 1, 1)
         return y
-    mod = mm._driver(x.dtype, "wino_fwd")
+    # from an empty cache the parallel driver builds in the background while its serial twin
+    # (the same tasks in order: the same bits) serves
+    mod = mm._gemm_now(x.dtype, "wino_fwd")
+    fn = mod.wino_fwd if mod is not None else mm._driver(x.dtype, "wino_fwd_serial").wino_fwd_serial
     NR = mm.gemm_config(x.dtype)[1]
     nsb = (N + NR - 1) // NR          # blocks of NR samples (the lanes), one task each at most
     tiles = nsb * NR * ((oh + 1) // 2) * ((ow + 1) // 2)
     ntask = min(nsb, mm.nthreads()) if 16 * O * C * tiles >= mm.GEMM_PAR_MIN else 1
     b = u.reshape(-1)[:1] if bias is None else np.ascontiguousarray(bias, dtype=x.dtype)
-    mod.wino_fwd(np.ascontiguousarray(u).reshape(-1), np.ascontiguousarray(x).reshape(-1),
-                 y.reshape(-1), b, bias is not None, pool, N, C, H, W, O, padding[0], padding[1],
-                 oh, ow, ntask, x.dtype.type(0))
+    fn(np.ascontiguousarray(u).reshape(-1), np.ascontiguousarray(x).reshape(-1),
+       y.reshape(-1), b, bias is not None, pool, N, C, H, W, O, padding[0], padding[1],
+       oh, ow, ntask, x.dtype.type(0))
     return y
 
 

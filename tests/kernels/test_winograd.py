@@ -90,3 +90,21 @@ def test_applies_takes_whole_lane_blocks_small_blocks_and_channels():
     assert wg.applies((4 * NR, 1, 8, 8), 16, (8, 8), f32, True)           # ... unless pooled
     big = wg.BLOCK_BYTES // (4 * NR * 16 * 16) + 1                          # channels too many
     assert not wg.applies((4 * NR, big, 16, 16), 8, (16, 16), f32, True)
+
+
+@pytest.mark.parametrize("pool", [False, True])
+def test_the_serial_twin_gives_the_parallel_bits(pool, monkeypatch):
+    """While ``wino_fwd`` builds in the background its serial twin serves: the same tasks in
+    order, so the same bits (several tasks: blocks of NR samples over two threads)."""
+    NR = mm.gemm_config(np.dtype(np.float32))[1]
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3 * NR, 5, 6, 6)).astype(np.float32)
+    u = wg.winograd_weight(rng.standard_normal((7, 5, 3, 3)).astype(np.float32))
+    bias = rng.standard_normal(7).astype(np.float32)
+    monkeypatch.setattr(mm, "nthreads", lambda: 2)
+    monkeypatch.setattr(mm, "GEMM_PAR_MIN", 0)
+    want = wg.conv2d_winograd(x, u, bias, (1, 1), (6, 6), pool)
+    assert mm._gemm_now(np.dtype(np.float32), "wino_fwd") is not None   # the parallel one ran
+    monkeypatch.setattr(mm, "_gemm_now", lambda dtype, driver: None)    # still building
+    got = wg.conv2d_winograd(x, u, bias, (1, 1), (6, 6), pool)
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
