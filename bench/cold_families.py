@@ -5,10 +5,10 @@ For each family a fresh process with empty ``JIT_KERNELS_CACHE_DIR`` and ``NUMBA
 (what a new venv on a new machine has) makes the family's first call, then calls it again and
 again for ``--limit`` seconds (or until the background builds it started are done and a few
 more calls are made), recording when each call ended and how long it took.  A second fresh
-process on the filled caches then measures the warm time (median of the calls after the first
-few).  "Full speed" is the first moment after which every call ran within 1.3x the warm
-time (by the median of it and the next eight calls: the host is shared and noisy); it counts
-from the start of the first call.  Prints one row per family and the host CPU.
+process on the filled caches then measures the warm time (the median call of the later half
+of at least two seconds of calls).  "Full speed" is the first moment after which the calls ran
+within 1.3x the warm time, judged per second of calls (its median call: the host is shared and
+noisy); it counts from the start of the first call.  Prints one row per family and the host CPU.
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+BUCKET_S = 1.0   # the time buckets the cold calls are judged in
 
 #: family -> (setup code defining ``call()``, description); the setup runs after ``import
 #: runtime as rt`` and NumPy as ``np`` and is not timed
@@ -82,14 +84,14 @@ while True:
     t_b = time.perf_counter()
     calls.append((t_b - t0, t_b - t_a))
     if warm:
-        if len(calls) >= 30 or t_b - t0 > limit:
+        if (len(calls) >= 30 and t_b - t0 > 2) or t_b - t0 > limit:
             break
         continue
     if t_b - t0 > limit:
         break
     if t_b - t0 > 1 and not glob.glob(os.path.join(cache, "*.building")):
         extra = [c for c in calls if c[0] > t_b - 1]   # a second of calls after the builds
-        if len(extra) >= 9:
+        if len(extra) >= 9 and t_b - t0 > 3:
             break
 print("RESULT " + json.dumps({"import": t0 - t_start, "calls": calls}))
 '''
@@ -113,17 +115,21 @@ def measure(name, limit=60.0):
         t = time.monotonic()
         while glob.glob(os.path.join(jk, "*.building")) and time.monotonic() - t < 600:
             time.sleep(0.2)   # the builds left running land in the cache
-        warm = _child(setup, 5.0, jk, nb, warm=True)
-    times = sorted(d for _, d in warm["calls"][3:]) or sorted(d for _, d in warm["calls"])
-    w = times[len(times) // 2]
+        warm = _child(setup, 10.0, jk, nb, warm=True)
+    half = sorted(d for _, d in warm["calls"][len(warm["calls"]) // 2:])  # loads are done
+    w = half[len(half) // 2]
     calls = cold["calls"]
-    # a shared host's noise: a call counts at full speed by the median of it and the next 8
-    med = [sorted(d for _, d in calls[i:i + 9])[len(calls[i:i + 9]) // 2]
-           for i in range(len(calls))]
+    # the host is shared: speed is judged per second of calls (its median call), the first
+    # call aside; full speed from the first second after which none is slower than 1.3x warm
+    buckets: dict = {}
+    for end, d in calls[1:]:
+        buckets.setdefault(int(end / BUCKET_S), [end - d, []])[1].append(d)
+    rows = [(start, sorted(ds)[len(ds) // 2]) for start, ds in
+            (buckets[k] for k in sorted(buckets))]
     full = None
-    for i in range(len(calls)):
-        if all(m <= 1.3 * w for m in med[i:]):
-            full = calls[i][0] - calls[i][1]   # when that call started
+    for i in range(len(rows)):
+        if all(m <= 1.3 * w for _, m in rows[i:]):
+            full = rows[i][0] if i else calls[0][0]
             break
     return calls[0][1], full, w, len(calls)
 
@@ -138,7 +144,7 @@ def main(argv=None) -> int:
     import llvmlite.binding as ll
     names = [n for n in FAMILIES if not args.only or n in args.only.split(",")]
     print(f"host CPU: {ll.get_host_cpu_name()}, {os.cpu_count()} cores; empty caches; "
-          f"full speed = every later call within 1.3x warm (median of 9)")
+          f"full speed = every later second of calls within 1.3x warm (its median)")
     print("| family | first call s | full speed after s | warm ms | cold calls |")
     print("| --- | --- | --- | --- | --- |")
     for name in names:
