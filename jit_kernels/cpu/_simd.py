@@ -40,11 +40,52 @@ def _elem_ptr(context, builder, aty, arr, off):
     return builder.gep(data, [builder.zext(off, _I64) if off.type.width < 64 else off])
 
 
-def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
-    """The tile function ``name`` in ``module`` (defined once per module)."""
+def _new_fn(module, name, params):
+    """(function, builder at its entry) of a new internal ``noinline`` void function ``name``
+    in ``module``; (the existing function, None) when the module already defines it."""
     fn = module.globals.get(name)
     if fn is not None:
-        return fn
+        return fn, None
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
+def _align(T):
+    """The element alignment the vector loads and stores assume (they are unaligned)."""
+    return 8 if isinstance(T, ir.DoubleType) else 4
+
+
+def _vload(b, P, off, VP, align):
+    return b.load(b.bitcast(b.gep(P, [off]), VP), align=align)
+
+
+def _vstore(b, v, P, off, VP, align):
+    b.store(v, b.bitcast(b.gep(P, [off]), VP), align=align)
+
+
+def _splat(b, x, V, LANES):
+    undef = ir.Constant(V, ir.Undefined)
+    mask = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+    return b.shuffle_vector(b.insert_element(undef, x, ir.Constant(ir.IntType(32), 0)),
+                            undef, mask)
+
+
+def _arg_i64(context, builder, sig, args, k):
+    """Intrinsic argument ``k`` (an int of any width) as an int64 value."""
+    return context.cast(builder, args[k], sig.args[k], types.int64)
+
+
+def _arg_ptr(context, builder, sig, args, k, off=None):
+    """Pointer to element ``off`` (default 0) of the 1-d array that is intrinsic argument k."""
+    return _elem_ptr(context, builder, sig.args[k], args[k],
+                     ir.Constant(_I64, 0) if off is None else off)
+
+
+def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
+    """The tile function ``name`` in ``module`` (defined once per module)."""
     P = T.as_pointer()
     params = [_I64, P]                       # kc, A
     if a_mode == "strided":
@@ -53,10 +94,9 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
     if b_mode == "shifted":
         params += [_I64.as_pointer(), _I64, _I64]   # offs, xb0, xb1
     params += [P, _I64, ir.IntType(1)]      # C, ldc, first
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("nounwind")
+    fn, b = _new_fn(module, name, params)
+    if b is None:
+        return fn
     args = list(fn.args)
     kc, A = args[0], args[1]
     rest = args[2:]
@@ -72,15 +112,12 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
 
     V = ir.VectorType(T, LANES)
     VP = V.as_pointer()
-    align = 8 if isinstance(T, ir.DoubleType) else 4   # element alignment: loads are unaligned
+    align = _align(T)
     zero = ir.Constant(V, [ir.Constant(T, 0.0)] * LANES)
-    splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-    undef = ir.Constant(V, ir.Undefined)
 
-    entry = fn.append_basic_block("entry")
+    entry = b.block
     loop = fn.append_basic_block("loop")
     done = fn.append_basic_block("done")
-    b = ir.IRBuilder(entry)
     zero64 = ir.Constant(_I64, 0)
     b.cbranch(b.icmp_unsigned("!=", kc, zero64), loop, done)
 
@@ -94,21 +131,16 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
             off = b.add(b.mul(k, ir.Constant(_I64, MR)), ir.Constant(_I64, i))
         else:
             off = b.add(b.mul(k, sak), b.mul(ir.Constant(_I64, i), sam))
-        a = b.load(b.gep(A, [off]), align=align)
-        avs.append(b.shuffle_vector(b.insert_element(undef, a, ir.Constant(ir.IntType(32), 0)),
-                                    undef, splat_mask))
+        avs.append(_splat(b, b.load(b.gep(A, [off]), align=align), V, LANES))
     # B vectors
     bvs = []
     if b_mode == "packed":
         base = b.mul(k, ir.Constant(_I64, NV * LANES))
-        for v in range(NV):
-            p = b.gep(B, [b.add(base, ir.Constant(_I64, v * LANES))])
-            bvs.append(b.load(b.bitcast(p, VP), align=align))
+        bvs = [_vload(b, B, b.add(base, ir.Constant(_I64, v * LANES)), VP, align)
+               for v in range(NV)]
     else:
         q = b.load(b.gep(offs, [k]), align=8)
-        for xb in (xb0, xb1):
-            p = b.gep(B, [b.add(q, xb)])
-            bvs.append(b.load(b.bitcast(p, VP), align=align))
+        bvs = [_vload(b, B, b.add(q, xb), VP, align) for xb in (xb0, xb1)]
     new = [[b.fadd(b.fmul(avs[i], bvs[v], flags=_CONTRACT), accs[i][v], flags=_CONTRACT)
             for v in range(NV)] for i in range(MR)]
     k1 = b.add(k, ir.Constant(_I64, 1))
@@ -170,36 +202,21 @@ def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: st
         def codegen(context, builder, signature, args):
             T = context.get_value_type(dt)
             name = (f"jk_tile_{dt}_{MR}x{NV}x{LANES}_{a_mode}_{b_mode}")
-            tys = list(signature.args)
-            vals = list(args)
-
-            def take(n):
-                out = list(zip(tys[:n], vals[:n]))
-                del tys[:n], vals[:n]
-                return out
-
-            def i64(tv):
-                t, v = tv
-                return context.cast(builder, v, t, types.int64)
-
-            (kct, kcv), = take(1)
-            call = [context.cast(builder, kcv, kct, types.int64)]
-            (at, av), ao = take(2)
-            if a_mode == "strided":
-                sam, sak = take(2)
-                call += [_elem_ptr(context, builder, at, av, i64(ao)), i64(sam), i64(sak)]
-            else:
-                call.append(_elem_ptr(context, builder, at, av, i64(ao)))
-            if b_mode == "shifted":
-                (xt, xv), (ot, ov), oo, xb0, xb1 = take(5)
-                call += [_elem_ptr(context, builder, xt, xv, ir.Constant(_I64, 0)),
-                         _elem_ptr(context, builder, ot, ov, i64(oo)), i64(xb0), i64(xb1)]
-            else:
-                (bt, bv), bo = take(2)
-                call.append(_elem_ptr(context, builder, bt, bv, i64(bo)))
-            (ct, cv), co, ldc, (ft, fv) = take(4)
-            call += [_elem_ptr(context, builder, ct, cv, i64(co)), i64(ldc),
-                     context.cast(builder, fv, ft, types.boolean)]
+            c = (context, builder, signature, args)
+            call = [_arg_i64(*c, 0), _arg_ptr(*c, 1, _arg_i64(*c, 2))]     # kc, A at ao
+            k = 3
+            if a_mode == "strided":                                       # sam, sak
+                call += [_arg_i64(*c, 3), _arg_i64(*c, 4)]
+                k = 5
+            if b_mode == "shifted":                        # x, offs at oo, xb0, xb1
+                call += [_arg_ptr(*c, k), _arg_ptr(*c, k + 1, _arg_i64(*c, k + 2)),
+                         _arg_i64(*c, k + 3), _arg_i64(*c, k + 4)]
+                k += 5
+            else:                                          # B at bo
+                call.append(_arg_ptr(*c, k, _arg_i64(*c, k + 1)))
+                k += 2
+            call += [_arg_ptr(*c, k, _arg_i64(*c, k + 1)), _arg_i64(*c, k + 2),   # C at co, ldc
+                     context.cast(builder, args[k + 3], signature.args[k + 3], types.boolean)]
             fn = _define(builder.module, name, T, MR, NV, LANES, a_mode, b_mode)
             builder.call(fn, call)
             return context.get_dummy_value()
@@ -224,23 +241,18 @@ def _define_dot(module, name, T, MO, MK, LANES):
     """The dot-block function ``name``: ``acc[(a*MK + b)*LANES + e] += sum over n < nb and
     q < nch of g[ga + n*sg + q*LANES + e] * x[xb + n*sx + q*LANES + e]`` for the MO g rows and
     MK x rows, each lane summed in (n, q) order with one FMA per step."""
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
     P = T.as_pointer()
-    params = [P] + [_I64] * MO + [_I64, P] + [_I64] * MK + [_I64, _I64, _I64, P]
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("nounwind")
+    fn, b = _new_fn(module, name, [P] + [_I64] * MO + [_I64, P] + [_I64] * MK
+                    + [_I64, _I64, _I64, P])
+    if b is None:
+        return fn
     args = list(fn.args)
     g, goffs, sg = args[0], args[1:1 + MO], args[1 + MO]
     x, xoffs, sx = args[2 + MO], args[3 + MO:3 + MO + MK], args[3 + MO + MK]
     nb, nch, acc = args[4 + MO + MK], args[5 + MO + MK], args[6 + MO + MK]
     V = ir.VectorType(T, LANES)
     VP = V.as_pointer()
-    align = 8 if isinstance(T, ir.DoubleType) else 4
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    align = _align(T)
     cells = []   # the accumulators in stack slots (promoted to registers by LLVM's mem2reg)
     for a in range(MO):
         for c in range(MK):
@@ -254,8 +266,8 @@ def _define_dot(module, name, T, MO, MK, LANES):
         xr = [b.add(o, b.mul(n, sx)) for o in xoffs]
         with cgutils.for_range(b, nch) as inner:
             p = b.mul(inner.index, ir.Constant(_I64, LANES))
-            us = [b.load(b.bitcast(b.gep(g, [b.add(r, p)]), VP), align=align) for r in gr]
-            vs = [b.load(b.bitcast(b.gep(x, [b.add(r, p)]), VP), align=align) for r in xr]
+            us = [_vload(b, g, b.add(r, p), VP, align) for r in gr]
+            vs = [_vload(b, x, b.add(r, p), VP, align) for r in xr]
             for a in range(MO):
                 for c in range(MK):
                     slot = cells[a * MK + c][0]
@@ -284,17 +296,10 @@ def dot_kernel(MO: int, MK: int, LANES: int):
         sig = types.none(g, g0, g1, g2, g3, sg, x, x0, x1, x2, x3, sx, nb, nch, acc, ao)
 
         def codegen(context, builder, signature, args):
-            tys = signature.args
-
-            def i64(k):
-                return context.cast(builder, args[k], tys[k], types.int64)
-
-            zero = ir.Constant(_I64, 0)
-            call = ([_elem_ptr(context, builder, tys[0], args[0], zero)]
-                    + [i64(k) for k in range(1, 6)]
-                    + [_elem_ptr(context, builder, tys[6], args[6], zero)]
-                    + [i64(k) for k in range(7, 14)]
-                    + [_elem_ptr(context, builder, tys[14], args[14], i64(15))])
+            c = (context, builder, signature, args)
+            call = ([_arg_ptr(*c, 0)] + [_arg_i64(*c, k) for k in range(1, 6)]
+                    + [_arg_ptr(*c, 6)] + [_arg_i64(*c, k) for k in range(7, 14)]
+                    + [_arg_ptr(*c, 14, _arg_i64(*c, 15))])
             fn = _define_dot(builder.module, f"jk_dot_{dt}_{MO}x{MK}x{LANES}",
                              context.get_value_type(dt), MO, MK, LANES)
             builder.call(fn, call)
@@ -308,20 +313,15 @@ def dot_kernel(MO: int, MK: int, LANES: int):
 def _define_copy(module, name, T, LANES):
     """``dst[0:n] = src[0:n]``: LANES-wide vector blocks (the last overlapping the one before,
     so a run of at least LANES has no scalar tail), element by element below LANES."""
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
     P = T.as_pointer()
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [P, P, _I64]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("nounwind")
+    fn, b = _new_fn(module, name, [P, P, _I64])
+    if b is None:
+        return fn
     dst, src, n = fn.args
     V = ir.VectorType(T, LANES)
     VP = V.as_pointer()
-    align = 8 if isinstance(T, ir.DoubleType) else 4
+    align = _align(T)
     uv = ir.Constant(_I64, LANES)
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     with b.if_else(b.icmp_unsigned("<", n, uv)) as (short, long):
         with short:
             with cgutils.for_range(b, n) as loop:
@@ -333,8 +333,7 @@ def _define_copy(module, name, T, LANES):
             with cgutils.for_range(b, nblk) as loop:
                 e = b.mul(loop.index, uv)
                 e = b.select(b.icmp_unsigned(">", e, last), last, e)
-                v = b.load(b.bitcast(b.gep(src, [e]), VP), align=align)
-                b.store(v, b.bitcast(b.gep(dst, [e]), VP), align=align)
+                _vstore(b, _vload(b, src, e, VP, align), dst, e, VP, align)
     b.ret_void()
     return fn
 
@@ -354,15 +353,11 @@ def copy_kernel(LANES: int):
         sig = types.none(dst, d, src, s, n)
 
         def codegen(context, builder, signature, args):
-            tys = signature.args
-
-            def i64(k):
-                return context.cast(builder, args[k], tys[k], types.int64)
-
+            c = (context, builder, signature, args)
             fn = _define_copy(builder.module, f"jk_copy_{dt}_{LANES}",
                               context.get_value_type(dt), LANES)
-            builder.call(fn, [_elem_ptr(context, builder, tys[0], args[0], i64(1)),
-                              _elem_ptr(context, builder, tys[2], args[2], i64(3)), i64(4)])
+            builder.call(fn, [_arg_ptr(*c, 0, _arg_i64(*c, 1)), _arg_ptr(*c, 2, _arg_i64(*c, 3)),
+                              _arg_i64(*c, 4)])
             return context.get_dummy_value()
 
         return sig, codegen
@@ -381,23 +376,7 @@ def _op(b, op, x, y):
     return b.fadd(x, y) if op == "+" else b.fsub(x, y)
 
 
-def _win_fn(module, name, T, params):
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn, None
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("nounwind")
-    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
-
-def _vload(b, P, off, VP, align):
-    return b.load(b.bitcast(b.gep(P, [off]), VP), align=align)
-
-
-def _vstore(b, v, P, off, VP, align):
-    b.store(v, b.bitcast(b.gep(P, [off]), VP), align=align)
 
 
 def _win_tiles(b, m, bv):
@@ -410,21 +389,15 @@ def _win_tiles(b, m, bv):
              b.fadd(b.fsub(b.fsub(s[i][1], s[i][2]), s[i][3]), bv)] for i in range(2)]
 
 
-def _splat(b, x, V, LANES):
-    undef = ir.Constant(V, ir.Undefined)
-    mask = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-    return b.shuffle_vector(b.insert_element(undef, x, ir.Constant(ir.IntType(32), 0)),
-                            undef, mask)
-
 
 def _define_win(module, which, T, LANES, NR):
     name = f"jk_win_{which}_{T}_{LANES}_{NR}".replace(" ", "")
     P = T.as_pointer()
     V = ir.VectorType(T, LANES)
     VP = V.as_pointer()
-    align = 8 if isinstance(T, ir.DoubleType) else 4
+    align = _align(T)
     if which == "in":      # Xt, qs (16 offsets), Vb, cn
-        fn, b = _win_fn(module, name, T, [P, _I64.as_pointer(), P, _I64])
+        fn, b = _new_fn(module, name, [P, _I64.as_pointer(), P, _I64])
         if b is None:
             return fn
         Xt, qs, Vb, cn = fn.args
@@ -439,9 +412,9 @@ def _define_win(module, which, T, LANES, NR):
         return fn
     # out / pool: Mb (at q), mn, Yt, ...
     if which == "out":     # Mb, mn, Yt (at y0), y1 - y0, bv, two_r, two_c
-        fn, b = _win_fn(module, name, T, [P, _I64, P, _I64, T, ir.IntType(1), ir.IntType(1)])
+        fn, b = _new_fn(module, name, [P, _I64, P, _I64, T, ir.IntType(1), ir.IntType(1)])
     else:                  # Mb, mn, Yt (at y0), bv, zero
-        fn, b = _win_fn(module, name, T, [P, _I64, P, T, T])
+        fn, b = _new_fn(module, name, [P, _I64, P, T, T])
     if b is None:
         return fn
     Mb, mn = fn.args[0], fn.args[1]
@@ -485,13 +458,6 @@ def wino_kernels(LANES: int, NR: int):
       reduces a window (NaN-propagating maxima of the rows, then of those, then relu).
     """
 
-    def ptr(context, builder, tys, args, k, off=None):
-        o = ir.Constant(_I64, 0) if off is None else off
-        return _elem_ptr(context, builder, tys[k], args[k], o)
-
-    def i64(context, builder, tys, args, k):
-        return context.cast(builder, args[k], tys[k], types.int64)
-
     def floats(*arrs):
         return all(isinstance(a, types.Array) and isinstance(a.dtype, types.Float) for a in arrs)
 
@@ -501,13 +467,10 @@ def wino_kernels(LANES: int, NR: int):
             return None
 
         def codegen(context, builder, sig, args):
-            t = sig.args
-            T = context.get_value_type(Xt.dtype)
-            fn = _define_win(builder.module, "in", T, LANES, NR)
-            builder.call(fn, [ptr(context, builder, t, args, 0, i64(context, builder, t, args, 2)),
-                              ptr(context, builder, t, args, 1),
-                              ptr(context, builder, t, args, 3, i64(context, builder, t, args, 4)),
-                              i64(context, builder, t, args, 5)])
+            c = (context, builder, sig, args)
+            fn = _define_win(builder.module, "in", context.get_value_type(Xt.dtype), LANES, NR)
+            builder.call(fn, [_arg_ptr(*c, 0, _arg_i64(*c, 2)), _arg_ptr(*c, 1),
+                              _arg_ptr(*c, 3, _arg_i64(*c, 4)), _arg_i64(*c, 5)])
             return context.get_dummy_value()
 
         return types.none(Xt, qs, l0, Vb, vo, cn), codegen
@@ -519,14 +482,11 @@ def wino_kernels(LANES: int, NR: int):
         dt = Mb.dtype
 
         def codegen(context, builder, sig, args):
-            t = sig.args
-            T = context.get_value_type(dt)
-            fn = _define_win(builder.module, "out", T, LANES, NR)
-            y0v = i64(context, builder, t, args, 4)
-            builder.call(fn, [ptr(context, builder, t, args, 0, i64(context, builder, t, args, 1)),
-                              i64(context, builder, t, args, 2),
-                              ptr(context, builder, t, args, 3, y0v),
-                              builder.sub(i64(context, builder, t, args, 5), y0v),
+            c, t = (context, builder, sig, args), sig.args
+            fn = _define_win(builder.module, "out", context.get_value_type(dt), LANES, NR)
+            y0v = _arg_i64(*c, 4)
+            builder.call(fn, [_arg_ptr(*c, 0, _arg_i64(*c, 1)), _arg_i64(*c, 2),
+                              _arg_ptr(*c, 3, y0v), builder.sub(_arg_i64(*c, 5), y0v),
                               context.cast(builder, args[6], t[6], dt),
                               context.cast(builder, args[7], t[7], types.boolean),
                               context.cast(builder, args[8], t[8], types.boolean)])
@@ -541,12 +501,10 @@ def wino_kernels(LANES: int, NR: int):
         dt = Mb.dtype
 
         def codegen(context, builder, sig, args):
-            t = sig.args
-            T = context.get_value_type(dt)
-            fn = _define_win(builder.module, "pool", T, LANES, NR)
-            builder.call(fn, [ptr(context, builder, t, args, 0, i64(context, builder, t, args, 1)),
-                              i64(context, builder, t, args, 2),
-                              ptr(context, builder, t, args, 3, i64(context, builder, t, args, 4)),
+            c, t = (context, builder, sig, args), sig.args
+            fn = _define_win(builder.module, "pool", context.get_value_type(dt), LANES, NR)
+            builder.call(fn, [_arg_ptr(*c, 0, _arg_i64(*c, 1)), _arg_i64(*c, 2),
+                              _arg_ptr(*c, 3, _arg_i64(*c, 4)),
                               context.cast(builder, args[5], t[5], dt),
                               context.cast(builder, args[6], t[6], dt)])
             return context.get_dummy_value()
