@@ -6,9 +6,10 @@ instead and leaves the machine code in the disk cache; the parent loads it from 
 milliseconds once it is done.  Three kinds of job use it, each with a stand-in that gives the
 same bits meanwhile:
 
-- the packed gemm (``matmul.py``; a long compile from cold): the blocked kernel stands in;
-- the conv weight gradient's dot products (``matmul.dot_now``; as long): ``conv_wdot_loop``
-  on ``udot_loop`` stands in;
+- the packed gemm's drivers (``matmul.py``; a long compile from cold): the blocked kernel
+  stands in (for the Winograd conv ``wino_fwd``, its serial twin);
+- the conv weight gradient's dot products (``matmul.dot_now``): the serial ``conv_wdot_loop``
+  stands in;
 - the ``prange`` variant of a kernel whose serial variant computes each output element the
   same way (elementwise, copy, take, scan, 2x2 max pool, conv layout, row reduction and fused
   flat kernels; ``parallel_ready``; each compile mostly Numba's parfor passes): the serial
