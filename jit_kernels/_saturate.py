@@ -60,3 +60,24 @@ def f2i16(x):
     if x <= -32768.0:
         return np.int16(-32768)
     return np.int16(np.int32(x))
+
+
+# the wide unsigned ints (the cuda set's casts; the cpu set casts them with NumPy)
+def f2u32(x):
+    if x != x:
+        return np.uint32(0)
+    if x >= 4294967295.0:
+        return np.uint32(4294967295)
+    if x <= 0.0:
+        return np.uint32(0)
+    return np.uint32(np.int64(x))
+
+
+def f2u64(x):
+    if x != x:
+        return np.uint64(0)
+    if x >= 18446744073709551616.0:
+        return np.uint64(18446744073709551615)
+    if x <= 0.0:
+        return np.uint64(0)
+    return np.uint64(x)

@@ -13,7 +13,8 @@ import numpy as np
 #: dtype name -> NumPy constructor in generated source
 NP_NAME = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32",
            "int64": "np.int64", "bool": "np.bool_", "int8": "np.int8", "uint8": "np.uint8",
-           "int16": "np.int16", "uint16": "np.uint16"}
+           "int16": "np.int16", "uint16": "np.uint16", "uint32": "np.uint32",
+           "uint64": "np.uint64"}
 #: dtype name -> Numba type in generated source
 NB_NAME = {"float32": "numba.float32", "float64": "numba.float64", "int32": "numba.int32",
            "int64": "numba.int64"}

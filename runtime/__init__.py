@@ -8,7 +8,7 @@ from .core import dtypes, errors
 from .tensor import Tensor
 from .device import Device, cpu, cuda, cuda_unavailable_reason, default_device, device, devices
 from .core.dtypes import DType, bool_, float32, float64, int32, int64
-from .core.dtypes import bfloat16, float16, int8, int16, uint8
+from .core.dtypes import bfloat16, float16, int8, int16, uint8, uint32, uint64
 from .core.errors import (ArgumentTypeError, ArgumentValueError, AutodiffMoveError, AxisError,
                      AutodiffNotMarkedError, CaptureAutodiffError, CaptureError, CaptureMoveError,
                      CaptureScopeError, CaptureValueError, TracedValueError, TracingError,

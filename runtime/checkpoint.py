@@ -39,9 +39,9 @@ def _safetensors():
 #: safetensors dtype code -> runtime dtype
 _CODES = {"F64": D.float64, "F32": D.float32, "F16": D.float16, "BF16": D.bfloat16,
           "I64": D.int64, "I32": D.int32, "I16": D.int16, "I8": D.int8, "U8": D.uint8,
-          "BOOL": D.bool_}
+          "U32": D.uint32, "U64": D.uint64, "BOOL": D.bool_}
 #: the codes the runtime has no dtype for, as NumPy names them
-_OTHER = {"U16": "uint16", "U32": "uint32", "U64": "uint64", "C64": "complex64",
+_OTHER = {"U16": "uint16", "C64": "complex64",
           "F8_E4M3": "float8_e4m3", "F8_E5M2": "float8_e5m2"}
 
 

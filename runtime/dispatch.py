@@ -113,9 +113,10 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
         # small-op fast path (a cached decision: run the prepared kernel, no rule) and the rule
         # cache.  Inline: it is the hot path (the result tensor too is built here, as
         # ``Tensor._wrap`` builds it; a decision leaves the cache when the catalogue changes,
-        # so a hit needs no look-up of the record).  A Python int keys by its type only when
-        # every int dtype holds it (an int32 tensor plus 2**40 must reach the rule, which
-        # refuses it).
+        # so a hit needs no look-up of the record).  A Python int within int32's range keys by
+        # its type and its bit length (negative for a negative int), which decide which int
+        # dtypes hold it: a uint8 or uint32 tensor plus -1, or an int8 one plus 300, must reach
+        # the rule, which refuses it, even after the same op with 1; a wider int always does.
         n = len(args)
         if n == 2:
             a, b = args
@@ -125,15 +126,23 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
                     if b.device is dev:
                         key = (name, dev.fast_kind, a.shape, a.dtype, b.shape, b.dtype)
                         pa, pb = a._payload, b._payload
-                elif (type(b) is float or type(b) is bool
-                      or (type(b) is int and _I32_MIN <= b <= _I32_MAX)):
+                elif type(b) is float or type(b) is bool:
                     key = (name, dev.fast_kind, a.shape, a.dtype, type(b), None)
                     pa, pb = a._payload, b
-            elif type(b) is Tensor and (type(a) is float or type(a) is bool or (
-                    type(a) is int and _I32_MIN <= a <= _I32_MAX)):
-                dev = b.device
-                key = (name, dev.fast_kind, type(a), None, b.shape, b.dtype)
-                pa, pb = a, b._payload
+                elif type(b) is int and _I32_MIN <= b <= _I32_MAX:
+                    key = (name, dev.fast_kind, a.shape, a.dtype, int,
+                           b.bit_length() if b >= 0 else ~(~b).bit_length())
+                    pa, pb = a._payload, b
+            elif type(b) is Tensor:
+                if type(a) is float or type(a) is bool:
+                    dev = b.device
+                    key = (name, dev.fast_kind, type(a), None, b.shape, b.dtype)
+                    pa, pb = a, b._payload
+                elif type(a) is int and _I32_MIN <= a <= _I32_MAX:
+                    dev = b.device
+                    key = (name, dev.fast_kind, int,
+                           a.bit_length() if a >= 0 else ~(~a).bit_length(), b.shape, b.dtype)
+                    pa, pb = a, b._payload
             if key is not None:
                 ent = _FAST.get(key)
                 if ent is not None and ent.plain:

@@ -24,10 +24,28 @@ gather) run on the storage directly when every emulated operand already has the 
 dtype.  ``cast`` itself and ``init`` never upcast.  The dispatch layer calls ``needs_upcast``
 (``PlainDevice.execute``, ``dispatch.plain_step``, the small-op fast path, which never caches a
 decision for such a call) and the fusion pass leaves such ops unfused.
+
+uint32 computes in int64 like the small ints (every uint32 value, sum and difference fits, and a
+product's low 32 bits are exact).  uint64 computes in int64 too, but int64 holds its values only
+modulo 2**64, so ``run_upcast`` sorts a uint64 op into one of four ways (``_uint64_way``):
+
+- ``float``: an elementwise op, reduction, composite or matmul computed in a float dtype
+  (``/``, ``exp``, ``mean``, a uint64 with a float operand) converts the uint64 operands
+  straight to that float dtype (the values, not their int64 bits);
+- ``modular``: the ops exact modulo 2**64 (``+ - *``, negation, bitwise ops and left shifts,
+  ``==``/``!=``, ``where``, sums, products and their scans, matmul, moves) run on the int64
+  bits, a Python int of 2**63 or more as its int64 bits, and the result is cast back;
+- ``order``: comparisons, ``maximum``/``minimum``, ``max``/``min``, ``argmax``/``argmin``,
+  ``argsort``/``topk`` (so ``sort``) run on the int64 bits with the top bit flipped, which maps
+  uint64's order onto int64's; a uint64 result is flipped back;
+- anything else (``//``, ``%``, ``>>``, ``abs``, ``sign``, ``clamp``, ``pow``, scans of
+  maxima, pooling, a uint64 index tensor...) raises DTypeError naming the op and dtypes, rather
+  than give a wrong answer.
 """
 from __future__ import annotations
 
 from .core import dtypes as D
+from .core.errors import DTypeError
 from .core.registry import CATALOGUE
 from .tensor import Tensor
 
@@ -66,6 +84,8 @@ def needs_upcast(spec, args, attrs, plan) -> bool:
 def run_upcast(device, spec, args, attrs, plan):
     """Run ``spec`` on plain ``device`` in the compute dtypes and cast the result back to
     ``plan.dtype`` (``args``: plain tensors and scalars)."""
+    if _has_uint64(args, attrs, plan):
+        return _run_uint64(device, spec, args, attrs, plan)
     if _native(spec, args, attrs, plan):
         compute = plan.compute.compute
         return device.run_kernel(spec, [a._payload if isinstance(a, Tensor) else a for a in args],
@@ -105,3 +125,118 @@ def _native(spec, args, attrs, plan) -> bool:
                 return False
             big = big or a.size >= NATIVE_MIN
     return big
+
+
+# ------------------------------------------------------------------------------- uint64
+#: ops exact modulo 2**64: they run on uint64's int64 bits
+U64_MODULAR = MOVES | frozenset((
+    "add", "sub", "mul", "neg", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "left_shift", "eq", "ne", "where", "sum", "prod", "cumsum", "cumprod", "matmul", "square",
+    "slice_assign", "put", "scatter_add", "pad", "full", "arange", "eye"))
+#: ops that only compare values: they run on the int64 bits with the top bit flipped
+U64_ORDER = frozenset(("lt", "le", "gt", "ge", "maximum", "minimum", "max", "min", "argmax",
+                       "argmin", "argsort", "topk"))
+#: lowerings and ops that take value operands only: computed in a float dtype, their uint64
+#: operands convert to it directly
+_U64_FLOAT_LOWERINGS = frozenset(("unary", "binary", "reduce", "composite", "matmul"))
+_U64_FLOAT_OPS = frozenset(("where", "linear", "softmax", "log_softmax", "logcumsumexp"))
+#: ops whose uint64 operand may be an index (not the values): it must be the result's dtype
+_INDEXING = frozenset(("index", "take", "gather", "slice_assign", "put", "scatter_add"))
+_TOP = 1 << 63
+_FLIP = -(1 << 63)      # xor with the top bit, as an int64 scalar
+
+
+def _has_uint64(args, attrs, plan) -> bool:
+    if plan.dtype is D.uint64:
+        return True
+    for a in args:
+        if getattr(a, "dtype", None) is D.uint64:
+            return True
+    d = attrs.get("dtype") if attrs else None
+    return d is not None and D.as_dtype(d) is D.uint64
+
+
+def _names(args) -> str:
+    return ", ".join(a.dtype.name for a in args if getattr(a, "dtype", None) is not None)
+
+
+def _uint64_way(spec, args, plan) -> str:
+    """How op ``spec`` with uint64 operands or result runs: "float", "modular", "order" or
+    "refuse" (see the module's doc)."""
+    name = spec.name
+    if name in _INDEXING:
+        for a in args:
+            if getattr(a, "dtype", None) is D.uint64 and plan.dtype is not D.uint64:
+                return "refuse"         # a uint64 index tensor
+    compute = plan.compute
+    if compute.is_float and (spec.lowering in _U64_FLOAT_LOWERINGS or name in _U64_FLOAT_OPS):
+        return "float"
+    if name in U64_MODULAR:
+        return "modular"
+    if name in U64_ORDER:
+        return "order"
+    return "refuse"
+
+
+def _check_u64_scalars(name, args) -> None:
+    """DTypeError for a Python int outside uint64's range (``x == -1`` must not compare bits)."""
+    for a in args:
+        if type(a) is int:
+            D.check_scalar(name, a, D.uint64)
+
+
+def _run_uint64(device, spec, args, attrs, plan):
+    """``run_upcast`` for an op with a uint64 operand or result (see the module's doc)."""
+    name = spec.name
+    way = _uint64_way(spec, args, plan)
+    if way == "refuse":
+        raise DTypeError(f"{name}: not supported for uint64 (operands {_names(args)}): the "
+                         f"runtime computes uint64 in int64, exact only for + - *, bitwise ops, "
+                         f"comparisons, max/min, sorting, sums and moves; cast to int64 or "
+                         f"float64 first")
+    if way == "float":
+        fc = plan.compute.compute       # float32 for a half compute dtype
+        new_args = tuple(_cast(device, a, fc if a.dtype is D.uint64 else a.dtype.compute)
+                         if isinstance(a, Tensor) and a.dtype.emulated else a for a in args)
+        return _finish(device, spec, new_args, attrs, plan)
+    _check_u64_scalars(name, args)
+    if way == "modular":
+        new_args = tuple(_cast(device, a, a.dtype.compute)
+                         if isinstance(a, Tensor) and a.dtype.emulated
+                         else (a - (1 << 64) if type(a) is int and a >= _TOP else a)
+                         for a in args)
+        return _finish(device, spec, new_args, attrs, plan)
+    # order: every int operand as uint64 (promotion leaves only unsigned and bool ones beside
+    # a uint64), its int64 bits with the top bit flipped
+    new_args = []
+    for a in args:
+        if isinstance(a, Tensor):
+            a = _flip(device, _cast(device, _cast(device, a, D.uint64), D.int64))
+        elif type(a) is int:
+            a -= _TOP
+        new_args.append(a)
+    new_args = tuple(new_args)
+    new_plan = spec.infer(new_args, attrs)
+    out = device.execute(spec, new_args, attrs, new_plan)
+    if plan.dtype is D.uint64:          # the values themselves: flip back
+        out = _flip(device, out)
+    return _cast(device, out, plan.dtype)
+
+
+def _finish(device, spec, new_args, attrs, plan):
+    """Run ``spec`` on the converted operands and cast the result back to ``plan.dtype``."""
+    new_attrs = attrs
+    if _emulated_attr(attrs):
+        new_attrs = dict(attrs)
+        new_attrs["dtype"] = D.as_dtype(attrs["dtype"]).compute.name
+    new_plan = spec.infer(new_args, new_attrs)
+    if new_plan.dtype.emulated:
+        new_plan = new_plan._replace(dtype=new_plan.dtype.compute)
+    out = device.execute(spec, new_args, new_attrs, new_plan)
+    return _cast(device, out, plan.dtype)
+
+
+def _flip(device, t):
+    """int64 tensor ``t`` with its top bit flipped."""
+    spec, args = CATALOGUE["bitwise_xor"], (t, _FLIP)
+    return device.execute(spec, args, {}, spec.infer(args, {}))

@@ -609,7 +609,8 @@ def where(cond, a, b, out_dtype):
     return run("where", [cond, a, b], (BOOL, od, od), od)
 
 
-_SMALL = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
+_SMALL = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.uint32,
+                                          np.uint64))
 
 
 def cast(x, dtype):
@@ -620,13 +621,22 @@ def cast(x, dtype):
     return run("ident", [xa], (dt,), dt)
 
 
+#: the largest float64 below 2**64 (2**64 itself does not convert to uint64)
+_BELOW_2_64 = float(np.nextafter(2.0 ** 64, 0.0))
+
+
 def _cast_small(xa, dt):
-    """Casts from or to the 8/16-bit ints with NumPy (nothing to compile), ``cast`` semantics:
-    float -> int truncates toward zero and saturates to the target's range (NaN -> 0);
-    int -> int wraps; anything -> bool is ``x != 0``."""
+    """Casts from or to the 8/16-bit ints and the wide unsigned ones with NumPy (nothing to
+    compile), ``cast`` semantics: float -> int truncates toward zero and saturates to the
+    target's range (NaN -> 0); int -> int wraps; anything -> bool is ``x != 0``."""
     if xa.dtype.kind == "f" and dt.kind in "iu":
         info = np.iinfo(dt)
-        y = np.clip(xa, info.min, info.max)
+        if dt.itemsize >= 4:       # the bounds are not float32 values: clip in float64
+            xa = xa.astype(np.float64)
+        y = np.clip(xa, info.min, min(float(info.max), _BELOW_2_64))
         y = np.where(y != y, 0, y)
-        return y.astype(dt, order="C")
+        out = y.astype(dt, order="C")
+        if dt == np.uint64:             # 2**64 and above (inf included) saturate to the max
+            out[xa >= 2.0 ** 64] = info.max
+        return out
     return xa.astype(dt, order="C")

@@ -1,19 +1,22 @@
 """The dtypes and the promotion rules (PyTorch's ``torch.result_type``).
 
-Ten dtypes: float32, float64, int32, int64, bool and the small ones,
-float16, bfloat16, int8, uint8, int16.  Every DType has a *storage* NumPy dtype ``.np`` (what
+Twelve dtypes: float32, float64, int32, int64, bool, the small ones, float16, bfloat16, int8,
+uint8, int16, and the wide unsigned ones, uint32 and uint64.  Every DType has a *storage* NumPy dtype ``.np`` (what
 the kernel sets see: float16 and bfloat16 are stored as their ``uint16`` bits, because Numba's
 CPU target has no float16 type and NumPy no bfloat16) and a *compute* DType ``.compute`` (the
 dtype the kernels run in: float32 for the half types, int32 for the small ints; itself for the
-five native ones).  ``.emulated`` is ``compute is not self``: the dispatch layer (``runtime.
-lowprec``) upcasts such operands, runs the op in the compute dtype and casts the result back.
+five native ones; int64 for uint32 and uint64).  ``.emulated`` is ``compute is not self``: the
+dispatch layer (``runtime.lowprec``) upcasts such operands, runs the op in the compute dtype and
+casts the result back.  uint64 in int64 is exact only for the ops that are exact modulo 2**64
+(``+ - *``, bitwise ops, equality, moves); ``runtime.lowprec`` orders uint64 values by flipping
+their top bit and refuses the ops it cannot compute exactly.
 """
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["DType", "float32", "float64", "int32", "int64", "bool_", "float16", "bfloat16",
-           "int8", "uint8", "int16", "DTYPES",
+           "int8", "uint8", "int16", "uint32", "uint64", "DTYPES",
            "as_dtype", "from_numpy_dtype", "promote", "result_type", "scalar_dtype", "fits",
            "check_scalar"]
 
@@ -92,15 +95,20 @@ bfloat16 = DType("bfloat16", np.uint16, 2, host=None)   # NumPy has none: see bf
 int8 = DType("int8", np.int8, 1)
 uint8 = DType("uint8", np.uint8, 1)
 int16 = DType("int16", np.int16, 1)
+uint32 = DType("uint32", np.uint32, 1)
+uint64 = DType("uint64", np.uint64, 1)
 for _d, _c in ((float16, float32), (bfloat16, float32), (int8, int32), (uint8, int32),
-               (int16, int32)):
+               (int16, int32), (uint32, int64), (uint64, int64)):
     _d.compute = _c
     _d.emulated = True
 del _d, _c
 
-DTYPES = (float32, float64, int32, int64, bool_, float16, bfloat16, int8, uint8, int16)
+DTYPES = (float32, float64, int32, int64, bool_, float16, bfloat16, int8, uint8, int16, uint32,
+          uint64)
 #: the dtypes computed in a wider one, in the order above
-SMALL_DTYPES = (float16, bfloat16, int8, uint8, int16)
+SMALL_DTYPES = (float16, bfloat16, int8, uint8, int16, uint32)
+#: the unsigned ints wider than 8 bits (PyTorch's "limited support" ones)
+WIDE_UNSIGNED = (uint32, uint64)
 _BY_NAME = {d.name: d for d in DTYPES}
 # NumPy dtype -> DType, by the dtype of the *values* (np.uint16, the half types' storage, is
 # not a runtime dtype)
@@ -147,24 +155,37 @@ def from_numpy_dtype(npd, op: str = "tensor") -> DType:
                          f"{', '.join(x.name for x in DTYPES)}") from None
 
 
-def promote(a: DType, b: DType) -> DType:
+def promote(a: DType, b: DType, op: str | None = None) -> DType:
     """Promotion of two tensor dtypes (``torch.result_type``): higher category wins, then the
-    wider type; float16 with bfloat16 gives float32, uint8 with int8 int16 (the smallest signed
-    type holding both ranges)."""
+    wider type; float16 with bfloat16 gives float32; an unsigned with a signed int the smallest
+    signed int holding both ranges (uint8 with int8 int16, uint32 with int32 int64).  PyTorch
+    refuses uint32/uint64 with any other int or bool; the runtime follows NumPy there, except
+    that uint64 with a signed int raises DTypeError (naming ``op``): no integer dtype holds both,
+    and NumPy's float64 would round."""
     if a is b:
         return a
     if a.category != b.category:
         return a if a.category > b.category else b
+    if a.category == 1 and a.signed != b.signed:
+        u, s = (b, a) if a.signed else (a, b)
+        if s.itemsize > u.itemsize:
+            return s
+        wider = _SIGNED_WIDER.get(u.itemsize)
+        if wider is None:
+            from .errors import DTypeError
+            raise DTypeError(f"{op or 'promotion'}: no integer dtype holds both {a.name} and "
+                             f"{b.name} (PyTorch refuses the pair, NumPy rounds to float64); "
+                             f"cast one operand first")
+        return wider
     if a.itemsize == b.itemsize:
         if a.is_half:       # float16 and bfloat16: neither holds the other
             return float32
-        if a.signed != b.signed:  # uint8 and int8
-            return int16
         return a
-    if a.category == 1 and a.signed != b.signed:
-        # an unsigned with a wider signed type: the signed one; uint8 is the only unsigned
-        return a if a.signed else b
     return a if a.itemsize > b.itemsize else b
+
+
+#: an unsigned int's itemsize -> the smallest signed int holding its range
+_SIGNED_WIDER = {1: int16, 4: int64}
 
 
 def scalar_dtype(x) -> DType:
@@ -180,7 +201,8 @@ def scalar_dtype(x) -> DType:
 
 
 _INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
-              "int8": (-128, 127), "uint8": (0, 255), "int16": (-(1 << 15), (1 << 15) - 1)}
+              "int8": (-128, 127), "uint8": (0, 255), "int16": (-(1 << 15), (1 << 15) - 1),
+              "uint32": (0, (1 << 32) - 1), "uint64": (0, (1 << 64) - 1)}
 
 
 def fits(value, dt: DType) -> bool:
@@ -210,9 +232,9 @@ def result_type(a, b, op: str | None = None) -> DType:
     da = getattr(a, "dtype", None)
     db = getattr(b, "dtype", None)
     if da is not None and db is not None:
-        return promote(da, db)
+        return promote(da, db, op)
     if da is None and db is None:
-        out = promote(scalar_dtype(a), scalar_dtype(b))
+        out = promote(scalar_dtype(a), scalar_dtype(b), op)
         check_scalar(op or "promotion", a, out)
         check_scalar(op or "promotion", b, out)
         return out

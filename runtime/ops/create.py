@@ -145,11 +145,14 @@ def tensor(data, dtype=None, device=None) -> Tensor:
             arr = np.array(data)
         except (ValueError, TypeError, OverflowError):
             arr = np.empty(0, dtype=object)
+        want = None if dtype is None else D.as_dtype(dtype, "tensor")
         if arr.dtype == object or arr.dtype.kind in "USV":
-            _reject_data(data)
-        if arr.dtype.kind == "f" and not (dtype is not None and D.as_dtype(dtype, "tensor").is_half):
+            _reject_data(data, want)
+        if arr.dtype.kind == "f" and want is not None and want.is_int:
+            arr = _exact_ints(data, arr, want)
+        if arr.dtype.kind == "f" and not (want is not None and want.is_half):
             arr = arr.astype(np.float32)     # (to a half type: round once from the values)
-        elif arr.dtype.kind in "iu":
+        elif arr.dtype.kind in "iu" and not (want is not None and want.is_int):  # (checked below)
             _check_int_range(arr, D.int64)
             arr = arr.astype(np.int64)
     if dtype is not None:
@@ -166,6 +169,19 @@ def tensor(data, dtype=None, device=None) -> Tensor:
     return make("init", dev, init_attrs(arr, dt))
 
 
+def _exact_ints(data, arr, dt):
+    """``data``'s Python ints as an array of int dtype ``dt`` where NumPy made floats of them
+    (a value beyond int64's range: ``rt.tensor([2**63], dtype=rt.uint64)`` must not round);
+    DTypeError for a value ``dt`` does not hold; ``arr`` itself when ``data`` holds a float."""
+    obj = np.array(data, dtype=object)
+    flat = obj.reshape(-1)
+    if not all(type(v) is int or type(v) is bool for v in flat):
+        return arr
+    for v in (min(flat, default=0), max(flat, default=0)):
+        D.check_scalar("tensor", v, dt)
+    return obj.astype(dt.np)
+
+
 def _check_int_range(arr, dt) -> None:
     """DTypeError when integer data does not fit ``dt`` (nothing silently wraps)."""
     if arr.size:
@@ -174,17 +190,19 @@ def _check_int_range(arr, dt) -> None:
             D.check_scalar("tensor", v, dt)
 
 
-def _reject_data(data):
-    """The typed error for data NumPy cannot make a numeric array of."""
+def _reject_data(data, dt=None):
+    """The typed error for data NumPy cannot make a numeric array of (an int that int dtype
+    ``dt``, int64 by default, does not hold)."""
     def ints(x):
         if isinstance(x, (list, tuple)):
             for y in x:
                 yield from ints(y)
         elif type(x) is int:
             yield x
-    big = next((v for v in ints(data) if not D.fits(v, D.int64)), None)
+    dt = dt if dt is not None and dt.is_int else D.int64
+    big = next((v for v in ints(data) if not D.fits(v, dt)), None)
     if big is not None:
-        D.check_scalar("tensor", big, D.int64)
+        D.check_scalar("tensor", big, dt)
     raise DTypeError(f"tensor: cannot make a tensor from ragged or non-numeric data {data!r}")
 
 
