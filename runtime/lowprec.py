@@ -27,7 +27,7 @@ decision for such a call) and the fusion pass leaves such ops unfused.
 
 uint32 computes in int64 like the small ints (every uint32 value, sum and difference fits, and a
 product's low 32 bits are exact).  uint64 computes in int64 too, but int64 holds its values only
-modulo 2**64, so ``run_upcast`` sorts a uint64 op into one of four ways (``_uint64_way``):
+modulo 2**64, so ``run_upcast`` sorts a uint64 op into one of four ways (``uint64_way``):
 
 - ``float``: an elementwise op, reduction, composite or matmul computed in a float dtype
   (``/``, ``exp``, ``mean``, a uint64 with a float operand) converts the uint64 operands
@@ -49,7 +49,7 @@ from .core.errors import DTypeError
 from .core.registry import CATALOGUE
 from .tensor import Tensor
 
-__all__ = ["needs_upcast", "run_upcast", "MOVES"]
+__all__ = ["needs_upcast", "run_upcast", "MOVES", "has_uint64", "uint64_way"]
 
 #: elements from which ``unary``/``binary`` ops on the small ints run natively (see the doc)
 NATIVE_MIN = 1 << 14
@@ -84,7 +84,7 @@ def needs_upcast(spec, args, attrs, plan) -> bool:
 def run_upcast(device, spec, args, attrs, plan):
     """Run ``spec`` on plain ``device`` in the compute dtypes and cast the result back to
     ``plan.dtype`` (``args``: plain tensors and scalars)."""
-    if _has_uint64(args, attrs, plan):
+    if has_uint64(args, attrs, plan):
         return _run_uint64(device, spec, args, attrs, plan)
     if _native(spec, args, attrs, plan):
         compute = plan.compute.compute
@@ -146,7 +146,8 @@ _TOP = 1 << 63
 _FLIP = -(1 << 63)      # xor with the top bit, as an int64 scalar
 
 
-def _has_uint64(args, attrs, plan) -> bool:
+def has_uint64(args, attrs, plan) -> bool:
+    """Whether an op with operands ``args`` and result ``plan`` involves uint64."""
     if plan.dtype is D.uint64:
         return True
     for a in args:
@@ -160,7 +161,7 @@ def _names(args) -> str:
     return ", ".join(a.dtype.name for a in args if getattr(a, "dtype", None) is not None)
 
 
-def _uint64_way(spec, args, plan) -> str:
+def uint64_way(spec, args, plan) -> str:
     """How op ``spec`` with uint64 operands or result runs: "float", "modular", "order" or
     "refuse" (see the module's doc)."""
     name = spec.name
@@ -188,7 +189,7 @@ def _check_u64_scalars(name, args) -> None:
 def _run_uint64(device, spec, args, attrs, plan):
     """``run_upcast`` for an op with a uint64 operand or result (see the module's doc)."""
     name = spec.name
-    way = _uint64_way(spec, args, plan)
+    way = uint64_way(spec, args, plan)
     if way == "refuse":
         raise DTypeError(f"{name}: not supported for uint64 (operands {_names(args)}): the "
                          f"runtime computes uint64 in int64, exact only for + - *, bitwise ops, "

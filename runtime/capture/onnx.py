@@ -39,7 +39,7 @@ from ..core import dtypes as D
 from ..core.errors import ArgumentValueError, TensorRuntimeError
 from ..ops.catalogue import CATALOGUE
 from ..core.registry import Plan
-from ..lowprec import needs_upcast
+from ..lowprec import has_uint64, needs_upcast, uint64_way
 from .ir import CapturedGraph, OperationIr, TensorIr
 
 __all__ = ["export_onnx", "OnnxExportError", "OnnxNotInstalledError", "MIN_OPSET"]
@@ -123,16 +123,20 @@ class _Builder:
             return name
         return self.const(np.asarray(storage), name=name)
 
-    def _upcast(self, op, fn) -> str:
+    def _upcast(self, op, fn, u64=D.int64) -> str:
         """An op on a small dtype, as the runtime runs it (``runtime.lowprec``):
-        Casts to the compute dtypes, the op there, a Cast back to the recorded dtype."""
+        Casts to the compute dtypes (uint64 to ``u64``: its int64 bits, or a float dtype), the
+        op there, a Cast back to the recorded dtype."""
         saved = {}
         args = []
         for a in op.args:
             if isinstance(a, TensorIr) and a.dtype.emulated:
+                to = u64 if a.dtype is D.uint64 else a.dtype.compute
                 saved.setdefault(a.id, self.names[a.id])
-                self.names[a.id] = self.cast(saved[a.id], a.dtype, a.dtype.compute)
-                a = TensorIr(a.id, a.shape, a.dtype.compute)
+                self.names[a.id] = self.cast(saved[a.id], a.dtype, to)
+                a = TensorIr(a.id, a.shape, to)
+            elif type(a) is int and a >= 1 << 63:   # a uint64 scalar: its int64 bits
+                a -= 1 << 64
             args.append(a)
         outs = tuple(TensorIr(t.id, t.shape, t.dtype.compute) for t in op.outputs)
         attrs = op.attrs
@@ -232,8 +236,20 @@ class _Builder:
         if lower is None:
             raise _no_mapping(name)
         out = op.outputs[0]
-        if needs_upcast(s, op.inputs, op.attrs, Plan(out.shape, out.dtype, out.dtype)):
-            return self._upcast(op, lambda o: lower(self, o))
+        plan = Plan(out.shape, out.dtype, out.dtype)
+        if needs_upcast(s, op.inputs, op.attrs, plan):
+            u64 = D.int64
+            if has_uint64(op.args, op.attrs, plan):
+                way = uint64_way(s, op.args, plan)
+                if way in ("order", "refuse"):
+                    raise OnnxExportError(name, f"graph.to_onnx: {name} on uint64 (operands "
+                                                f"{', '.join(t.dtype.name for t in op.inputs)}) "
+                                                f"has no ONNX lowering (the runtime computes "
+                                                f"uint64 in int64); cast to int64 or float64 "
+                                                f"first")
+                if way == "float":
+                    u64 = out.dtype.compute
+            return self._upcast(op, lambda o: lower(self, o), u64)
         return lower(self, op)
 
     @staticmethod
