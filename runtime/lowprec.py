@@ -140,8 +140,8 @@ U64_ORDER = frozenset(("lt", "le", "gt", "ge", "maximum", "minimum", "max", "min
 #: operands convert to it directly
 _U64_FLOAT_LOWERINGS = frozenset(("unary", "binary", "reduce", "composite", "matmul"))
 _U64_FLOAT_OPS = frozenset(("where", "linear", "softmax", "log_softmax", "logcumsumexp"))
-#: ops whose uint64 operand may be an index (not the values): it must be the result's dtype
-_INDEXING = frozenset(("index", "take", "gather", "slice_assign", "put", "scatter_add"))
+#: ops whose second operand is an index tensor
+_INDEXING = frozenset(("take", "gather", "put", "scatter_add"))
 _TOP = 1 << 63
 _FLIP = -(1 << 63)      # xor with the top bit, as an int64 scalar
 
@@ -162,13 +162,11 @@ def _names(args) -> str:
 
 
 def uint64_way(spec, args, plan) -> str:
-    """How op ``spec`` with uint64 operands or result runs: "float", "modular", "order" or
-    "refuse" (see the module's doc)."""
+    """How op ``spec`` with uint64 operands or result runs: "float", "modular", "order",
+    "index" (refused: a uint64 index tensor) or "refuse" (see the module's doc)."""
     name = spec.name
-    if name in _INDEXING:
-        for a in args:
-            if getattr(a, "dtype", None) is D.uint64 and plan.dtype is not D.uint64:
-                return "refuse"         # a uint64 index tensor
+    if name in _INDEXING and getattr(args[1], "dtype", None) is D.uint64:
+        return "index"
     compute = plan.compute
     if compute.is_float and (spec.lowering in _U64_FLOAT_LOWERINGS or name in _U64_FLOAT_OPS):
         return "float"
@@ -190,6 +188,9 @@ def _run_uint64(device, spec, args, attrs, plan):
     """``run_upcast`` for an op with a uint64 operand or result (see the module's doc)."""
     name = spec.name
     way = uint64_way(spec, args, plan)
+    if way == "index":
+        raise DTypeError(f"{name}: uint64 index tensors are not supported (the runtime indexes "
+                         f"in int64); cast the indices to int64 first")
     if way == "refuse":
         raise DTypeError(f"{name}: not supported for uint64 (operands {_names(args)}): the "
                          f"runtime computes uint64 in int64, exact only for + - *, bitwise ops, "

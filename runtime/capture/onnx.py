@@ -241,7 +241,7 @@ class _Builder:
             u64 = D.int64
             if has_uint64(op.args, op.attrs, plan):
                 way = uint64_way(s, op.args, plan)
-                if way in ("order", "refuse"):
+                if way in ("order", "index", "refuse"):
                     raise OnnxExportError(name, f"graph.to_onnx: {name} on uint64 (operands "
                                                 f"{', '.join(t.dtype.name for t in op.inputs)}) "
                                                 f"has no ONNX lowering (the runtime computes "

@@ -37,8 +37,9 @@ def _reducible(x: Tensor):
     """(``x`` in a dtype MPI can reduce, the dtype to round the result back to or None): MPI
     has no float16/bfloat16 arithmetic (their uint16 storage would be summed as integers),
     and small ints must wrap as their dtype, so both reduce in their compute dtype, as every
-    op on them does (``runtime/lowprec.py``)."""
-    if x.dtype.emulated:
+    op on them does (``runtime/lowprec.py``).  uint32 and uint64 reduce as themselves: MPI has
+    both (and uint64's int64 bits would compare wrongly for max/min)."""
+    if x.dtype.emulated and x.dtype not in D.WIDE_UNSIGNED:
         return x.astype(x.dtype.compute), x.dtype
     return x, None
 

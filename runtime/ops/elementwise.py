@@ -1017,7 +1017,7 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None) -> Tensor:
 
 def _decompose_isclose(args, attrs):
     a, b = args
-    dt = float_of(D.result_type(a, b))
+    dt = float_of(D.result_type(a, b, "isclose"))
     if not dt.is_float or not (getattr(a, "dtype", dt).is_float or getattr(b, "dtype", dt).is_float):
         dt = D.float64                      # two int operands: compare in float64
     a = cast(a, dt) if isinstance(a, Tensor) else a

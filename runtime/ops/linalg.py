@@ -41,7 +41,7 @@ def batch_pad(shape, which) -> tuple:
 
 def infer_matmul(args, attrs):
     a, b = args
-    dt = D.promote(a.dtype, b.dtype)
+    dt = D.promote(a.dtype, b.dtype, "matmul")
     if dt.is_bool:
         raise DTypeError(f"matmul: not defined for dtypes {a.dtype.name} and {b.dtype.name}")
     return Plan(matmul_shapes(a.shape, b.shape)[0], dt, dt)

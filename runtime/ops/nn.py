@@ -45,7 +45,7 @@ def _kernel_linear(ks, p, args, attrs, plan, device):
     x, w = args[0], args[1]
     wt = Meta((w.shape[1], w.shape[0]), w.dtype)
     if len(args) == 3:                      # the product's shape and dtype, before the bias
-        mshape, mdt = tuple(x.shape[:-1]) + (w.shape[0],), D.promote(x.dtype, w.dtype)
+        mshape, mdt = tuple(x.shape[:-1]) + (w.shape[0],), D.promote(x.dtype, w.dtype, "linear")
     else:
         mshape, mdt = plan.shape, plan.dtype
     y = kernel_matmul(ks, (p[0], ks.permute(p[1], (1, 0))), (x, wt), {}, Plan(mshape, mdt, mdt), device)

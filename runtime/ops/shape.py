@@ -56,7 +56,7 @@ def _infer_cat(args, attrs):
             raise ShapeError(f"cat: shapes {', '.join(str(a.shape) for a in args)} differ outside "
                              f"axis {axis}")
         size += t.shape[axis]
-        dt = D.promote(dt, t.dtype)
+        dt = D.promote(dt, t.dtype, "cat")
     return Plan(first.shape[:axis] + (size,) + first.shape[axis + 1:], dt, dt)
 
 
