@@ -33,7 +33,8 @@ modulo 2**64, so ``run_upcast`` sorts a uint64 op into one of four ways (``uint6
   (``/``, ``exp``, ``mean``, a uint64 with a float operand) converts the uint64 operands
   straight to that float dtype (the values, not their int64 bits);
 - ``modular``: the ops exact modulo 2**64 (``+ - *``, negation, bitwise ops and left shifts,
-  ``==``/``!=``, ``where``, sums, products and their scans, matmul, moves) run on the int64
+  ``==``/``!=``, ``where``, sums, products and their scans, matmul, moves, and ``floor``,
+  ``isnan`` and their kin, which on ints are the identity or equality) run on the int64
   bits, a Python int of 2**63 or more as its int64 bits, and the result is cast back;
 - ``order``: comparisons, ``maximum``/``minimum``, ``max``/``min``, ``argmax``/``argmin``,
   ``argsort``/``topk`` (so ``sort``) run on the int64 bits with the top bit flipped, which maps
@@ -132,7 +133,9 @@ def _native(spec, args, attrs, plan) -> bool:
 U64_MODULAR = MOVES | frozenset((
     "add", "sub", "mul", "neg", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "left_shift", "eq", "ne", "where", "sum", "prod", "cumsum", "cumprod", "matmul", "square",
-    "slice_assign", "put", "scatter_add", "pad", "full", "arange", "eye"))
+    "slice_assign", "put", "scatter_add", "pad", "full", "arange", "eye",
+    # on ints: the identity, or equality only
+    "floor", "ceil", "trunc", "isnan", "isinf", "isposinf", "isneginf", "isfinite"))
 #: ops that only compare values: they run on the int64 bits with the top bit flipped
 U64_ORDER = frozenset(("lt", "le", "gt", "ge", "maximum", "minimum", "max", "min", "argmax",
                        "argmin", "argsort", "topk"))

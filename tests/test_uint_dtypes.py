@@ -319,3 +319,16 @@ def test_uint64_index_tensors_are_refused_and_uint32_ones_index():
         x[rt.tensor([2, 0], dtype=rt.uint64)]
     v = rt.tensor([5, TOP + 1, 7], dtype=rt.uint64)
     assert v[rt.tensor([1, 2])].tolist() == [TOP + 1, 7] and v[1:].tolist() == [TOP + 1, 7]
+
+
+def test_uint64_rounding_and_float_checks_are_exact():
+    torch = torch_or_skip()
+    vals = EDGE[rt.uint64]
+    u, tu = rt.tensor(vals, dtype=rt.uint64), torch.tensor(vals, dtype=torch.uint64)
+    for f in ("floor", "ceil", "trunc"):
+        got = getattr(rt, f)(u)
+        assert got.dtype is rt.uint64 and got.tolist() == getattr(torch, f)(tu).tolist() == vals
+    a = np.array(vals, np.uint64)
+    assert rt.isfinite(u).tolist() == np.isfinite(a).tolist()
+    assert rt.isnan(u).tolist() == rt.isinf(u).tolist() == np.isnan(a).tolist()
+    assert rt.exp(rt.tensor([TOP, 1], dtype=rt.uint64)).tolist()[1] == np.float32(np.e)
