@@ -663,6 +663,9 @@ NOT_IN_TABLE = {
            "tests/test_index_assign.py, tests/cuda/test_index_assign_cuda.py",
     "attention_softmax_backward": "internal op of attention_softmax's gradient; "
                                   "tests/test_attention.py",
+    "lstm_layer": "an LSTM layer's recurrence (rt.nn.LSTM on autodiff); "
+                  "tests/nn/test_recurrent.py",
+    "lstm_layer_backward": "internal op of lstm_layer's gradient; tests/nn/test_recurrent.py",
 }
 # rt.linalg's records (matrix inputs, several packed results, sign conventions of factors):
 # forward, gradients, errors and capture in tests/test_linalg.py

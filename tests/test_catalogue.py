@@ -13,6 +13,7 @@ import runtime.nn.functional as F
 from opinfo import OPS, all_rows
 from runtime.capture.onnx import _Builder
 from runtime.ops.catalogue import CATALOGUE, FRONTEND, METHODS
+from runtime.ops.recurrent import lstm_layer
 
 BUILTIN = {n: s for n, s in CATALOGUE.items() if s.family != "custom"}
 
@@ -69,6 +70,10 @@ INTERNAL["pad_backward"] = "pad"
 # the fused softmax of scaled_dot_product_attention
 REACHED_BY["attention_softmax"] = lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True)
 INTERNAL["attention_softmax_backward"] = "attention_softmax"
+# an LSTM layer's recurrence (rt.nn.LSTM calls it on autodiff devices): T=1, N=2, H=1
+REACHED_BY["lstm_layer"] = lambda x: lstm_layer(rt.cat([x, x[:, :1]], 1).reshape(1, 2, 4),
+                                                x[:, :1], x[:, 1:2], x.reshape(-1)[:4].reshape(4, 1))
+INTERNAL["lstm_layer_backward"] = "lstm_layer"
 # rt.linalg (no rt.<name>): the LAPACK-backed records, on square/rectangular slices of x
 REACHED_BY["linalg_inv"] = lambda x: rt.linalg.inv(x[:, :2])
 REACHED_BY["linalg_solve"] = lambda x: rt.linalg.solve(x[:, :2], x[:, 2])
@@ -160,6 +165,7 @@ def test_internal_ops_are_reached_by_their_owners_rule(monkeypatch):
     w4 = rt.tensor(np.ones((1, 1, 1, 2)), device=ad).require_grad()
     F.conv2d(x4, w4).sum().backward()
     F.scaled_dot_product_attention(x4, x4, x4, is_causal=True).sum().backward()
+    rt.nn.LSTM(3, 1).to(ad)(x)[0].sum().backward()
     assert set(INTERNAL) <= seen
 
 

@@ -19,6 +19,7 @@ from ..capture.tracing import TraceCache, compile_for, signature, trace
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..core.registry import Meta
 from ..ops import api
+from ..ops.recurrent import lstm_layer
 from ..tensor import Tensor
 from . import functional as F, init
 from ._make import bool_arg, factory, probability_arg, size_arg
@@ -291,6 +292,13 @@ class RNNBase(Module):
     def _run(self, x, h, c, params, reverse: bool):
         """One layer in one direction over ``x`` (L, N, in): (outputs (L, N, out), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
+        if self.mode == "LSTM" and w_hr is None and x.device.family == "autodiff":
+            # the whole recurrence as one op: one tape node, backpropagation through time in
+            # its own backward op
+            out = lstm_layer(F.linear(x, w_ih, b_ih), h, c, w_hh, b_hh, reverse)
+            length = x.shape[0]
+            ys = out[:length]
+            return ys, ys[0 if reverse else length - 1], out[length]
         xg = F.linear(x, w_ih, b_ih)                    # every step's input projection at once
         length = x.shape[0]
         ys = [None] * length

@@ -388,3 +388,86 @@ def test_forward_errors(call, err, msg):
     with pytest.raises(err) as info:
         call()
     assert str(info.value) == msg
+
+
+# --------------------------------------------------------------------------- lstm_layer
+def _lstm_operands(t, n, h, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=s) for s in ((t, n, 4 * h), (n, h), (n, h), (4 * h, h), (4 * h,))]
+
+
+@pytest.mark.parametrize("t,reverse", [(3, False), (3, True), (1, False)])
+def test_lstm_layer_gradients_match_finite_differences(t, reverse):
+    """The layer op's backward (recomputed gates, BPTT in reverse, the hidden weight's product
+    over all steps) against central differences of its forward kernel, every operand."""
+    from autodiff.gradcheck import check_grad
+    from runtime.ops.recurrent import lstm_layer
+    ops = _lstm_operands(t, 2, 2)
+    check_grad(lambda *a: lstm_layer(*a, reverse=reverse), *ops)
+    check_grad(lambda *a: lstm_layer(*a, reverse=reverse), *ops[:4])     # no bias
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_lstm_layer_kernel_matches_its_decomposition(reverse):
+    """The plain device's kernel and the per-step primitives a capture device records agree."""
+    from runtime.ops.recurrent import lstm_layer
+    ops = [a.astype(np.float32) for a in _lstm_operands(4, 3, 5, seed=1)]
+    want = lstm_layer(*[rt.tensor(a) for a in ops], reverse=reverse).numpy()
+    graph = rt.capture(lambda *a: lstm_layer(*a, reverse=reverse), *ops)
+    assert "lstm_layer" not in {op.op for op in graph.operations}
+    np.testing.assert_allclose(graph.run(*ops)[0].numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_autodiff_lstm_is_one_op_per_layer_and_direction(monkeypatch):
+    """On autodiff each layer and direction runs as one lstm_layer (one tape node) and its
+    gradient as one lstm_layer_backward; with a projection the per-step path remains."""
+    from runtime.ops.catalogue import CATALOGUE
+    from runtime.dispatch import clear_dispatch_cache
+    clear_dispatch_cache()
+    calls = []
+    for name in ("lstm_layer", "lstm_layer_backward"):
+        spec = CATALOGUE[name]
+        monkeypatch.setattr(spec, "infer", lambda a, k, _n=name, _f=spec.infer:
+                            calls.append(_n) or _f(a, k))
+    model = nn.LSTM(I, H, num_layers=2, bidirectional=True).to(AD)
+    out, _ = model(rt.tensor(_data(T, N, I, dtype=rt.float32)).to(AD))
+    rt.sum(out).backward()
+    assert calls.count("lstm_layer") == 4 and calls.count("lstm_layer_backward") == 4
+    calls.clear()
+    out, _ = nn.LSTM(I, H, proj_size=2).to(AD)(rt.tensor(_data(T, N, I, dtype=rt.float32)).to(AD))
+    rt.sum(out).backward()
+    assert calls == []
+
+
+@needs_torch
+def test_compiled_lstm_step_matches_eager_and_torch():
+    """rt.compile of a forward + backward step (the layer's forward recorded as primitives, its
+    gradient as the whole backward op) gives the eager step's loss and gradients."""
+    theirs = torch.nn.LSTM(I, H, bidirectional=True)
+    ours = nn.LSTM(I, H, bidirectional=True)
+    _load_from_torch(ours, theirs)
+    ours.to(AD)
+    params = list(ours.parameters())
+
+    def step(xb):
+        out, (h, c) = ours(xb)
+        grads = (rt.sum(out) + rt.sum(c)).backward()
+        return tuple(p.grad(grads) for p in params)
+    x = _data(T, N, I, dtype=rt.float32)
+    eager, compiled = step(rt.tensor(x).to(AD)), rt.compile(step)(rt.tensor(x).to(AD))
+    out, (_, c) = theirs(torch.from_numpy(x))
+    (out.sum() + c.sum()).backward()
+    for e, k, (pname, p) in zip(eager, compiled, theirs.named_parameters()):
+        np.testing.assert_allclose(k.numpy(), e.numpy(), rtol=1e-5, atol=1e-6, err_msg=pname)
+        np.testing.assert_allclose(e.numpy(), p.grad.numpy(), **TOL[rt.float32], err_msg=pname)
+
+
+def test_lstm_layer_errors():
+    from runtime.ops.recurrent import lstm_layer
+    xg, h0, c0, w, _ = (rt.tensor(a) for a in _lstm_operands(2, 3, 2))
+    with pytest.raises(rt.ShapeError, match=r"lstm_layer: expected c0 of shape \(3, 2\)"):
+        lstm_layer(xg, h0, h0[:, :1], w)
+    with pytest.raises(rt.ShapeError, match=r"lstm_layer: expected the input projection"):
+        lstm_layer(xg[:, :, :7], h0, c0, w)
+    with pytest.raises(rt.DTypeError, match="lstm_layer: expected one float dtype"):
+        lstm_layer(xg, h0, c0, w.astype(rt.float32))
