@@ -3,15 +3,17 @@
 
 ``lstm_layer(xg, h0, c0, w_hh[, b_hh])``: ``xg`` (T, N, 4H) is every step's input projection
 (``x @ W_ih.T + b_ih``), ``h0``/``c0`` (N, H) the initial state, ``w_hh`` (4H, H) the hidden
-weight and ``b_hh`` (4H,) its bias; gates i, f, g, o in PyTorch's order.  The result (T + 1, N, H) holds
-the outputs ``h_t`` in time order and, in its last row, the final cell state; ``reverse``
-runs the steps from the last to the first (a bidirectional layer's second direction).
+weight and ``b_hh`` (4H,) its bias; gates i, f, g, o in PyTorch's order.  The op's result
+(6T + 1, N, H) holds the outputs ``h_t`` in time order, the final cell state, then what the
+gradient reads: every step's cell state (T rows) and pre-activations (4T rows, each step's
+(N, 4H) block as it lies in memory); the ``lstm_layer`` function returns the first T + 1 rows.
+``reverse`` runs the steps from the last to the first (a bidirectional layer's second
+direction).
 
 On a plain device the kernel loops over time calling the kernel set's product and its
 elementwise kernels; the tape records one node for the whole layer instead of a dozen per
-step.  The backward op runs backpropagation through time in reverse: it recomputes every
-step's gates at once (one product over all steps, the gate activations over the whole
-sequence) instead of the forward keeping them, then per step one product for the hidden
+step.  The backward op runs backpropagation through time in reverse: the gate activations of
+every step at once from the saved pre-activations, then per step one product for the hidden
 state's gradient.  The rule adds the hidden weight's gradient as one product over all steps;
 the input projection's gradient is the pre-activation gradient itself, so ``linear``'s rule
 gives the input and ``W_ih`` theirs as one product each.  Recording devices (capture, ONNX,
@@ -20,7 +22,7 @@ gives the input and ``W_ih`` theirs as one product each.  Recording devices (cap
 from __future__ import annotations
 
 from ..core.errors import DTypeError, ShapeError
-from ..core.registry import OpSpec, Plan, register
+from ..core.registry import Meta, OpSpec, Plan, register
 from ..dispatch import dispatch as run
 from ..kernel_sets import supports
 from .elementwise import add, mul, sigmoid, tanh
@@ -66,12 +68,16 @@ def _product(ks, m, k, n, dtype):
 
 
 # --------------------------------------------------------------------------- forward
+def _steps(rows: int) -> int:
+    return (rows - 1) // 6
+
+
 def _infer_lstm(args, attrs):
     if len(args) not in (4, 5):
         raise ShapeError(f"lstm_layer: expected (xg, h0, c0, w_hh[, b_hh]), got {len(args)} "
                          f"operands")
     t, n, h = _check("lstm_layer", *args)
-    return Plan((t + 1, n, h), args[0].dtype, args[0].dtype)
+    return Plan((6 * t + 1, n, h), args[0].dtype, args[0].dtype)
 
 
 def _kernel_lstm(ks, p, args, attrs, plan, device):
@@ -83,9 +89,9 @@ def _kernel_lstm(ks, p, args, attrs, plan, device):
         xg = ks.binary("add", xg, p[4], dt, dt)
     mm = _product(ks, n, hs, h4, plan.dtype)
     wt = ks.copy(ks.permute(w, (1, 0)))  # contiguous: the product packs it at every step
-    binary, unary, index = ks.binary, ks.unary, ks.index
+    binary, unary, index, reshape_ = ks.binary, ks.unary, ks.index, ks.reshape
     ki, kf, kg, ko = ((slice(0, n, 1), slice(k * hs, (k + 1) * hs, 1)) for k in range(4))
-    ys = [None] * t
+    ys, cs, ss = [None] * t, [None] * t, [None] * t
     for step in _order(t, attrs):
         s = binary("add", index(xg, (step,)), mm(h, wt), dt, dt)
         sig = unary("sigmoid", s, dt)
@@ -93,25 +99,26 @@ def _kernel_lstm(ks, p, args, attrs, plan, device):
         c = binary("add", binary("mul", index(sig, kf), c, dt, dt),
                    binary("mul", index(sig, ki), g, dt, dt), dt, dt)
         h = binary("mul", index(sig, ko), unary("tanh", c, dt), dt, dt)
-        ys[step] = ks.reshape(h, (1, n, hs))
-    return ks.cat(ys + [ks.reshape(c, (1, n, hs))], 0)
+        ys[step], cs[step], ss[step] = (reshape_(h, (1, n, hs)), reshape_(c, (1, n, hs)),
+                                        reshape_(s, (4, n, hs)))
+    return ks.cat(ys + [cs[_order(t, attrs)[-1]]] + cs + ss, 0)
 
 
 def _decompose_lstm(args, attrs):
     xg, h, c, w = args[:4]
     if len(args) == 5:
         xg = add(xg, args[4])
-    t, _, h4 = xg.shape
+    t, n, h4 = xg.shape
     hs = h4 // 4
     wt = transpose(w, 0, 1)
-    ys = [None] * t
+    ys, cs, ss = [None] * t, [None] * t, [None] * t
     for step in _order(t, attrs):
         s = add(getitem(xg, (step,)), matmul(h, wt))
         i, f, g, o = (getitem(s, (_ALL, slice(k * hs, (k + 1) * hs))) for k in range(4))
         c = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)))
         h = mul(sigmoid(o), tanh(c))
-        ys[step] = unsqueeze(h, 0)
-    return cat(ys + [unsqueeze(c, 0)], 0)
+        ys[step], cs[step], ss[step] = unsqueeze(h, 0), unsqueeze(c, 0), reshape(s, (4, n, hs))
+    return cat(ys + [cs[_order(t, attrs)[-1]]] + cs + ss, 0)
 
 
 def _previous(ys, h0, t, reverse):
@@ -125,41 +132,47 @@ def _previous(ys, h0, t, reverse):
 
 
 def _grad_lstm(c, g):
-    xg, h0, c0, w = (c.input(k) for k in range(4))
-    t, n, h4 = xg.shape
-    hs = h4 // 4
-    bias = (c.input(4),) if c.arity == 5 else ()
-    out = run("lstm_layer_backward", (xg, h0, c0, w, c.output(), g) + bias, c.attrs)
+    h0, c0, w = c.input(1), c.input(2), c.input(3)
+    ws = c.output()
+    t, n, hs = _steps(ws.shape[0]), ws.shape[1], ws.shape[2]
+    # the rows past the outputs and the final cell state are what the backward op reads; the
+    # lstm_layer function never hands them out, so their gradient is zero
+    out = run("lstm_layer_backward", (h0, c0, w, ws, getitem(g, (slice(0, t + 1),))), c.attrs)
     ds = getitem(out, (slice(0, t),))                           # d(pre-activations), (T, N, 4H)
     last = getitem(out, (t,))
     gh0 = getitem(last, (_ALL, slice(0, hs))) if c.needs(1) else None
     gc0 = getitem(last, (_ALL, slice(hs, 2 * hs))) if c.needs(2) else None
     gw = None
     if c.needs(3):                      # one product over every step: dS^T @ h_prev
-        prev = _previous(getitem(c.output(), (slice(0, t),)), h0, t, c.attrs["reverse"])
-        gw = matmul(transpose(reshape(ds, (t * n, h4)), 0, 1), reshape(prev, (t * n, hs)))
+        prev = _previous(getitem(ws, (slice(0, t),)), h0, t, c.attrs["reverse"])
+        gw = matmul(transpose(reshape(ds, (t * n, 4 * hs)), 0, 1), reshape(prev, (t * n, hs)))
     # the bias's gradient is ds summed over steps and batch (the tape sums it)
-    return ds, gh0, gc0, gw, *((ds,) if bias else ())
+    return ds, gh0, gc0, gw, *((ds,) if c.arity == 5 else ())
 
 
 # --------------------------------------------------------------------------- backward op
 def _infer_lstm_backward(args, attrs):
-    if len(args) not in (6, 7):
-        raise ShapeError(f"lstm_layer_backward: expected (xg, h0, c0, w_hh, output, gradient"
-                         f"[, b_hh]), got {len(args)} operands")
-    t, n, h = _check("lstm_layer_backward", *args[:4], *args[6:])
-    for what, a in (("output", args[4]), ("gradient", args[5])):
-        if tuple(a.shape) != (t + 1, n, h) or a.dtype is not args[0].dtype:
-            raise ShapeError(f"lstm_layer_backward: expected the {what} as "
-                             f"{args[0].dtype.name}{[t + 1, n, h]}, got "
-                             f"{a.dtype.name}{list(a.shape)}")
-    return Plan((t + 1, n, 4 * h), args[0].dtype, args[0].dtype)
+    if len(args) != 5:
+        raise ShapeError(f"lstm_layer_backward: expected (h0, c0, w_hh, saved, gradient), got "
+                         f"{len(args)} operands")
+    h0, c0, w, ws, gy = args
+    rows = ws.shape[0] if len(ws.shape) == 3 else 0
+    t = _steps(rows)
+    if t < 1 or rows != 6 * t + 1:
+        raise ShapeError(f"lstm_layer_backward: expected lstm_layer's result (6 T + 1, N, H), "
+                         f"got shape {tuple(ws.shape)}")
+    n, h = ws.shape[1:]
+    _check("lstm_layer_backward", Meta((t, n, 4 * h), ws.dtype), h0, c0, w)
+    if tuple(gy.shape) != (t + 1, n, h) or gy.dtype is not ws.dtype:
+        raise ShapeError(f"lstm_layer_backward: expected the gradient as "
+                         f"{ws.dtype.name}{[t + 1, n, h]}, got {gy.dtype.name}{list(gy.shape)}")
+    return Plan((t + 1, n, 4 * h), ws.dtype, ws.dtype)
 
 
 def _kernel_lstm_backward(ks, p, args, attrs, plan, device):
-    xg, h0, c0, w, y, gy = p[:6]
-    t, n, h4 = args[0].shape
-    hs = h4 // 4
+    h0, c0, w, ws, gy = p
+    rows, n, hs = args[3].shape
+    t, h4 = _steps(rows), 4 * args[3].shape[2]
     dt = plan.dtype.np
     order = _order(t, attrs)
 
@@ -169,52 +182,34 @@ def _kernel_lstm_backward(ks, p, args, attrs, plan, device):
     def gate(a, k):                     # gate k of a (T, N, 4H) array, a view
         return ks.index(a, (slice(0, t, 1), slice(0, n, 1), slice(k * hs, (k + 1) * hs, 1)))
 
-    def rows(a):                        # a (N, H) array as (1, N, H)
-        return ks.reshape(a, (1, n, hs))
-
-    # every step's gates again, at once: S = xg + h_prev @ W_hh^T
-    first = rows(h0)
-    if t == 1:
-        prev = first
-    elif attrs["reverse"]:
-        prev = ks.cat([ks.index(y, (slice(1, t, 1),)), first], 0)
-    else:
-        prev = ks.cat([first, ks.index(y, (slice(0, t - 1, 1),))], 0)
-    hw = ks.matmul(ks.reshape(prev, (1, t * n, hs)),
-                   ks.reshape(ks.copy(ks.permute(w, (1, 0))), (1, hs, h4)))
-    s = bin_("add", xg, ks.reshape(hw, (t, n, h4)))
-    if len(p) == 7:
-        s = bin_("add", s, p[6])
+    # what the forward saved: the cell states (T, N, H) and pre-activations (T, N, 4H)
+    cs = ks.index(ws, (slice(t + 1, 2 * t + 1, 1),))
+    s = ks.reshape(ks.index(ws, (slice(2 * t + 1, rows, 1),)), (t, n, h4))
     sig = ks.unary("sigmoid", s, dt)
     tg = ks.unary("tanh", gate(s, 2), dt)
+    tc = ks.unary("tanh", cs, dt)
     i, f, o = gate(sig, 0), gate(sig, 1), gate(sig, 3)
-    ig = bin_("mul", i, tg)
-    cs, cprev = [None] * t, [None] * t                  # the cell states, recomputed
-    cell = c0
-    for step in order:
-        cprev[step] = rows(cell)
-        cell = bin_("add", bin_("mul", ks.index(f, (step,)), cell), ks.index(ig, (step,)))
-        cs[step] = rows(cell)
-    tc = ks.unary("tanh", ks.cat(cs, 0), dt)
     dsig = bin_("sub", sig, bin_("mul", sig, sig))       # sigmoid' = s - s^2
-    otc = bin_("mul", o, tc)
-    carry = bin_("sub", o, bin_("mul", otc, tc))        # dc += dh * o (1 - tanh(c)^2)
-    q = bin_("mul", tc, gate(dsig, 3))                   # dS_o = dh * tanh(c) o'
-    # dS_i, dS_f, dS_g = dc * (g i', c_prev f', i (1 - g^2)), side by side: (T, N, 3, H)
-    coef = ks.reshape(ks.cat([bin_("mul", tg, gate(dsig, 0)),
-                              bin_("mul", ks.cat(cprev, 0), gate(dsig, 1)),
-                              bin_("sub", i, bin_("mul", ig, tg))], 2), (t, n, 3, hs))
+    carry = bin_("sub", o, bin_("mul", bin_("mul", o, tc), tc))  # dc += dh o (1 - tanh(c)^2)
+    q = bin_("mul", tc, gate(dsig, 3))                   # dS_o = dh tanh(c) o'
+    r = bin_("mul", tg, gate(dsig, 0))                   # dS_i = dc g i'
+    v = bin_("sub", i, bin_("mul", bin_("mul", i, tg), tg))      # dS_g = dc i (1 - g^2)
+    df = gate(dsig, 1)                                   # dS_f = dc c_prev f'
     mm = _product(ks, n, h4, hs, plan.dtype)
     ds = [None] * t
     dc = ks.index(gy, (t,))
     dh_next = None
-    for step in reversed(order):
+    back = list(reversed(order))
+    for k, step in enumerate(back):
         dh = ks.index(gy, (step,))
         if dh_next is not None:
             dh = bin_("add", dh, dh_next)
         dc = bin_("add", dc, bin_("mul", dh, ks.index(carry, (step,))))
-        ifg = bin_("mul", ks.reshape(dc, (n, 1, hs)), ks.index(coef, (step,)))
-        d = ks.cat([ks.reshape(ifg, (n, 3 * hs)), bin_("mul", dh, ks.index(q, (step,)))], 1)
+        cprev = c0 if k == t - 1 else ks.index(cs, (back[k + 1],))
+        d = ks.cat([bin_("mul", dc, ks.index(r, (step,))),
+                    bin_("mul", bin_("mul", dc, cprev), ks.index(df, (step,))),
+                    bin_("mul", dc, ks.index(v, (step,))),
+                    bin_("mul", dh, ks.index(q, (step,)))], 1)
         ds[step] = ks.reshape(d, (1, n, h4))
         dc = bin_("mul", dc, ks.index(f, (step,)))
         dh_next = mm(d, w)
@@ -234,4 +229,5 @@ def lstm_layer(xg, h0, c0, w_hh, b_hh=None, reverse: bool = False):
     """One LSTM layer in one direction: (T + 1, N, H), the outputs ``h_t`` (time order) and
     the final cell state in the last row (see the module docstring)."""
     args = (xg, h0, c0, w_hh) + (() if b_hh is None else (b_hh,))
-    return run("lstm_layer", args, {"reverse": bool(reverse)})
+    out = run("lstm_layer", args, {"reverse": bool(reverse)})
+    return getitem(out, (slice(0, xg.shape[0] + 1),))
