@@ -220,3 +220,15 @@ def test_small_dtypes_reduce_in_their_compute_dtype():
     np.testing.assert_array_equal(i.numpy(), want)
     s = D.reduce_scatter(rt.tensor(np.full((n, 2), 0.5), dtype=rt.float16), "sum")
     assert s.dtype is rt.float16 and s.numpy().tolist() == [[0.5 * n, 0.5 * n]]
+
+
+def test_wide_unsigned_dtypes_reduce_as_themselves():
+    """uint32/uint64 go to MPI as themselves: uint64's int64 bits would order 2**63 below 0."""
+    n, r = D.world_size(), D.rank()
+    top = 1 << 63
+    x = rt.tensor([top + r, r], dtype=rt.uint64)
+    mx, mn = D.all_reduce(x, "max"), D.all_reduce(x, "min")
+    assert mx.dtype is rt.uint64 and mx.tolist() == [top + n - 1, n - 1]
+    assert mn.tolist() == [top, 0]
+    u = D.all_reduce(rt.tensor([(1 << 32) - 1, 1], dtype=rt.uint32), "sum")
+    assert u.dtype is rt.uint32 and u.tolist() == [(1 << 32) - n, n]        # wraps mod 2**32
