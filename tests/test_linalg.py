@@ -291,6 +291,22 @@ def test_singular_inverse_and_solve_raise_linalg_error():
     assert L.slogdet(_t(SINGULAR)).logabsdet.numpy()[1] == -np.inf
 
 
+def test_solve_split_between_two_threads(monkeypatch):
+    """A large stack is solved in two halves at once: the same values as one NumPy call, and a
+    singular matrix in either half named by its index in the whole stack."""
+    import jit_kernels.cpu.linalg as cpu_linalg
+    monkeypatch.setattr(cpu_linalg, "SPLIT_MIN", 0)
+    monkeypatch.setattr(cpu_linalg, "nthreads", lambda: 2)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((5, 4, 4)) + 4 * np.eye(4), rng.standard_normal((5, 4, 2))
+    np.testing.assert_array_equal(L.solve(_t(a), _t(b)).numpy(), np.linalg.solve(a, b))
+    for bad in (1, 3):
+        sing = a.copy()
+        sing[bad] = 0
+        with pytest.raises(rt.LinAlgError, match=rf"\(Batch element {bad}\)"):
+            L.solve(_t(sing), _t(b))
+
+
 def test_cholesky_of_a_non_positive_definite_matrix_raises():
     bad = SPD.copy()
     bad[1, 2, 2] = -50.0                                     # the 3x3 leading minor fails

@@ -13,7 +13,12 @@ typed error naming it.
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
+
+from jit_kernels.cpu._layout import nthreads
 
 __all__ = ["inv", "solve", "det", "slogdet", "cholesky", "qr", "eigh", "svd"]
 
@@ -37,13 +42,45 @@ def inv(a):
         return None, _first_failing(np.linalg.inv, a)
 
 
-def solve(a, b):
-    """(``a^-1 b`` (B, n, k) for ``a`` (B, n, n), ``b`` (B, n, k), first singular batch element
-    or -1)."""
+def _solve_part(a, b):
     try:
         return np.linalg.solve(a, b), -1
     except np.linalg.LinAlgError:
         return None, _first_failing(np.linalg.solve, a, b)
+
+
+#: B * n**3 from which ``solve`` splits the batch between two threads: NumPy's LAPACK loop
+#: releases the GIL, so a second thread solves half of the stack (below this, handing work to
+#: the thread costs more than it saves)
+SPLIT_MIN = 1 << 21
+_WORKER = None
+_WORKER_LOCK = threading.Lock()
+
+
+def _worker():
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            _WORKER = ThreadPoolExecutor(1, thread_name_prefix="jit_kernels-linalg")
+        return _WORKER
+
+
+def solve(a, b):
+    """(``a^-1 b`` (B, n, k) for ``a`` (B, n, n), ``b`` (B, n, k), first singular batch element
+    or -1).  A large stack is split in two halves solved at once, when Numba has two threads."""
+    batch, n = a.shape[0], a.shape[1]
+    if batch < 2 or batch * n ** 3 < SPLIT_MIN or nthreads() < 2:
+        return _solve_part(a, b)
+    half = batch // 2
+    second = _worker().submit(_solve_part, a[half:], b[half:])
+    x0, bad0 = _solve_part(a[:half], b[:half])
+    x1, bad1 = second.result()
+    if bad0 >= 0 or bad1 >= 0:
+        return None, bad0 if bad0 >= 0 else half + bad1
+    out = np.empty((batch,) + x0.shape[1:], x0.dtype)
+    out[:half] = x0
+    out[half:] = x1
+    return out, -1
 
 
 def det(a):
