@@ -28,7 +28,7 @@ from ..kernel_sets import supports
 from .elementwise import add, mul, sigmoid, tanh
 from .index import getitem
 from .linalg import matmul
-from .shape import cat, reshape, transpose, unsqueeze
+from .shape import cat, permute, reshape, transpose, unsqueeze
 
 __all__ = ["lstm_layer"]
 
@@ -80,27 +80,62 @@ def _infer_lstm(args, attrs):
     return Plan((6 * t + 1, n, h), args[0].dtype, args[0].dtype)
 
 
+class _Prepared:
+    """The kernel set's elementwise calls for one dtype: its prepared kernels for operands of
+    a fixed shape where it has them (the same kernels, decided once), else the generic ones."""
+
+    def __init__(self, ks, dtype):
+        self.ks, self.dt, self.fns = ks, dtype.np, {}
+        self.prepared = supports(ks, "prepared")
+
+    def __call__(self, op, *xs):
+        key = (op, len(xs), xs[0].shape)
+        fn = self.fns.get(key)
+        if fn is None:
+            ks, dt = self.ks, self.dt
+            if len(xs) == 1:
+                fn = ks.unary_fn(op, dt, dt, xs[0].shape) if self.prepared else None
+                fn = fn or (lambda x: ks.unary(op, x, dt))
+            else:
+                same = xs[0].shape == xs[1].shape and self.prepared
+                fn = ks.binary_fn(op, dt, dt, dt, dt, xs[0].shape) if same else None
+                fn = fn or (lambda a, b: ks.binary(op, a, b, dt, dt))
+            self.fns[key] = fn
+        return fn(*xs)
+
+
+def _gate_major(ks, xg, b, t, n, hs, dt):
+    """(T, 4, N, H): ``xg`` (T, N, 4H) plus the bias (None: none), each gate's rows contiguous."""
+    v = ks.permute(ks.reshape(xg, (t, n, 4, hs)), (0, 2, 1, 3))
+    if b is None:
+        return ks.copy(v)
+    return ks.binary("add", v, ks.reshape(b, (1, 4, 1, hs)), dt, dt)
+
+
+def _hidden_weight(ks, w, hs):
+    """(4, H, H): each gate's block of ``w_hh`` (4H, H) transposed, contiguous."""
+    return ks.copy(ks.permute(ks.reshape(w, (4, hs, hs)), (0, 2, 1)))
+
+
 def _kernel_lstm(ks, p, args, attrs, plan, device):
-    xg, h, c, w = p[:4]
+    # gate-major throughout: a step's pre-activations are (4, N, H), so every gate is a
+    # contiguous block and each elementwise call reads whole arrays
+    h, c, w = p[1:4]
     t, n, h4 = args[0].shape
     hs = h4 // 4
     dt = plan.dtype.np
-    if len(p) == 5:
-        xg = ks.binary("add", xg, p[4], dt, dt)
-    mm = _product(ks, n, hs, h4, plan.dtype)
-    wt = ks.copy(ks.permute(w, (1, 0)))  # contiguous: the product packs it at every step
-    binary, unary, index, reshape_ = ks.binary, ks.unary, ks.index, ks.reshape
-    ki, kf, kg, ko = ((slice(0, n, 1), slice(k * hs, (k + 1) * hs, 1)) for k in range(4))
+    x4 = _gate_major(ks, p[0], p[4] if len(p) == 5 else None, t, n, hs, dt)
+    w4 = _hidden_weight(ks, w, hs)
+    ew = _Prepared(ks, plan.dtype)
+    index, reshape_, matmul_, expand = ks.index, ks.reshape, ks.matmul, ks.expand
     ys, cs, ss = [None] * t, [None] * t, [None] * t
     for step in _order(t, attrs):
-        s = binary("add", index(xg, (step,)), mm(h, wt), dt, dt)
-        sig = unary("sigmoid", s, dt)
-        g = unary("tanh", index(s, kg), dt)
-        c = binary("add", binary("mul", index(sig, kf), c, dt, dt),
-                   binary("mul", index(sig, ki), g, dt, dt), dt, dt)
-        h = binary("mul", index(sig, ko), unary("tanh", c, dt), dt, dt)
-        ys[step], cs[step], ss[step] = (reshape_(h, (1, n, hs)), reshape_(c, (1, n, hs)),
-                                        reshape_(s, (4, n, hs)))
+        s = ew("add", index(x4, (step,)), matmul_(expand(reshape_(h, (1, n, hs)), (4, n, hs)), w4))
+        sig = ew("sigmoid", s)
+        c = ew("add", ew("mul", index(sig, (1,)), c), ew("mul", index(sig, (0,)),
+                                                          ew("tanh", index(s, (2,)))))
+        h = ew("mul", index(sig, (3,)), ew("tanh", c))
+        ys[step], cs[step], ss[step] = reshape_(h, (1, n, hs)), reshape_(c, (1, n, hs)), s
     return ks.cat(ys + [cs[_order(t, attrs)[-1]]] + cs + ss, 0)
 
 
@@ -117,7 +152,8 @@ def _decompose_lstm(args, attrs):
         i, f, g, o = (getitem(s, (_ALL, slice(k * hs, (k + 1) * hs))) for k in range(4))
         c = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)))
         h = mul(sigmoid(o), tanh(c))
-        ys[step], cs[step], ss[step] = unsqueeze(h, 0), unsqueeze(c, 0), reshape(s, (4, n, hs))
+        ys[step], cs[step] = unsqueeze(h, 0), unsqueeze(c, 0)
+        ss[step] = permute(reshape(s, (n, 4, hs)), (1, 0, 2))     # gate-major, as the kernel
     return cat(ys + [cs[_order(t, attrs)[-1]]] + cs + ss, 0)
 
 
@@ -172,49 +208,60 @@ def _infer_lstm_backward(args, attrs):
 def _kernel_lstm_backward(ks, p, args, attrs, plan, device):
     h0, c0, w, ws, gy = p
     rows, n, hs = args[3].shape
-    t, h4 = _steps(rows), 4 * args[3].shape[2]
+    t = _steps(rows)
     dt = plan.dtype.np
     order = _order(t, attrs)
+    ew = _Prepared(ks, plan.dtype)
+    index, reshape_ = ks.index, ks.reshape
 
-    def bin_(op, a, b):
-        return ks.binary(op, a, b, dt, dt)
+    def gate(a, k):                     # gate k of a (T, 4, N, H) array, a view
+        return index(a, (slice(0, t, 1), k))
 
-    def gate(a, k):                     # gate k of a (T, N, 4H) array, a view
-        return ks.index(a, (slice(0, t, 1), slice(0, n, 1), slice(k * hs, (k + 1) * hs, 1)))
-
-    # what the forward saved: the cell states (T, N, H) and pre-activations (T, N, 4H)
-    cs = ks.index(ws, (slice(t + 1, 2 * t + 1, 1),))
-    s = ks.reshape(ks.index(ws, (slice(2 * t + 1, rows, 1),)), (t, n, h4))
-    sig = ks.unary("sigmoid", s, dt)
-    tg = ks.unary("tanh", gate(s, 2), dt)
+    # what the forward saved: the cell states (T, N, H), pre-activations (T, 4, N, H)
+    cs = index(ws, (slice(t + 1, 2 * t + 1, 1),))
+    sig = ks.unary("sigmoid", reshape_(index(ws, (slice(2 * t + 1, rows, 1),)), (t, 4, n, hs)), dt)
+    tg = ks.unary("tanh", gate(reshape_(index(ws, (slice(2 * t + 1, rows, 1),)), (t, 4, n, hs)),
+                               2), dt)
     tc = ks.unary("tanh", cs, dt)
-    i, f, o = gate(sig, 0), gate(sig, 1), gate(sig, 3)
-    dsig = bin_("sub", sig, bin_("mul", sig, sig))       # sigmoid' = s - s^2
-    carry = bin_("sub", o, bin_("mul", bin_("mul", o, tc), tc))  # dc += dh o (1 - tanh(c)^2)
-    q = bin_("mul", tc, gate(dsig, 3))                   # dS_o = dh tanh(c) o'
-    r = bin_("mul", tg, gate(dsig, 0))                   # dS_i = dc g i'
-    v = bin_("sub", i, bin_("mul", bin_("mul", i, tg), tg))      # dS_g = dc i (1 - g^2)
-    df = gate(dsig, 1)                                   # dS_f = dc c_prev f'
-    mm = _product(ks, n, h4, hs, plan.dtype)
+    i, o = gate(sig, 0), gate(sig, 3)
+    dsig = ew("sub", sig, ew("mul", sig, sig))           # sigmoid' = s - s^2
+    first = reshape_(c0, (1, n, hs))
+    if t == 1:
+        cprev = first
+    elif attrs["reverse"]:
+        cprev = ks.cat([index(cs, (slice(1, t, 1),)), first], 0)
+    else:
+        cprev = ks.cat([first, index(cs, (slice(0, t - 1, 1),))], 0)
+
+    def mul(a, b):
+        return ks.binary("mul", a, b, dt, dt)
+
+    # dS_i, dS_f, dS_g = dc (g i', c_prev f', i (1 - g^2)): (T, 3, N, H); dS_o = dh tanh(c) o'
+    coef = ks.cat([reshape_(a, (t, 1, n, hs)) for a in (
+        mul(tg, gate(dsig, 0)), mul(cprev, gate(dsig, 1)),
+        ks.binary("sub", i, mul(mul(i, tg), tg), dt, dt))], 1)
+    q = mul(tc, gate(dsig, 3))
+    carry = ks.binary("sub", o, mul(mul(o, tc), tc), dt, dt)    # dc += dh o (1 - tanh(c)^2)
+    w4 = ks.reshape(w, (4, hs, hs))
     ds = [None] * t
-    dc = ks.index(gy, (t,))
+    dc = index(gy, (t,))
     dh_next = None
-    back = list(reversed(order))
-    for k, step in enumerate(back):
-        dh = ks.index(gy, (step,))
+    for step in reversed(order):
+        dh = index(gy, (step,))
         if dh_next is not None:
-            dh = bin_("add", dh, dh_next)
-        dc = bin_("add", dc, bin_("mul", dh, ks.index(carry, (step,))))
-        cprev = c0 if k == t - 1 else ks.index(cs, (back[k + 1],))
-        d = ks.cat([bin_("mul", dc, ks.index(r, (step,))),
-                    bin_("mul", bin_("mul", dc, cprev), ks.index(df, (step,))),
-                    bin_("mul", dc, ks.index(v, (step,))),
-                    bin_("mul", dh, ks.index(q, (step,)))], 1)
-        ds[step] = ks.reshape(d, (1, n, h4))
-        dc = bin_("mul", dc, ks.index(f, (step,)))
-        dh_next = mm(d, w)
+            dh = ew("add", dh, dh_next)
+        dc = ew("add", dc, ew("mul", dh, index(carry, (step,))))
+        d = ks.cat([ks.binary("mul", reshape_(dc, (1, n, hs)), index(coef, (step,)), dt, dt),
+                    reshape_(ew("mul", dh, index(q, (step,))), (1, n, hs))], 0)
+        ds[step] = reshape_(d, (1, 4, n, hs))
+        dc = ew("mul", dc, index(sig, (step, 1)))
+        # d h_prev = sum over gates of dS_k @ W_k
+        dh_next = ks.reduce("sum", ks.matmul(d, w4), (0,), False, dt)
+    # back to (N, 4H) per step for the gradients of xg and the weights
+    out = ks.copy(ks.permute(ks.cat(ds, 0), (0, 2, 1, 3)))
     zeros = ks.full((n, 2 * hs), 0, dt)
-    return ks.cat(ds + [ks.reshape(ks.cat([dh_next, dc, zeros], 1), (1, n, h4))], 0)
+    return ks.cat([reshape_(out, (t, n, 4 * hs)),
+                   reshape_(ks.cat([dh_next, dc, zeros], 1), (1, n, 4 * hs))], 0)
 
 
 _INTERNAL = "internal op of lstm_layer's gradient (training graphs only)"
