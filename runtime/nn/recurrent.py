@@ -6,10 +6,12 @@ They are written with existing ops, so they run on every device.  Per layer and 
 input projection of all time steps is one matmul (``x @ W_ih.T + b_ih`` over the whole
 sequence); each step then does one matmul ``h @ W_hh.T + b_hh`` and the gates.  On a plain
 device that step is traced once per signature and compiled by the tracing service (its
-elementwise gate update one generated kernel with ``h`` and ``c`` as outputs); on autodiff it
-is the op chain, so the gradients reach every parameter, the input and the initial state; on a
-capture device the recurrence is recorded unrolled, which graphs, ``graph.compile`` and ONNX
-export take as they are.
+elementwise gate update one generated kernel with ``h`` and ``c`` as outputs).  On autodiff an
+LSTM layer without a projection is one ``lstm_layer`` op per direction (``runtime.ops.recurrent``:
+one tape node, backpropagation through time in its backward op); GRU, RNN and a projected LSTM
+are the op chain there, so the gradients reach every parameter, the input and the initial
+state.  On a capture device the recurrence is recorded unrolled, which graphs,
+``graph.compile`` and ONNX export take as they are.
 """
 from __future__ import annotations
 
