@@ -253,15 +253,14 @@ def _kernel_lstm_backward(ks, p, args, attrs, plan, device):
         dc = ew("add", dc, ew("mul", dh, index(carry, (step,))))
         d = ks.cat([ks.binary("mul", reshape_(dc, (1, n, hs)), index(coef, (step,)), dt, dt),
                     reshape_(ew("mul", dh, index(q, (step,))), (1, n, hs))], 0)
-        ds[step] = reshape_(d, (1, 4, n, hs))
+        # back to (N, 4H) order for the gradients of xg and the weights: a view, copied once
+        # by the cat below
+        ds[step] = reshape_(ks.permute(d, (1, 0, 2)), (1, n, 4, hs))
         dc = ew("mul", dc, index(sig, (step, 1)))
         # d h_prev = sum over gates of dS_k @ W_k
         dh_next = ks.reduce("sum", ks.matmul(d, w4), (0,), False, dt)
-    # back to (N, 4H) per step for the gradients of xg and the weights
-    out = ks.copy(ks.permute(ks.cat(ds, 0), (0, 2, 1, 3)))
-    zeros = ks.full((n, 2 * hs), 0, dt)
-    return ks.cat([reshape_(out, (t, n, 4 * hs)),
-                   reshape_(ks.cat([dh_next, dc, zeros], 1), (1, n, 4 * hs))], 0)
+    last = ks.cat([dh_next, dc, ks.full((n, 2 * hs), 0, dt)], 1)
+    return reshape_(ks.cat(ds + [reshape_(last, (1, n, 4, hs))], 0), (t + 1, n, 4 * hs))
 
 
 _INTERNAL = "internal op of lstm_layer's gradient (training graphs only)"
