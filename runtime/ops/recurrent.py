@@ -25,12 +25,12 @@ from ..core.errors import DTypeError, ShapeError
 from ..core.registry import Meta, OpSpec, Plan, register
 from ..dispatch import dispatch as run
 from ..kernel_sets import supports
-from .elementwise import add, mul, sigmoid, tanh
+from .elementwise import add, mul, sigmoid, sub, tanh
 from .index import getitem
 from .linalg import matmul
 from .shape import cat, permute, reshape, transpose, unsqueeze
 
-__all__ = ["lstm_layer"]
+__all__ = ["lstm_layer", "gru_layer"]
 
 _ALL = slice(None)
 
@@ -277,3 +277,183 @@ def lstm_layer(xg, h0, c0, w_hh, b_hh=None, reverse: bool = False):
     args = (xg, h0, c0, w_hh) + (() if b_hh is None else (b_hh,))
     out = run("lstm_layer", args, {"reverse": bool(reverse)})
     return getitem(out, (slice(0, xg.shape[0] + 1),))
+
+
+# --------------------------------------------------------------------------- GRU
+# ``gru_layer(xg, h0, w_hh[, b_hh])``: ``xg`` (T, N, 3H) the input projection (``x @ W_ih.T +
+# b_ih``), gates r, z, n; the result (5T, N, H) holds the outputs ``h_t`` in time order, then
+# per step the saved (r, z, n, W_hn h + b_hn), gate-major; the ``gru_layer`` function returns
+# the first T rows.  n reads the hidden projection through r, so the backward op gives the
+# gradients of the input projection and of the hidden one apart.
+
+def _check_gru(name, xg, h0, w, *bias):
+    if len(xg.shape) != 3 or xg.shape[0] < 1 or xg.shape[2] % 3:
+        raise ShapeError(f"{name}: expected the input projection as (T >= 1, N, 3 * H), got "
+                         f"shape {tuple(xg.shape)}")
+    t, n, g = xg.shape
+    h = g // 3
+    for what, a, want in (("h0", h0, (n, h)), ("w_hh", w, (g, h)),
+                          *(("b_hh", b, (g,)) for b in bias)):
+        if tuple(a.shape) != want:
+            raise ShapeError(f"{name}: expected {what} of shape {want} for an input projection "
+                             f"of shape {tuple(xg.shape)}, got {tuple(a.shape)}")
+    ops = (xg, h0, w) + bias
+    if len({a.dtype for a in ops}) != 1 or not xg.dtype.is_float:
+        raise DTypeError(f"{name}: expected one float dtype for xg, h0, w_hh and b_hh, got "
+                         f"{', '.join(a.dtype.name for a in ops)}")
+    return t, n, h
+
+
+def _infer_gru(args, attrs):
+    if len(args) not in (3, 4):
+        raise ShapeError(f"gru_layer: expected (xg, h0, w_hh[, b_hh]), got {len(args)} operands")
+    t, n, h = _check_gru("gru_layer", *args)
+    return Plan((5 * t, n, h), args[0].dtype, args[0].dtype)
+
+
+def _kernel_gru(ks, p, args, attrs, plan, device):
+    h, w = p[1], p[2]
+    t, n, h3 = args[0].shape
+    hs = h3 // 3
+    index, reshape_, expand = ks.index, ks.reshape, ks.expand
+    x3 = ks.copy(ks.permute(reshape_(p[0], (t, n, 3, hs)), (0, 2, 1, 3)))     # (T, 3, N, H)
+    w3 = ks.copy(ks.permute(reshape_(w, (3, hs, hs)), (0, 2, 1)))
+    bias = None
+    if len(p) == 4:                     # (3, N, H): b_hh spread over the batch, once
+        bias = ks.copy(expand(reshape_(p[3], (3, 1, hs)), (3, n, hs)))
+    ew = _Prepared(ks, plan.dtype)
+    two = (slice(0, 2, 1),)
+    ys, saved = [None] * t, [None] * t
+    for step in _order(t, attrs):
+        hg = ks.matmul(expand(reshape_(h, (1, n, hs)), (3, n, hs)), w3)
+        if bias is not None:
+            hg = ew("add", hg, bias)
+        x = index(x3, (step,))
+        rz = ew("sigmoid", ew("add", index(x, two), index(hg, two)))
+        hn = index(hg, (2,))
+        nn_ = ew("tanh", ew("add", index(x, (2,)), ew("mul", index(rz, (0,)), hn)))
+        h = ew("add", nn_, ew("mul", index(rz, (1,)), ew("sub", h, nn_)))
+        ys[step] = reshape_(h, (1, n, hs))
+        saved[step] = ks.cat([rz, reshape_(nn_, (1, n, hs)), reshape_(hn, (1, n, hs))], 0)
+    return ks.cat(ys + saved, 0)
+
+
+def _decompose_gru(args, attrs):
+    xg, h, w = args[:3]
+    t, n, h3 = xg.shape
+    hs = h3 // 3
+    wt = transpose(w, 0, 1)
+    ys, saved = [None] * t, [None] * t
+
+    def part(a, k):
+        return getitem(a, (_ALL, slice(k * hs, (k + 1) * hs)))
+    for step in _order(t, attrs):
+        x = getitem(xg, (step,))
+        hg = matmul(h, wt)
+        if len(args) == 4:
+            hg = add(hg, args[3])
+        r, z = sigmoid(add(part(x, 0), part(hg, 0))), sigmoid(add(part(x, 1), part(hg, 1)))
+        hn = part(hg, 2)
+        nn_ = tanh(add(part(x, 2), mul(r, hn)))
+        h = add(nn_, mul(z, sub(h, nn_)))
+        ys[step] = unsqueeze(h, 0)
+        saved[step] = cat([unsqueeze(a, 0) for a in (r, z, nn_, hn)], 0)
+    return cat(ys + saved, 0)
+
+
+def _grad_gru(c, g):
+    h0, w = c.input(1), c.input(2)
+    ws = c.output()
+    t, n, hs = ws.shape[0] // 5, ws.shape[1], ws.shape[2]
+    # only the outputs reach the user (the gru_layer function's slice): the saved rows' gradient
+    # is zero
+    out = run("gru_layer_backward", (h0, w, ws, getitem(g, (slice(0, t),))), c.attrs)
+    gx = getitem(out, (slice(0, t),))                   # d(input projection), (T, N, 3H)
+    gh = getitem(out, (slice(t, 2 * t),))               # d(hidden projection), (T, N, 3H)
+    gh0 = getitem(getitem(out, (2 * t,)), (_ALL, slice(0, hs))) if c.needs(1) else None
+    gw = None
+    if c.needs(2):
+        prev = _previous(getitem(ws, (slice(0, t),)), h0, t, c.attrs["reverse"])
+        gw = matmul(transpose(reshape(gh, (t * n, 3 * hs)), 0, 1), reshape(prev, (t * n, hs)))
+    return gx, gh0, gw, *((gh,) if c.arity == 4 else ())
+
+
+def _infer_gru_backward(args, attrs):
+    if len(args) != 4:
+        raise ShapeError(f"gru_layer_backward: expected (h0, w_hh, saved, gradient), got "
+                         f"{len(args)} operands")
+    h0, w, ws, gy = args
+    rows = ws.shape[0] if len(ws.shape) == 3 else 0
+    t = rows // 5
+    if t < 1 or rows != 5 * t:
+        raise ShapeError(f"gru_layer_backward: expected gru_layer's result (5 T, N, H), got "
+                         f"shape {tuple(ws.shape)}")
+    n, h = ws.shape[1:]
+    _check_gru("gru_layer_backward", Meta((t, n, 3 * h), ws.dtype), h0, w)
+    if tuple(gy.shape) != (t, n, h) or gy.dtype is not ws.dtype:
+        raise ShapeError(f"gru_layer_backward: expected the gradient as "
+                         f"{ws.dtype.name}{[t, n, h]}, got {gy.dtype.name}{list(gy.shape)}")
+    return Plan((2 * t + 1, n, 3 * h), ws.dtype, ws.dtype)
+
+
+def _kernel_gru_backward(ks, p, args, attrs, plan, device):
+    h0, w, ws, gy = p
+    rows, n, hs = args[2].shape
+    t = rows // 5
+    dt = plan.dtype.np
+    ew = _Prepared(ks, plan.dtype)
+    index, reshape_ = ks.index, ks.reshape
+
+    def op(name, a, b):
+        return ks.binary(name, a, b, dt, dt)
+
+    saved = reshape_(index(ws, (slice(t, rows, 1),)), (t, 4, n, hs))
+    r, z, nn_, hn = (index(saved, (slice(0, t, 1), k)) for k in range(4))
+    first = reshape_(h0, (1, n, hs))
+    ys = index(ws, (slice(0, t, 1),))
+    if t == 1:
+        prev = first
+    elif attrs["reverse"]:
+        prev = ks.cat([index(ys, (slice(1, t, 1),)), first], 0)
+    else:
+        prev = ks.cat([first, index(ys, (slice(0, t - 1, 1),))], 0)
+    omz = op("sub", ks.full((t, n, hs), 1, dt), z)
+    cn = op("sub", omz, op("mul", op("mul", omz, nn_), nn_))      # (1 - z)(1 - n^2)
+    cz = op("mul", op("sub", prev, nn_), op("sub", z, op("mul", z, z)))   # (h_prev - n) z'
+    cr = op("mul", hn, op("sub", r, op("mul", r, r)))              # hn r'
+    rc, zc = ks.copy(r), ks.copy(z)
+    w3 = reshape_(w, (3, hs, hs))
+    dx, dhid = [None] * t, [None] * t
+    dh_next = None
+    for step in reversed(_order(t, attrs)):
+        dh = index(gy, (step,))
+        if dh_next is not None:
+            dh = ew("add", dh, dh_next)
+        dnp = ew("mul", dh, index(cn, (step,)))
+        dzp = ew("mul", dh, index(cz, (step,)))
+        drp = ew("mul", dnp, index(cr, (step,)))
+        rows_ = [reshape_(a, (1, n, hs)) for a in (drp, dzp)]
+        dx_t = ks.cat(rows_ + [reshape_(dnp, (1, n, hs))], 0)
+        dh_t = ks.cat(rows_ + [reshape_(ew("mul", dnp, index(rc, (step,))), (1, n, hs))], 0)
+        dx[step] = reshape_(ks.permute(dx_t, (1, 0, 2)), (1, n, 3, hs))
+        dhid[step] = reshape_(ks.permute(dh_t, (1, 0, 2)), (1, n, 3, hs))
+        # d h_prev = dh z + sum over gates of dhg_k @ W_k
+        dh_next = ew("add", ew("mul", dh, index(zc, (step,))),
+                     ks.reduce("sum", ks.matmul(dh_t, w3), (0,), False, dt))
+    last = ks.cat([dh_next, ks.full((n, 2 * hs), 0, dt)], 1)
+    return reshape_(ks.cat(dx + dhid + [reshape_(last, (1, n, 3, hs))], 0), (2 * t + 1, n, 3 * hs))
+
+
+register(OpSpec("gru_layer", "nn", _infer_gru, _kernel_gru, cost="compute",
+                backward=_grad_gru, decompose=_decompose_gru))
+register(OpSpec("gru_layer_backward", "nn", _infer_gru_backward, _kernel_gru_backward,
+                cost="compute", differentiable=False, onnx_skip=_INTERNAL.replace("lstm", "gru"),
+                record_whole=True))
+
+
+def gru_layer(xg, h0, w_hh, b_hh=None, reverse: bool = False):
+    """One GRU layer in one direction: (T, N, H), the outputs ``h_t`` in time order (see
+    above)."""
+    args = (xg, h0, w_hh) + (() if b_hh is None else (b_hh,))
+    out = run("gru_layer", args, {"reverse": bool(reverse)})
+    return getitem(out, (slice(0, xg.shape[0]),))

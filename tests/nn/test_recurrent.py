@@ -407,6 +407,32 @@ def test_lstm_layer_gradients_match_finite_differences(t, reverse):
     check_grad(lambda *a: lstm_layer(*a, reverse=reverse), *ops[:4])     # no bias
 
 
+def _gru_operands(t, n, h, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=s) for s in ((t, n, 3 * h), (n, h), (3 * h, h), (3 * h,))]
+
+
+@pytest.mark.parametrize("t,reverse", [(3, False), (3, True), (1, False)])
+def test_gru_layer_gradients_match_finite_differences(t, reverse):
+    """The GRU layer op's backward (the input and hidden projections' gradients apart, since n
+    reads the hidden one through r) against central differences, every operand."""
+    from autodiff.gradcheck import check_grad
+    from runtime.ops.recurrent import gru_layer
+    ops = _gru_operands(t, 2, 2)
+    check_grad(lambda *a: gru_layer(*a, reverse=reverse), *ops)
+    check_grad(lambda *a: gru_layer(*a, reverse=reverse), *ops[:3])      # no bias
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gru_layer_kernel_matches_its_decomposition(reverse):
+    from runtime.ops.recurrent import gru_layer
+    ops = [a.astype(np.float32) for a in _gru_operands(4, 3, 5, seed=1)]
+    want = gru_layer(*[rt.tensor(a) for a in ops], reverse=reverse).numpy()
+    graph = rt.capture(lambda *a: gru_layer(*a, reverse=reverse), *ops)
+    assert "gru_layer" not in {op.op for op in graph.operations}
+    np.testing.assert_allclose(graph.run(*ops)[0].numpy(), want, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_lstm_layer_kernel_matches_its_decomposition(reverse):
     """The plain device's kernel and the per-step primitives a capture device records agree."""
@@ -439,6 +465,20 @@ def test_autodiff_lstm_is_one_op_per_layer_and_direction(monkeypatch):
     assert calls == []
 
 
+def test_autodiff_gru_is_one_op_per_layer_and_direction(monkeypatch):
+    from runtime.ops.catalogue import CATALOGUE
+    from runtime.dispatch import clear_dispatch_cache
+    clear_dispatch_cache()
+    calls = []
+    for name in ("gru_layer", "gru_layer_backward"):
+        spec = CATALOGUE[name]
+        monkeypatch.setattr(spec, "infer", lambda a, k, _n=name, _f=spec.infer:
+                            calls.append(_n) or _f(a, k))
+    out, _ = nn.GRU(I, H, bidirectional=True).to(AD)(rt.tensor(_data(T, N, I, dtype=rt.float32)).to(AD))
+    rt.sum(out).backward()
+    assert calls.count("gru_layer") == 2 and calls.count("gru_layer_backward") == 2
+
+
 @needs_torch
 def test_compiled_lstm_step_matches_eager_and_torch():
     """rt.compile of a forward + backward step (the layer's forward recorded as primitives, its
@@ -460,6 +500,15 @@ def test_compiled_lstm_step_matches_eager_and_torch():
     for e, k, (pname, p) in zip(eager, compiled, theirs.named_parameters()):
         np.testing.assert_allclose(k.numpy(), e.numpy(), rtol=1e-5, atol=1e-6, err_msg=pname)
         np.testing.assert_allclose(e.numpy(), p.grad.numpy(), **TOL[rt.float32], err_msg=pname)
+
+
+def test_gru_layer_errors():
+    from runtime.ops.recurrent import gru_layer
+    xg, h0, w, _ = (rt.tensor(a) for a in _gru_operands(2, 3, 2))
+    with pytest.raises(rt.ShapeError, match=r"gru_layer: expected w_hh of shape \(6, 2\)"):
+        gru_layer(xg, h0, w[:4])
+    with pytest.raises(rt.ShapeError, match=r"gru_layer: expected the input projection"):
+        gru_layer(xg[:, :, :5], h0, w)
 
 
 def test_lstm_layer_errors():
