@@ -668,6 +668,9 @@ NOT_IN_TABLE = {
     "lstm_layer_backward": "internal op of lstm_layer's gradient; tests/nn/test_recurrent.py",
     "gru_layer": "a GRU layer's recurrence (rt.nn.GRU on autodiff); tests/nn/test_recurrent.py",
     "gru_layer_backward": "internal op of gru_layer's gradient; tests/nn/test_recurrent.py",
+    "rnn_layer": "an Elman RNN layer's recurrence (rt.nn.RNN on autodiff); "
+                 "tests/nn/test_recurrent.py",
+    "rnn_layer_backward": "internal op of rnn_layer's gradient; tests/nn/test_recurrent.py",
 }
 # rt.linalg's records (matrix inputs, several packed results, sign conventions of factors):
 # forward, gradients, errors and capture in tests/test_linalg.py

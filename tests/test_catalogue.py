@@ -13,7 +13,7 @@ import runtime.nn.functional as F
 from opinfo import OPS, all_rows
 from runtime.capture.onnx import _Builder
 from runtime.ops.catalogue import CATALOGUE, FRONTEND, METHODS
-from runtime.ops.recurrent import gru_layer, lstm_layer
+from runtime.ops.recurrent import gru_layer, lstm_layer, rnn_layer
 
 BUILTIN = {n: s for n, s in CATALOGUE.items() if s.family != "custom"}
 
@@ -77,6 +77,8 @@ INTERNAL["lstm_layer_backward"] = "lstm_layer"
 REACHED_BY["gru_layer"] = lambda x: gru_layer(x.reshape(2, 1, 3), x[:1, :1],
                                               x.reshape(-1)[:3].reshape(3, 1))
 INTERNAL["gru_layer_backward"] = "gru_layer"
+REACHED_BY["rnn_layer"] = lambda x: rnn_layer(x.reshape(2, 3, 1), x[0].reshape(3, 1), x[:1, :1])
+INTERNAL["rnn_layer_backward"] = "rnn_layer"
 # rt.linalg (no rt.<name>): the LAPACK-backed records, on square/rectangular slices of x
 REACHED_BY["linalg_inv"] = lambda x: rt.linalg.inv(x[:, :2])
 REACHED_BY["linalg_solve"] = lambda x: rt.linalg.solve(x[:, :2], x[:, 2])
@@ -170,6 +172,7 @@ def test_internal_ops_are_reached_by_their_owners_rule(monkeypatch):
     F.scaled_dot_product_attention(x4, x4, x4, is_causal=True).sum().backward()
     rt.nn.LSTM(3, 1).to(ad)(x)[0].sum().backward()
     rt.nn.GRU(3, 1).to(ad)(x)[0].sum().backward()
+    rt.nn.RNN(3, 1).to(ad)(x)[0].sum().backward()
     assert set(INTERNAL) <= seen
 
 

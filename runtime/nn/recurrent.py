@@ -7,11 +7,12 @@ input projection of all time steps is one matmul (``x @ W_ih.T + b_ih`` over the
 sequence); each step then does one matmul ``h @ W_hh.T + b_hh`` and the gates.  On a plain
 device that step is traced once per signature and compiled by the tracing service (its
 elementwise gate update one generated kernel with ``h`` and ``c`` as outputs).  On autodiff an
-LSTM layer without a projection is one ``lstm_layer`` op per direction and a GRU layer one
-``gru_layer`` (``runtime.ops.recurrent``: one tape node, backpropagation through time in its
-backward op); RNN and a projected LSTM are the op chain there, so the gradients reach every
-parameter, the input and the initial state.  On a capture device the recurrence is recorded unrolled, which graphs,
-``graph.compile`` and ONNX export take as they are.
+LSTM layer without a projection is one ``lstm_layer`` op per direction, a GRU layer one
+``gru_layer`` and an RNN layer one ``rnn_layer`` (``runtime.ops.recurrent``: one tape node,
+backpropagation through time in its backward op); a projected LSTM is the op chain there.  The
+gradients reach every parameter, the input and the initial state.  On a capture device the
+recurrence is recorded unrolled, which graphs, ``graph.compile`` and ONNX export take as they
+are.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ..capture.tracing import TraceCache, compile_for, signature, trace
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..core.registry import Meta
 from ..ops import api
-from ..ops.recurrent import gru_layer, lstm_layer
+from ..ops.recurrent import gru_layer, lstm_layer, rnn_layer
 from ..tensor import Tensor
 from . import functional as F, init
 from ._make import bool_arg, factory, probability_arg, size_arg
@@ -303,6 +304,10 @@ class RNNBase(Module):
             return ys, ys[0 if reverse else length - 1], out[length]
         if self.mode == "GRU" and x.device.family == "autodiff":
             ys = gru_layer(F.linear(x, w_ih, b_ih), h, w_hh, b_hh, reverse)
+            return ys, ys[0 if reverse else x.shape[0] - 1], None
+        if self.mode.startswith("RNN") and x.device.family == "autodiff":
+            act = "relu" if self.mode == "RNN_RELU" else "tanh"
+            ys = rnn_layer(F.linear(x, w_ih, b_ih), h, w_hh, b_hh, act, reverse)
             return ys, ys[0 if reverse else x.shape[0] - 1], None
         xg = F.linear(x, w_ih, b_ih)                    # every step's input projection at once
         length = x.shape[0]

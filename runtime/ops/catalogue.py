@@ -10,7 +10,7 @@ the family modules, which register their ops on import:
 - ``lapack``: linalg_inv, linalg_solve, linalg_det, linalg_slogdet, linalg_cholesky, linalg_qr,
   linalg_eigh, linalg_svd (``rt.linalg``)
 - ``nn``: linear, cross_entropy (and its backward op)
-- ``recurrent``: lstm_layer, gru_layer (a layer's recurrence; and their backward ops)
+- ``recurrent``: lstm_layer, gru_layer, rnn_layer (a layer's recurrence; and their backward ops)
 - ``conv``: unfold, fold, conv2d, conv_transpose2d (conv1d is a front end over conv2d)
 - ``activation``: elu, celu, selu, leaky_relu, hardtanh, relu6, hardsigmoid, hardswish,
   logsigmoid, softsign, softmin, glu (composites)
@@ -33,7 +33,7 @@ from . import scan, einsum  # noqa: F401  (registration: scans, diff; einsum)
 from . import advanced  # noqa: F401  (registration: put, index_put)
 from . import attention  # noqa: F401  (registration: attention_softmax)
 from . import lapack  # noqa: F401  (registration: rt.linalg's LAPACK-backed records)
-from . import recurrent  # noqa: F401  (registration: lstm_layer, gru_layer, backward ops)
+from . import recurrent  # noqa: F401  (registration: lstm/gru/rnn_layer, backward ops)
 from .elementwise import BINARY, binary_dtypes
 
 __all__ = ["OpSpec", "CATALOGUE", "FRONTEND", "METHODS", "BINARY", "register", "register_custom",

@@ -21,16 +21,16 @@ gives the input and ``W_ih`` theirs as one product each.  Recording devices (cap
 """
 from __future__ import annotations
 
-from ..core.errors import DTypeError, ShapeError
+from ..core.errors import ArgumentValueError, DTypeError, ShapeError
 from ..core.registry import Meta, OpSpec, Plan, register
 from ..dispatch import dispatch as run
 from ..kernel_sets import supports
-from .elementwise import add, mul, sigmoid, sub, tanh
+from .elementwise import add, mul, relu, sigmoid, sub, tanh
 from .index import getitem
 from .linalg import matmul
 from .shape import cat, permute, reshape, transpose, unsqueeze
 
-__all__ = ["lstm_layer", "gru_layer"]
+__all__ = ["lstm_layer", "gru_layer", "rnn_layer"]
 
 _ALL = slice(None)
 
@@ -457,3 +457,125 @@ def gru_layer(xg, h0, w_hh, b_hh=None, reverse: bool = False):
     args = (xg, h0, w_hh) + (() if b_hh is None else (b_hh,))
     out = run("gru_layer", args, {"reverse": bool(reverse)})
     return getitem(out, (slice(0, xg.shape[0]),))
+
+
+# --------------------------------------------------------------------------- Elman RNN
+# ``rnn_layer(xg, h0, w_hh[, b_hh], nonlinearity=)``: ``h_t = act(xg_t + h_{t-1} @ W_hh.T +
+# b_hh)``, ``act`` tanh or relu; the result (T, N, H) is the outputs in time order, all the
+# gradient needs (tanh' = 1 - h^2, relu' = [h > 0]).
+
+_ACTS = ("tanh", "relu")
+
+
+def _infer_rnn(args, attrs):
+    if len(args) not in (3, 4):
+        raise ShapeError(f"rnn_layer: expected (xg, h0, w_hh[, b_hh]), got {len(args)} operands")
+    if attrs.get("nonlinearity") not in _ACTS:
+        raise ArgumentValueError(f"rnn_layer: nonlinearity must be 'tanh' or 'relu', got "
+                         f"{attrs.get('nonlinearity')!r}")
+    xg = args[0]
+    if len(xg.shape) != 3 or xg.shape[0] < 1:
+        raise ShapeError(f"rnn_layer: expected the input projection as (T >= 1, N, H), got "
+                         f"shape {tuple(xg.shape)}")
+    t, n, h = xg.shape
+    for what, a, want in (("h0", args[1], (n, h)), ("w_hh", args[2], (h, h)),
+                          *(("b_hh", b, (h,)) for b in args[3:])):
+        if tuple(a.shape) != want:
+            raise ShapeError(f"rnn_layer: expected {what} of shape {want} for an input "
+                             f"projection of shape {tuple(xg.shape)}, got {tuple(a.shape)}")
+    if len({a.dtype for a in args}) != 1 or not xg.dtype.is_float:
+        raise DTypeError(f"rnn_layer: expected one float dtype for xg, h0, w_hh and b_hh, got "
+                         f"{', '.join(a.dtype.name for a in args)}")
+    return Plan((t, n, h), xg.dtype, xg.dtype)
+
+
+def _kernel_rnn(ks, p, args, attrs, plan, device):
+    h, w = p[1], p[2]
+    t, n, hs = args[0].shape
+    dt = plan.dtype.np
+    x = ks.binary("add", p[0], p[3], dt, dt) if len(p) == 4 else p[0]
+    mm = _product(ks, n, hs, hs, plan.dtype)
+    wt = ks.copy(ks.permute(w, (1, 0)))
+    ew = _Prepared(ks, plan.dtype)
+    act = attrs["nonlinearity"]
+    ys = [None] * t
+    for step in _order(t, attrs):
+        h = ew(act, ew("add", ks.index(x, (step,)), mm(h, wt)))
+        ys[step] = ks.reshape(h, (1, n, hs))
+    return ks.cat(ys, 0)
+
+
+def _decompose_rnn(args, attrs):
+    xg, h, w = args[:3]
+    if len(args) == 4:
+        xg = add(xg, args[3])
+    wt = transpose(w, 0, 1)
+    act = tanh if attrs["nonlinearity"] == "tanh" else relu
+    ys = [None] * xg.shape[0]
+    for step in _order(xg.shape[0], attrs):
+        h = act(add(getitem(xg, (step,)), matmul(h, wt)))
+        ys[step] = unsqueeze(h, 0)
+    return cat(ys, 0)
+
+
+def _grad_rnn(c, g):
+    h0, w = c.input(1), c.input(2)
+    ys = c.output()
+    t, n, hs = ys.shape
+    out = run("rnn_layer_backward", (h0, w, ys, g), c.attrs)
+    ds = getitem(out, (slice(0, t),))                   # d(pre-activations), (T, N, H)
+    gh0 = getitem(out, (t,)) if c.needs(1) else None
+    gw = None
+    if c.needs(2):
+        prev = _previous(ys, h0, t, c.attrs["reverse"])
+        gw = matmul(transpose(reshape(ds, (t * n, hs)), 0, 1), reshape(prev, (t * n, hs)))
+    return ds, gh0, gw, *((ds,) if c.arity == 4 else ())
+
+
+def _infer_rnn_backward(args, attrs):
+    if len(args) != 4:
+        raise ShapeError(f"rnn_layer_backward: expected (h0, w_hh, output, gradient), got "
+                         f"{len(args)} operands")
+    h0, w, ys, gy = args
+    plan = _infer_rnn((ys, h0, w), attrs)
+    if tuple(gy.shape) != tuple(ys.shape) or gy.dtype is not ys.dtype:
+        raise ShapeError(f"rnn_layer_backward: expected the gradient as "
+                         f"{ys.dtype.name}{list(ys.shape)}, got {gy.dtype.name}{list(gy.shape)}")
+    t, n, h = plan.shape
+    return Plan((t + 1, n, h), plan.dtype, plan.dtype)
+
+
+def _kernel_rnn_backward(ks, p, args, attrs, plan, device):
+    h0, w, ys, gy = p
+    t, n, hs = args[2].shape
+    dt = plan.dtype.np
+    ew = _Prepared(ks, plan.dtype)
+    if attrs["nonlinearity"] == "tanh":                 # the activation's derivative, from h
+        deriv = ks.binary("sub", ks.full((t, n, hs), 1, dt), ks.binary("mul", ys, ys, dt, dt),
+                          dt, dt)
+    else:
+        deriv = ks.unary("sign", ys, dt)
+    mm = _product(ks, n, hs, hs, plan.dtype)
+    ds = [None] * t
+    dh_next = None
+    for step in reversed(_order(t, attrs)):
+        dh = ks.index(gy, (step,))
+        if dh_next is not None:
+            dh = ew("add", dh, dh_next)
+        d = ew("mul", dh, ks.index(deriv, (step,)))
+        ds[step] = ks.reshape(d, (1, n, hs))
+        dh_next = mm(d, w)
+    return ks.cat(ds + [ks.reshape(dh_next, (1, n, hs))], 0)
+
+
+register(OpSpec("rnn_layer", "nn", _infer_rnn, _kernel_rnn, cost="compute",
+                backward=_grad_rnn, decompose=_decompose_rnn))
+register(OpSpec("rnn_layer_backward", "nn", _infer_rnn_backward, _kernel_rnn_backward,
+                cost="compute", differentiable=False, onnx_skip=_INTERNAL.replace("lstm", "rnn"),
+                record_whole=True))
+
+
+def rnn_layer(xg, h0, w_hh, b_hh=None, nonlinearity: str = "tanh", reverse: bool = False):
+    """One Elman RNN layer in one direction: (T, N, H), the outputs ``h_t`` in time order."""
+    args = (xg, h0, w_hh) + (() if b_hh is None else (b_hh,))
+    return run("rnn_layer", args, {"nonlinearity": nonlinearity, "reverse": bool(reverse)})

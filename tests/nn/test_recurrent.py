@@ -423,6 +423,31 @@ def test_gru_layer_gradients_match_finite_differences(t, reverse):
     check_grad(lambda *a: gru_layer(*a, reverse=reverse), *ops[:3])      # no bias
 
 
+def _rnn_operands(t, n, h, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=s) for s in ((t, n, h), (n, h), (h, h), (h,))]
+
+
+@pytest.mark.parametrize("t,act,reverse", [(3, "tanh", False), (3, "relu", True),
+                                           (1, "tanh", False)])
+def test_rnn_layer_gradients_match_finite_differences(t, act, reverse):
+    from autodiff.gradcheck import check_grad
+    from runtime.ops.recurrent import rnn_layer
+    ops = _rnn_operands(t, 2, 3)
+    check_grad(lambda *a: rnn_layer(*a, nonlinearity=act, reverse=reverse), *ops)
+    check_grad(lambda *a: rnn_layer(*a, nonlinearity=act, reverse=reverse), *ops[:3])
+
+
+@pytest.mark.parametrize("act", ["tanh", "relu"])
+def test_rnn_layer_kernel_matches_its_decomposition(act):
+    from runtime.ops.recurrent import rnn_layer
+    ops = [a.astype(np.float32) for a in _rnn_operands(4, 3, 5, seed=1)]
+    want = rnn_layer(*[rt.tensor(a) for a in ops], nonlinearity=act, reverse=True).numpy()
+    graph = rt.capture(lambda *a: rnn_layer(*a, nonlinearity=act, reverse=True), *ops)
+    assert "rnn_layer" not in {op.op for op in graph.operations}
+    np.testing.assert_allclose(graph.run(*ops)[0].numpy(), want, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_gru_layer_kernel_matches_its_decomposition(reverse):
     from runtime.ops.recurrent import gru_layer
@@ -465,18 +490,20 @@ def test_autodiff_lstm_is_one_op_per_layer_and_direction(monkeypatch):
     assert calls == []
 
 
-def test_autodiff_gru_is_one_op_per_layer_and_direction(monkeypatch):
+@pytest.mark.parametrize("name,op", [("GRU", "gru_layer"), ("RNN", "rnn_layer")])
+def test_autodiff_gru_and_rnn_are_one_op_per_layer_and_direction(monkeypatch, name, op):
     from runtime.ops.catalogue import CATALOGUE
     from runtime.dispatch import clear_dispatch_cache
     clear_dispatch_cache()
     calls = []
-    for name in ("gru_layer", "gru_layer_backward"):
-        spec = CATALOGUE[name]
-        monkeypatch.setattr(spec, "infer", lambda a, k, _n=name, _f=spec.infer:
+    for rec in (op, op + "_backward"):
+        spec = CATALOGUE[rec]
+        monkeypatch.setattr(spec, "infer", lambda a, k, _n=rec, _f=spec.infer:
                             calls.append(_n) or _f(a, k))
-    out, _ = nn.GRU(I, H, bidirectional=True).to(AD)(rt.tensor(_data(T, N, I, dtype=rt.float32)).to(AD))
+    model = getattr(nn, name)(I, H, bidirectional=True).to(AD)
+    out, _ = model(rt.tensor(_data(T, N, I, dtype=rt.float32)).to(AD))
     rt.sum(out).backward()
-    assert calls.count("gru_layer") == 2 and calls.count("gru_layer_backward") == 2
+    assert calls.count(op) == 2 and calls.count(op + "_backward") == 2
 
 
 @needs_torch
@@ -509,6 +536,15 @@ def test_gru_layer_errors():
         gru_layer(xg, h0, w[:4])
     with pytest.raises(rt.ShapeError, match=r"gru_layer: expected the input projection"):
         gru_layer(xg[:, :, :5], h0, w)
+
+
+def test_rnn_layer_errors():
+    from runtime.ops.recurrent import rnn_layer
+    xg, h0, w, _ = (rt.tensor(a) for a in _rnn_operands(2, 3, 2))
+    with pytest.raises(rt.ArgumentValueError, match="rnn_layer: nonlinearity must be"):
+        rnn_layer(xg, h0, w, nonlinearity="gelu")
+    with pytest.raises(rt.ShapeError, match=r"rnn_layer: expected w_hh of shape \(2, 2\)"):
+        rnn_layer(xg, h0, w[:1])
 
 
 def test_lstm_layer_errors():
