@@ -42,3 +42,24 @@ def test_lstm_gradients_match_cpu(cuda_dev):
         grads.append([xt.grad(g).numpy()] + [p.grad(g).numpy() for _, p in cell.named_parameters()])
     for a, b in zip(*grads):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_layer_op_gradients_match_cpu(cuda_dev, name):
+    """On autodiff each layer is one recurrence op (lstm_layer, gru_layer, rnn_layer) lowered
+    onto the kernel set: the cuda set's outputs and gradients are the cpu set's."""
+    x = RNG.normal(size=(2, 2, 3)).astype(np.float32)
+    cpu = getattr(rt.nn, name)(3, 2)
+    res = []
+    for dev in (rt.cpu(), cuda_dev):
+        ad = rt.autodiff(dev)
+        layer = getattr(rt.nn, name)(3, 2, device=dev)
+        layer.load_state_dict(cpu.state_dict())
+        layer.to(ad)
+        xt = rt.tensor(x, device=ad).require_grad()
+        out = layer(xt)[0]
+        g = rt.sum(out * 2.0).backward()
+        res.append([out.inner().to("cpu").numpy(), xt.grad(g).to("cpu").numpy()]
+                   + [p.grad(g).to("cpu").numpy() for _, p in layer.named_parameters()])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
