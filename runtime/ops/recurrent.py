@@ -1,23 +1,26 @@
-"""The recurrence of one LSTM layer in one direction as one op, ``lstm_layer`` (the front end is
-``rt.nn.LSTM`` on autodiff devices), and the op of its gradient, ``lstm_layer_backward``.
+"""The recurrence of one recurrent layer in one direction as one op: ``lstm_layer``,
+``gru_layer`` and ``rnn_layer`` (their front end is ``rt.nn.LSTM``/``GRU``/``RNN`` on autodiff
+devices), each with the op of its gradient (``..._backward``).
 
 ``lstm_layer(xg, h0, c0, w_hh[, b_hh])``: ``xg`` (T, N, 4H) is every step's input projection
 (``x @ W_ih.T + b_ih``), ``h0``/``c0`` (N, H) the initial state, ``w_hh`` (4H, H) the hidden
 weight and ``b_hh`` (4H,) its bias; gates i, f, g, o in PyTorch's order.  The op's result
 (6T + 1, N, H) holds the outputs ``h_t`` in time order, the final cell state, then what the
 gradient reads: every step's cell state (T rows) and pre-activations (4T rows, each step's
-(N, 4H) block as it lies in memory); the ``lstm_layer`` function returns the first T + 1 rows.
+gate-major (4, N, H) block); the ``lstm_layer`` function returns the first T + 1 rows.
 ``reverse`` runs the steps from the last to the first (a bidirectional layer's second
-direction).
+direction).  ``gru_layer`` and ``rnn_layer`` are described at their records below.
 
 On a plain device the kernel loops over time calling the kernel set's product and its
-elementwise kernels; the tape records one node for the whole layer instead of a dozen per
-step.  The backward op runs backpropagation through time in reverse: the gate activations of
-every step at once from the saved pre-activations, then per step one product for the hidden
-state's gradient.  The rule adds the hidden weight's gradient as one product over all steps;
-the input projection's gradient is the pre-activation gradient itself, so ``linear``'s rule
-gives the input and ``W_ih`` theirs as one product each.  Recording devices (capture, ONNX,
-``rt.compile``'s forward) get the per-step primitives from the decomposition.
+elementwise kernels, gate-major (each gate a contiguous block, so every elementwise call reads
+whole arrays); the tape records one node for the whole layer instead of a dozen per step.  The
+backward op runs backpropagation through time in reverse: the gate derivatives of every step at
+once from what the forward saved, then per step one product for the hidden state's gradient.
+The rule adds the hidden weight's gradient as one product over all steps; the input
+projection's gradient is the pre-activation gradient itself, so ``linear``'s rule gives the
+input and ``W_ih`` theirs as one product each.  Recording devices (capture, ONNX,
+``rt.compile``'s forward) get the per-step primitives from the decomposition; the backward ops
+are recorded whole (only gradient rules emit them).
 """
 from __future__ import annotations
 
@@ -263,12 +266,14 @@ def _kernel_lstm_backward(ks, p, args, attrs, plan, device):
     return reshape_(ks.cat(ds + [reshape_(last, (1, n, 4, hs))], 0), (t + 1, n, 4 * hs))
 
 
-_INTERNAL = "internal op of lstm_layer's gradient (training graphs only)"
+def _internal(layer):
+    return f"internal op of {layer}'s gradient (training graphs only)"
+
 
 register(OpSpec("lstm_layer", "nn", _infer_lstm, _kernel_lstm, cost="compute",
                 backward=_grad_lstm, decompose=_decompose_lstm))
 register(OpSpec("lstm_layer_backward", "nn", _infer_lstm_backward, _kernel_lstm_backward,
-                cost="compute", differentiable=False, onnx_skip=_INTERNAL, record_whole=True))
+                cost="compute", differentiable=False, onnx_skip=_internal("lstm_layer"), record_whole=True))
 
 
 def lstm_layer(xg, h0, c0, w_hh, b_hh=None, reverse: bool = False):
@@ -447,7 +452,7 @@ def _kernel_gru_backward(ks, p, args, attrs, plan, device):
 register(OpSpec("gru_layer", "nn", _infer_gru, _kernel_gru, cost="compute",
                 backward=_grad_gru, decompose=_decompose_gru))
 register(OpSpec("gru_layer_backward", "nn", _infer_gru_backward, _kernel_gru_backward,
-                cost="compute", differentiable=False, onnx_skip=_INTERNAL.replace("lstm", "gru"),
+                cost="compute", differentiable=False, onnx_skip=_internal("gru_layer"),
                 record_whole=True))
 
 
@@ -571,7 +576,7 @@ def _kernel_rnn_backward(ks, p, args, attrs, plan, device):
 register(OpSpec("rnn_layer", "nn", _infer_rnn, _kernel_rnn, cost="compute",
                 backward=_grad_rnn, decompose=_decompose_rnn))
 register(OpSpec("rnn_layer_backward", "nn", _infer_rnn_backward, _kernel_rnn_backward,
-                cost="compute", differentiable=False, onnx_skip=_INTERNAL.replace("lstm", "rnn"),
+                cost="compute", differentiable=False, onnx_skip=_internal("rnn_layer"),
                 record_whole=True))
 
 
