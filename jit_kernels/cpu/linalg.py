@@ -13,6 +13,7 @@ typed error naming it.
 """
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -63,6 +64,15 @@ def _worker():
         if _WORKER is None:
             _WORKER = ThreadPoolExecutor(1, thread_name_prefix="jit_kernels-linalg")
         return _WORKER
+
+
+def _forget_worker():
+    # a forked child has the executor but not its thread: it would wait on it forever
+    global _WORKER, _WORKER_LOCK
+    _WORKER, _WORKER_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_worker)
 
 
 def solve(a, b):
