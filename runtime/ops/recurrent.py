@@ -83,6 +83,18 @@ def _infer_lstm(args, attrs):
     return Plan((6 * t + 1, n, h), args[0].dtype, args[0].dtype)
 
 
+def _unstack(ks, a, shape):
+    """The views ``a[0]``, ``a[1]``, ... of payload ``a`` (leading dim first, each of ``shape``),
+    in one call where the kernel set splits (views of a copy when ``a`` is not contiguous)."""
+    count = a.shape[0]
+    if not supports(ks, "split"):
+        return [ks.index(a, (k,)) for k in range(count)]
+    size = 1
+    for d in shape:
+        size *= d
+    return ks.split(ks.reshape(a, (count * size,)), [size] * count, [tuple(shape)] * count)
+
+
 class _Prepared:
     """The kernel set's elementwise calls for one dtype: its prepared kernels for operands of
     a fixed shape where it has them (the same kernels, decided once), else the generic ones."""
@@ -130,14 +142,16 @@ def _kernel_lstm(ks, p, args, attrs, plan, device):
     x4 = _gate_major(ks, p[0], p[4] if len(p) == 5 else None, t, n, hs, dt)
     w4 = _hidden_weight(ks, w, hs)
     ew = _Prepared(ks, plan.dtype)
-    index, reshape_, matmul_, expand = ks.index, ks.reshape, ks.matmul, ks.expand
+    reshape_, matmul_, expand = ks.reshape, ks.matmul, ks.expand
     ys, cs, ss = [None] * t, [None] * t, [None] * t
+    xs = _unstack(ks, x4, (4, n, hs))
+    gates = (n, hs)
     for step in _order(t, attrs):
-        s = ew("add", index(x4, (step,)), matmul_(expand(reshape_(h, (1, n, hs)), (4, n, hs)), w4))
-        sig = ew("sigmoid", s)
-        c = ew("add", ew("mul", index(sig, (1,)), c), ew("mul", index(sig, (0,)),
-                                                          ew("tanh", index(s, (2,)))))
-        h = ew("mul", index(sig, (3,)), ew("tanh", c))
+        s = ew("add", xs[step], matmul_(expand(reshape_(h, (1, n, hs)), (4, n, hs)), w4))
+        si, sf, sg, so = _unstack(ks, s, gates)
+        gi, gf, _, go = _unstack(ks, ew("sigmoid", s), gates)
+        c = ew("add", ew("mul", gf, c), ew("mul", gi, ew("tanh", sg)))
+        h = ew("mul", go, ew("tanh", c))
         ys[step], cs[step], ss[step] = reshape_(h, (1, n, hs)), reshape_(c, (1, n, hs)), s
     return ks.cat(ys + [cs[_order(t, attrs)[-1]]] + cs + ss, 0)
 
@@ -247,19 +261,22 @@ def _kernel_lstm_backward(ks, p, args, attrs, plan, device):
     carry = ks.binary("sub", o, mul(mul(o, tc), tc), dt, dt)    # dc += dh o (1 - tanh(c)^2)
     w4 = ks.reshape(w, (4, hs, hs))
     ds = [None] * t
-    dc = index(gy, (t,))
+    gys, carries, qs = (_unstack(ks, a, (n, hs)) for a in (gy, carry, q))
+    coefs = _unstack(ks, coef, (3, n, hs))
+    fs = _unstack(ks, ks.copy(gate(sig, 1)), (n, hs))
+    dc = gys[t]
     dh_next = None
     for step in reversed(order):
-        dh = index(gy, (step,))
+        dh = gys[step]
         if dh_next is not None:
             dh = ew("add", dh, dh_next)
-        dc = ew("add", dc, ew("mul", dh, index(carry, (step,))))
-        d = ks.cat([ks.binary("mul", reshape_(dc, (1, n, hs)), index(coef, (step,)), dt, dt),
-                    reshape_(ew("mul", dh, index(q, (step,))), (1, n, hs))], 0)
+        dc = ew("add", dc, ew("mul", dh, carries[step]))
+        d = ks.cat([ks.binary("mul", reshape_(dc, (1, n, hs)), coefs[step], dt, dt),
+                    reshape_(ew("mul", dh, qs[step]), (1, n, hs))], 0)
         # back to (N, 4H) order for the gradients of xg and the weights: a view, copied once
         # by the cat below
         ds[step] = reshape_(ks.permute(d, (1, 0, 2)), (1, n, 4, hs))
-        dc = ew("mul", dc, index(sig, (step, 1)))
+        dc = ew("mul", dc, fs[step])
         # d h_prev = sum over gates of dS_k @ W_k
         dh_next = ks.reduce("sum", ks.matmul(d, w4), (0,), False, dt)
     last = ks.cat([dh_next, dc, ks.full((n, 2 * hs), 0, dt)], 1)
@@ -329,15 +346,17 @@ def _kernel_gru(ks, p, args, attrs, plan, device):
     ew = _Prepared(ks, plan.dtype)
     two = (slice(0, 2, 1),)
     ys, saved = [None] * t, [None] * t
+    xs = _unstack(ks, x3, (3, n, hs))
     for step in _order(t, attrs):
         hg = ks.matmul(expand(reshape_(h, (1, n, hs)), (3, n, hs)), w3)
         if bias is not None:
             hg = ew("add", hg, bias)
-        x = index(x3, (step,))
+        x = xs[step]
         rz = ew("sigmoid", ew("add", index(x, two), index(hg, two)))
+        r, z = _unstack(ks, rz, (n, hs))
         hn = index(hg, (2,))
-        nn_ = ew("tanh", ew("add", index(x, (2,)), ew("mul", index(rz, (0,)), hn)))
-        h = ew("add", nn_, ew("mul", index(rz, (1,)), ew("sub", h, nn_)))
+        nn_ = ew("tanh", ew("add", index(x, (2,)), ew("mul", r, hn)))
+        h = ew("add", nn_, ew("mul", z, ew("sub", h, nn_)))
         ys[step] = reshape_(h, (1, n, hs))
         saved[step] = ks.cat([rz, reshape_(nn_, (1, n, hs)), reshape_(hn, (1, n, hs))], 0)
     return ks.cat(ys + saved, 0)
@@ -429,21 +448,22 @@ def _kernel_gru_backward(ks, p, args, attrs, plan, device):
     rc, zc = ks.copy(r), ks.copy(z)
     w3 = reshape_(w, (3, hs, hs))
     dx, dhid = [None] * t, [None] * t
+    gys, cns, czs, crs, rcs, zcs = (_unstack(ks, a, (n, hs)) for a in (gy, cn, cz, cr, rc, zc))
     dh_next = None
     for step in reversed(_order(t, attrs)):
-        dh = index(gy, (step,))
+        dh = gys[step]
         if dh_next is not None:
             dh = ew("add", dh, dh_next)
-        dnp = ew("mul", dh, index(cn, (step,)))
-        dzp = ew("mul", dh, index(cz, (step,)))
-        drp = ew("mul", dnp, index(cr, (step,)))
+        dnp = ew("mul", dh, cns[step])
+        dzp = ew("mul", dh, czs[step])
+        drp = ew("mul", dnp, crs[step])
         rows_ = [reshape_(a, (1, n, hs)) for a in (drp, dzp)]
         dx_t = ks.cat(rows_ + [reshape_(dnp, (1, n, hs))], 0)
-        dh_t = ks.cat(rows_ + [reshape_(ew("mul", dnp, index(rc, (step,))), (1, n, hs))], 0)
+        dh_t = ks.cat(rows_ + [reshape_(ew("mul", dnp, rcs[step]), (1, n, hs))], 0)
         dx[step] = reshape_(ks.permute(dx_t, (1, 0, 2)), (1, n, 3, hs))
         dhid[step] = reshape_(ks.permute(dh_t, (1, 0, 2)), (1, n, 3, hs))
         # d h_prev = dh z + sum over gates of dhg_k @ W_k
-        dh_next = ew("add", ew("mul", dh, index(zc, (step,))),
+        dh_next = ew("add", ew("mul", dh, zcs[step]),
                      ks.reduce("sum", ks.matmul(dh_t, w3), (0,), False, dt))
     last = ks.cat([dh_next, ks.full((n, 2 * hs), 0, dt)], 1)
     return reshape_(ks.cat(dx + dhid + [reshape_(last, (1, n, 3, hs))], 0), (2 * t + 1, n, 3 * hs))
@@ -504,8 +524,9 @@ def _kernel_rnn(ks, p, args, attrs, plan, device):
     ew = _Prepared(ks, plan.dtype)
     act = attrs["nonlinearity"]
     ys = [None] * t
+    xs = _unstack(ks, x, (n, hs))
     for step in _order(t, attrs):
-        h = ew(act, ew("add", ks.index(x, (step,)), mm(h, wt)))
+        h = ew(act, ew("add", xs[step], mm(h, wt)))
         ys[step] = ks.reshape(h, (1, n, hs))
     return ks.cat(ys, 0)
 
@@ -562,12 +583,13 @@ def _kernel_rnn_backward(ks, p, args, attrs, plan, device):
         deriv = ks.unary("sign", ys, dt)
     mm = _product(ks, n, hs, hs, plan.dtype)
     ds = [None] * t
+    gys, derivs = _unstack(ks, gy, (n, hs)), _unstack(ks, deriv, (n, hs))
     dh_next = None
     for step in reversed(_order(t, attrs)):
-        dh = ks.index(gy, (step,))
+        dh = gys[step]
         if dh_next is not None:
             dh = ew("add", dh, dh_next)
-        d = ew("mul", dh, ks.index(deriv, (step,)))
+        d = ew("mul", dh, derivs[step])
         ds[step] = ks.reshape(d, (1, n, hs))
         dh_next = mm(d, w)
     return ks.cat(ds + [ks.reshape(dh_next, (1, n, hs))], 0)
