@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from jit_kernels.cpu._jit import helper, njit
 
 from jit_kernels.cpu import _pool, scalar_math as sm
 from jit_kernels.cpu._layout import flat_base
@@ -32,7 +33,7 @@ from jit_kernels.cpu.reduce import _sum64
 _NO_BOOL = np.ones(1, dtype=np.bool_)
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _max_row(v):
     m = v[0]
     for i in range(v.shape[0]):
@@ -40,31 +41,31 @@ def _max_row(v):
     return m
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _exp_sub(v, m):
     for i in range(v.shape[0]):
         v[i] = sm.exp(v[i] - m)
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _scale_into(xv, sc, ov):
     for i in range(xv.shape[0]):
         ov[i] = xv[i] * sc
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _mul_inplace(v, c):
     for i in range(v.shape[0]):
         v[i] = v[i] * c
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _fill(v, c):
     for i in range(v.shape[0]):      # (from 0 on a slice: a loop from n would not vectorise)
         v[i] = c
 
 
-@njit(error_model="numpy", fastmath={"reassoc"})   # (reassoc: the float64 sum vectorises)
+@helper(error_model="numpy", fastmath={"reassoc"})   # (reassoc: the float64 sum vectorises)
 def _dot_row(pv, gv):
     s = 0.0
     for i in range(pv.shape[0]):
@@ -72,7 +73,7 @@ def _dot_row(pv, gv):
     return s
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _ds_row(pv, gv, dot, sc, dv):
     for i in range(pv.shape[0]):
         dv[i] = pv[i] * (gv[i] - dot) * sc

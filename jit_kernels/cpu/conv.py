@@ -33,7 +33,8 @@ import functools
 import weakref
 
 import numpy as np
-from numba import njit, prange, uint64
+from numba import prange, uint64
+from jit_kernels.cpu._jit import helper, njit
 
 from jit_kernels.cpu import _matmul_gen, _pool
 from jit_kernels.cpu._background import parallel_ready
@@ -47,7 +48,7 @@ def _span(off, s, n_in, n_out):
     return lo, max(lo, hi)
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _im2col_row(x, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, r):
     """Row ``r`` = (c, i, j) of ``_im2col_b``'s columns, for every sample."""
     L = oh * ow
@@ -139,7 +140,7 @@ def _col2im_b(cols, out, N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow):
                             plane[uint64(iy * W + xoff + ox * sw)] += src[o + uint64(ox)]
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _swap01_row(x, out, bias, has_bias, A, L, t):
     """Output row ``t`` = (b, a) of ``_swap01``."""
     b = t // A
@@ -218,7 +219,7 @@ def _shift_reach(sh, kw, P):
     return lo, hi
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _shift_masked_plane(x, out, T, HW, kw, P, sh, mask, zero, lo, hi, t):
     """Plane ``t`` of ``_shift_masked``."""
     tot = T * HW

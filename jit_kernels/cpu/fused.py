@@ -106,7 +106,8 @@ class _Gen(FusedGen):
     """The shared source builder with njit scalar functions and the cpu set's bodies."""
 
     DECORATOR = '@njit(inline="always", error_model="numpy")'
-    IMPORTS = ("import math\nimport numpy as np\nfrom numba import njit, prange\n"
+    IMPORTS = ("import math\nimport numpy as np\nfrom numba import prange\n"
+               "from jit_kernels.cpu._jit import helper, njit\n"
                "from jit_kernels.cpu import scalar_math as sm\n")
 
     def body(self, name: str, cdt: np.dtype) -> str:
@@ -294,7 +295,7 @@ def _strided_plan(prog, arrays, S, total, par):
 # ------------------------------------------------------------------------------ rows
 _REDUCERS = '''
 
-@njit(error_model="numpy", fastmath={"reassoc", "contract"})
+@helper(error_model="numpy", fastmath={"reassoc", "contract"})
 def _sum64(v, n):
     a = 0.0
     for i in range(n):
@@ -302,7 +303,7 @@ def _sum64(v, n):
     return a
 
 
-@njit(error_model="numpy", fastmath={"reassoc"})
+@helper(error_model="numpy", fastmath={"reassoc"})
 def _max(v, n):
     a = v[0]
     for i in range(1, n):
@@ -310,7 +311,7 @@ def _max(v, n):
     return a
 
 
-@njit(error_model="numpy", fastmath={"reassoc"})
+@helper(error_model="numpy", fastmath={"reassoc"})
 def _min(v, n):
     a = v[0]
     for i in range(1, n):
@@ -318,7 +319,7 @@ def _min(v, n):
     return a
 
 
-@njit(error_model="numpy", fastmath={"reassoc", "contract"})
+@helper(error_model="numpy", fastmath={"reassoc", "contract"})
 def _expsum(v, m, e, n):
     s = 0.0
     for i in range(n):
@@ -328,7 +329,7 @@ def _expsum(v, m, e, n):
     return s
 
 
-@njit(error_model="numpy", fastmath={"reassoc", "contract"})
+@helper(error_model="numpy", fastmath={"reassoc", "contract"})
 def _logexpsum(v, m, n):
     s = 0.0
     for i in range(n):

@@ -20,7 +20,8 @@ NumPy and with ``_half``'s reference.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, uint32
+from numba import uint32
+from jit_kernels.cpu._jit import njit
 
 from jit_kernels.cpu import _pool
 

@@ -32,7 +32,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from jit_kernels.cpu._jit import helper, njit
 
 from jit_kernels.codegen import build_lock, once
 from jit_kernels.cpu import _background, _pool
@@ -46,7 +47,7 @@ GEMM_MIN = 1 << 15  # M*N*K below which ``_mm_small`` (no packing, no blocking) 
 GEMM_PAR_MIN = 1 << 20  # total multiply-adds below which the packed gemm runs serially
 
 
-@njit(error_model="numpy", fastmath={"contract"})
+@helper(error_model="numpy", fastmath={"contract"})
 def _mm_task(a, ao, sab, sam, sak, b, bo, sbb, sbk, c, M, N, K, bi, ib):
     """Rows [ib*MB, ib*MB+MB) of product ``bi``.  Each output is summed in K order within KB
     blocks (an FMA chain from zero), the block sums added to it in order: the packed gemm's

@@ -9,7 +9,8 @@ and ``eye`` fill freshly allocated arrays with Numba kernels.  ``arange`` comput
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from jit_kernels.cpu._jit import njit
 
 from jit_kernels.cpu._layout import PAR_THRESHOLD, nthreads, scalar_array
 

@@ -22,7 +22,8 @@ same tasks in order (the same bits) while the ``prange`` variant builds in the b
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
+from jit_kernels.cpu._jit import helper, njit
 from numba.extending import overload
 
 from jit_kernels.cpu import _pool, scalar_math as sm
@@ -209,7 +210,7 @@ def _max2_grid(R, OW, nt):
     return blk, nb, max(1, min(nb, 4 * nt))
 
 
-@njit
+@helper
 def _max2_fwd_task(x, OW, out, relu, zero, R, blk, nb, nch, ci):
     """Task ``ci`` of ``nch`` of the 2x2 max pool: its blocks of ``blk`` row pairs."""
     h = np.empty(2 * OW * blk, x.dtype)
@@ -250,7 +251,7 @@ def _max2_fwd_serial(x, OW, out, nt, relu, zero):
         _max2_fwd_task(x, OW, out, relu, zero, R, blk, nb, nch, ci)
 
 
-@njit
+@helper
 def _max2_bwd_task(x, g, OW, gx, R, blk, nb, nch, ci):
     """Task ``ci`` of ``nch`` of the 2x2 max pool's backward: its blocks of row pairs."""
     zero = gx.dtype.type(0)

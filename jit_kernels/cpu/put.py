@@ -10,7 +10,7 @@ memory-bound and a parallel one would need a rule for which duplicate wins.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from jit_kernels.cpu._jit import njit
 
 from jit_kernels.cpu import shape as _shape
 

@@ -13,7 +13,8 @@ constants are ``jit_kernels._rng``'s, shared with the cuda set).  Kernels run wi
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from jit_kernels.cpu._jit import njit
 
 from jit_kernels import _rng
 from jit_kernels.cpu._layout import PAR_THRESHOLD, nthreads

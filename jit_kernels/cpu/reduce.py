@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
+from jit_kernels.cpu._jit import helper, njit
 from numba.extending import overload
 
 from jit_kernels import _plan, optable
@@ -46,8 +47,9 @@ from jit_kernels.cpu.elementwise import render
 _TEMPLATE = '''\
 import math
 import numpy as np
-from numba import njit, prange
+from numba import prange
 from jit_kernels.cpu import scalar_math as sm
+from jit_kernels.cpu._jit import helper, njit
 from jit_kernels.cpu.reduce import _row_pos
 
 A = {A}
@@ -75,7 +77,7 @@ def fin(a, fa, c):
     {fin}
 
 
-@njit(error_model="numpy", fastmath=FM)
+@helper(error_model="numpy", fastmath=FM)
 def _seg(base, p, s, n, c):
     if s == 1:
         v = base[p:p + n]
@@ -100,7 +102,7 @@ def _seg(base, p, s, n, c):
     return a
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _range(base, prow, rshape, rstr, lo, hi, c):
     nr = rshape.shape[0]
     inner = rshape[nr - 1]
@@ -164,7 +166,7 @@ def rows_serial(base, off, oshape, ostr, rshape, rstr, center, out, K, fa):
         out[r] = {store}
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _rows_part(base, off, oshape, ostr, rshape, rstr, center, K, nsplit, chunk, part, t):
     # task t of rows_par: chunk s of row r
     r = t // nsplit
@@ -177,7 +179,7 @@ def _rows_part(base, off, oshape, ostr, rshape, rstr, center, K, nsplit, chunk, 
         part[t] = init()
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _rows_comb(part, center, out, fa, nsplit, r):
     # row r's chunks combined in order
     a = init()
@@ -211,7 +213,7 @@ def rows_par_serial(base, off, oshape, ostr, rshape, rstr, center, out, K, fa, n
         _rows_comb(part, center, out, fa, nsplit, r)
 
 
-@njit(error_model="numpy", fastmath=FM)
+@helper(error_model="numpy", fastmath=FM)
 def _cols_rows(base, p, rs, n, w, cc, a):
     q = 0
     while q + 4 <= n:  # four rows per sweep of the accumulator
@@ -231,7 +233,7 @@ def _cols_rows(base, p, rs, n, w, cc, a):
         q += 1
 
 
-@njit(error_model="numpy", fastmath=FM)
+@helper(error_model="numpy", fastmath=FM)
 def _cols_block(base, off, N, rshape, rstr, center, acc, lo, hi, j0, j1):
     # a local contiguous accumulator (vectorises; the output rows may be strided views);
     # the rows of one task are walked as runs along the innermost reduced dim
@@ -436,7 +438,7 @@ def reduce(op, x, axes, keepdims, out_dtype, attrs):
 # ---------------------------------------------------------------------------------------------
 # arg-reductions
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _arg_row(base, prow, rshape, rstr, is_max):
     nr = rshape.shape[0]
     inner = rshape[nr - 1]
@@ -474,7 +476,7 @@ def _arg_row(base, prow, rshape, rstr, is_max):
     return bi
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _row_pos(off, oshape, ostr, r):
     p = off
     rem = r
@@ -510,7 +512,7 @@ def _ov_vmin(a, b):
 _ARG_BLOCK = 2048
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _first_eq(w, m):
     """Lowest index of ``w`` holding ``m`` (NaN matches NaN); vectorised."""
     n = np.int32(w.shape[0])  # blocks are small: int32 lanes vectorise twice as wide
@@ -524,7 +526,7 @@ def _first_eq(w, m):
     return np.int64(j)
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _arg_contig(v, is_max):
     """First index of the max (min) of contiguous ``v`` (non-empty); the first NaN wins.
 
@@ -554,7 +556,7 @@ def _arg_contig(v, is_max):
     return bb + _first_eq(v[bb:min(bb + _ARG_BLOCK, K)], best)
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _arg_one(base, p, rshape, rstr, is_max):
     if rshape.shape[0] == 1 and rstr[0] == 1:
         return _arg_contig(base[p:p + rshape[0]], is_max)
@@ -624,7 +626,7 @@ def arg_reduce(op, x, axis, keepdims):
 # ---------------------------------------------------------------------------------------------
 # softmax
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _vmax_row(v):
     m = v[0]
     for i in range(v.shape[0]):
@@ -632,13 +634,13 @@ def _vmax_row(v):
     return m
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _exp_shift(xv, m, ov):
     for i in range(xv.shape[0]):
         ov[i] = sm.exp(xv[i] - m)
 
 
-@njit(error_model="numpy", fastmath={"reassoc", "contract"})
+@helper(error_model="numpy", fastmath={"reassoc", "contract"})
 def _sum64(v):
     s = 0.0
     for i in range(v.shape[0]):
@@ -646,7 +648,7 @@ def _sum64(v):
     return s
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _softmax_row(xb, px, sx, ob, po, so, K, log):
     s = 0.0
     if sx == 1 and so == 1:

@@ -4,9 +4,17 @@ Every transcendental an elementwise/reduction kernel evaluates goes through this
 public names (``exp``, ``log``, ``tanh``, ``sigmoid``, ``erf``, ``sin``, ``cos``, ``pow``,
 ``sqrt``, ``floor``, ``ceil``, and ``tan asin acos atan sinh cosh asinh acosh
 atanh exp2 expm1 log2 log10 atan2 hypot copysign fmod``, see the section at the end) are
-generic over float32/float64 (integer arguments are evaluated in float64) and are inlined at
-the Numba IR level into the calling kernel.  For a float32 argument they return float32, for
-float64 float64.
+generic over float32/float64 (integer arguments are evaluated in float64): Numba-level
+overloads that pick the per-width function (``exp_f32``, ``exp_f64``, ...).  For a float32
+argument they return float32, for float64 float64.
+
+The per-width functions are compiled once per process and signature as functions LLVM always
+inlines (``forceinline``), not inlined into the Numba IR of every caller (``inline="always"``):
+a kernel calling them is then typed and lowered with one call per use instead of the whole
+function body, and compiles several times faster (an exp/log/tanh/erf chain: about 0.2 s
+instead of 1.2 s).  LLVM inlines them before it vectorises the caller's loop, so the machine
+code is that of the inlined source: the same bits, vectorised the same way.  Their small
+building blocks (``_exp_poly32``, ...) stay Numba-inlined into them.
 
 Why not ``math.exp``: PyPI's llvmlite has no Intel SVML, so ``math.exp``/``np.exp`` inside
 ``njit`` are scalar libm calls and block loop vectorisation.  The implementations here are
@@ -40,7 +48,7 @@ import math
 
 import numpy as np
 from llvmlite import ir as _ir
-from numba import njit
+from jit_kernels.cpu._jit import helper, njit
 from numba.core import cgutils as _cgutils, types as _types
 from numba.extending import intrinsic as _intrinsic, overload as _overload
 
@@ -202,7 +210,7 @@ def _exp_poly32(r):
     return _fma(p, r, _E32[0])
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def exp_f32(x):
     """float32 e**x.  Max error 1 ulp (measured 0.90 ulp).
 
@@ -263,7 +271,7 @@ def _exp_poly64(r):
     return _fma(p, r, _E64[0])
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def exp_f64(x):
     """float64 e**x.  Max error 1 ulp (measured 0.85 ulp); same method and specials as
     ``exp_f32`` (overflow above 709.78271, underflow to denormals, 0 below -745.13322)."""
@@ -312,7 +320,7 @@ _ONE32 = _f32(1.0)
 _ZERO32 = _f32(0.0)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def log_f32(x):
     """float32 natural log.  Max error 1 ulp (measured 0.78 ulp).  Vectorisable."""
     tiny = x < _FLT_MIN
@@ -353,7 +361,7 @@ _LG6 = 1.531383769920937332e-01
 _LG7 = 1.479819860511658591e-01
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def log_f64(x):
     """float64 natural log.  Max error 1 ulp (measured 0.79 ulp).  Vectorisable."""
     tiny = x < _DBL_MIN
@@ -390,7 +398,7 @@ _TANH_CLAMP32 = _f32(10.0)       # tanh(x) rounds to 1 from 9.0109
 _TWO32 = _f32(2.0)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def tanh_f32(x):
     """float32 tanh.  Max error 1.5 ulp (measured 1.30 ulp, near |x| = 0.63).  tanh(±inf)=±1, tanh(-0)=-0,
     tanh(nan)=nan.  Vectorisable."""
@@ -416,7 +424,7 @@ _TP = (-9.64399179425052238628E-1, -9.92877231001918586564E1, -1.614687684417084
 _TQ = (1.12811678491632931402E2, 2.23548839060100448583E3, 4.84406305325125486048E3)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def tanh_f64(x):
     """float64 tanh.  Max error 1.5 ulp (measured 1.22 ulp); same method and specials as
     ``tanh_f32``."""
@@ -434,7 +442,7 @@ def tanh_f64(x):
     return _sel(a < 0.625, small, _sel(a == a, big, x))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def sigmoid_f32(x):
     """float32 logistic 1/(1+e^-x).  Max error 2.5 ulp (measured 2.19 ulp, x < 0).  sigmoid(inf)=1,
     sigmoid(-inf)=0, denormal results kept, nan -> nan.  Vectorisable."""
@@ -443,7 +451,7 @@ def sigmoid_f32(x):
     return num / (_ONE32 + z)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def sigmoid_f64(x):
     """float64 logistic.  Max error 2.5 ulp (measured up to 2.02 ulp); as ``sigmoid_f32``."""
     z = exp_f64(-_fabs(x))
@@ -493,7 +501,7 @@ def _horner8_sel(lo, A, B, u):
         r = _fma(r, u, _sel(lo, A[k], B[k]))
     return r
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def erf_f64(x):
     """float64 error function.  Max error 1 ulp vs libm erf (measured 1.00 ulp).
     erf(±inf)=±1, erf(-0)=-0, erf(nan)=nan.  Vectorisable."""
@@ -525,7 +533,7 @@ def erf_f64(x):
     return _sel(a == a, v, x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def erf_f32(x):
     """float32 error function: ``erf_f64`` rounded.  Max error 1 ulp (measured 0.50 ulp)."""
     return _f32(erf_f64(np.float64(x)))
@@ -670,7 +678,7 @@ def _libm_call(typingctx, x, which):
     return _types.float64(x, which), codegen
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def sin_f32(x):
     """float32 sine, whole range, no branch.  Max error 1 ulp (measured 0.50 ulp)."""
     v = _f32(_sincos32(_fabs(x), 0))
@@ -678,13 +686,13 @@ def sin_f32(x):
     return _sel(x == _ZERO32, x, v)                  # keeps -0
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def cos_f32(x):
     """float32 cosine, whole range, no branch.  Max error 1 ulp (measured 0.50 ulp)."""
     return _f32(_sincos32(_fabs(x), 1))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def sin_f64(x):
     """float64 sine.  Max error 1.5 ulp (measured 1.46 ulp); |x| > 2^20 uses libm."""
     if _fabs(x) > _TRIG_BIG64 and _fabs(x) < _INF64:
@@ -693,7 +701,7 @@ def sin_f64(x):
     return _sel(x == 0.0, x, v)                      # keeps -0
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def cos_f64(x):
     """float64 cosine.  Max error 1.5 ulp (measured 1.44 ulp); |x| > 2^20 uses libm."""
     if _fabs(x) > _TRIG_BIG64 and _fabs(x) < _INF64:
@@ -710,7 +718,7 @@ def cos_f64(x):
 # within a few ulp for large |y*log x|; not done).
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def pow_f32(x, y):
     """float32 x**y (C99 ``powf`` semantics).  Max error 1 ulp (see module docstring).
     Vectorisable."""
@@ -727,7 +735,7 @@ def pow_f32(x, y):
     return _f32(r)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def pow_f64(x, y):
     """float64 x**y: libm ``pow`` (correctly handled specials, < 1 ulp; not vectorised)."""
     return x ** y
@@ -860,7 +868,7 @@ def _copysign_intrinsic(typingctx, a, b):
 _copysign = _intrinsic(_copysign_intrinsic)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def tan_f32(x):
     """float32 tangent, whole range, no branch.  Max error 1 ulp (measured 0.50 ulp): the
     float32 reduction of ``sin_f32``, sin/cos Taylor kernels in float64, their quotient rounded.
@@ -874,7 +882,7 @@ def tan_f32(x):
     return _sel(x == _ZERO32, x, v)                  # keeps -0
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def tan_f64(x):
     """float64 tangent: libm ``tan``.  Max error 1 ulp (measured 0.54 ulp).  Not vectorised."""
     return math.tan(x)
@@ -911,7 +919,7 @@ def _atan_pos64(t):
     return _sel(big, _PIO2 - a, a)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def asin_f32(x):
     """float32 arcsine.  Max error 1 ulp (measured 0.50 ulp): atan(|x| / sqrt((1-|x|)(1+|x|)))
     in float64 (``_atan_pos64``) with x's sign, rounded; |x| > 1 -> nan, asin(-0) = -0.
@@ -922,13 +930,13 @@ def asin_f32(x):
     return _f32(_copysign(r, xd))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def asin_f64(x):
     """float64 arcsine: libm ``asin``.  Max error 1 ulp (measured 0.51 ulp).  Not vectorised."""
     return math.asin(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def acos_f32(x):
     """float32 arccosine.  Max error 1 ulp (measured 0.50 ulp): 2 atan(sqrt((1-x)/(1+x))) in
     float64 (``_atan_pos64``), rounded; |x| > 1 -> nan, acos(-1) = pi.  Vectorisable."""
@@ -936,14 +944,14 @@ def acos_f32(x):
     return _f32(2.0 * _atan_pos64(math.sqrt((1.0 - xd) / (1.0 + xd))))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def acos_f64(x):
     """float64 arccosine: libm ``acos``.  Max error 1 ulp (measured 0.52 ulp).  Not
     vectorised."""
     return math.acos(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def atan_f32(x):
     """float32 arctangent.  Max error 1 ulp (measured 0.50 ulp): ``_atan_pos64(|x|)`` with x's
     sign, rounded; atan(±inf) = ±pi/2, atan(-0) = -0.  Vectorisable."""
@@ -951,7 +959,7 @@ def atan_f32(x):
     return _f32(_copysign(_atan_pos64(_fabs(xd)), xd))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def atan_f64(x):
     """float64 arctangent: libm ``atan``.  Max error 1 ulp (measured 0.51 ulp).  Not
     vectorised."""
@@ -967,7 +975,7 @@ def _sinh_small64(x):
     return _fma(x * z, p, x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def sinh_f32(x):
     """float32 hyperbolic sine.  Max error 1 ulp (measured 0.50 ulp): float64 Taylor series for
     |x| <= 0.5, else (e - 1/e)/2 with e = exp_f64(|x|), rounded; overflows to ±inf where the
@@ -982,14 +990,14 @@ def sinh_f32(x):
     return _f32(_sel(a <= 0.5, small, big))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def sinh_f64(x):
     """float64 hyperbolic sine: libm ``sinh``.  Max error 2.5 ulp (measured 1.80 ulp, near
     overflow).  Not vectorised."""
     return math.sinh(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def cosh_f32(x):
     """float32 hyperbolic cosine.  Max error 1 ulp (measured 0.50 ulp): (e + 1/e)/2 with
     e = exp_f64(|x|) in float64, rounded; overflows to inf where the true result does.
@@ -998,14 +1006,14 @@ def cosh_f32(x):
     return _f32(0.5 * (e + 1.0 / e))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def cosh_f64(x):
     """float64 hyperbolic cosine: libm ``cosh``.  Max error 2.5 ulp (measured 1.80 ulp, near
     overflow).  Not vectorised."""
     return math.cosh(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def asinh_f32(x):
     """float32 inverse hyperbolic sine.  Max error 1 ulp (measured 0.50 ulp): in float64,
     log(|x| + sqrt(x^2 + 1)) with x's sign, and its Taylor series below |x| = 2^-7 (no
@@ -1020,14 +1028,14 @@ def asinh_f32(x):
     return _f32(_sel(a < 0.0078125, small, big))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def asinh_f64(x):
     """float64 inverse hyperbolic sine: libm ``asinh``.  Max error 2.5 ulp (measured 1.55 ulp).
     Not vectorised."""
     return math.asinh(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def acosh_f32(x):
     """float32 inverse hyperbolic cosine.  Max error 1 ulp (measured 0.50 ulp): in float64,
     log(x + sqrt(x^2 - 1)) (x^2 is exact in float64 for a float32 x), rounded; x < 1 -> nan,
@@ -1037,14 +1045,14 @@ def acosh_f32(x):
     return _f32(_sel(xd < 1.0, _NAN64, r))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def acosh_f64(x):
     """float64 inverse hyperbolic cosine: libm ``acosh``.  Max error 2.5 ulp (measured 1.75 ulp).
     Not vectorised."""
     return math.acosh(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def atanh_f32(x):
     """float32 inverse hyperbolic tangent.  Max error 1 ulp (measured 0.50 ulp): in float64,
     log((1 + |x|) / (1 - |x|)) / 2 with x's sign, and its Taylor series below |x| = 2^-7;
@@ -1057,27 +1065,27 @@ def atanh_f32(x):
     return _f32(_sel(a < 0.0078125, small, big))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def atanh_f64(x):
     """float64 inverse hyperbolic tangent: libm ``atanh``.  Max error 2.5 ulp (measured 1.50
     ulp).  Not vectorised."""
     return math.atanh(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def exp2_f32(x):
     """float32 2**x.  Max error 1 ulp (measured 0.50 ulp): exp_f64(x ln 2) rounded; exact at
     integers, overflow to inf from x = 128, gradual underflow.  Vectorisable."""
     return _f32(exp_f64(np.float64(x) * _LN2))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def exp2_f64(x):
     """float64 2**x: libm ``exp2``.  Max error 1 ulp (measured 0.51 ulp).  Not vectorised."""
     return np.exp2(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def expm1_f32(x):
     """float32 e**x - 1.  Max error 1 ulp (measured 0.50 ulp): float64 Taylor series for
     |x| <= 0.5, else exp_f64(x) - 1, rounded; expm1(-inf) = -1, expm1(-0) = -0.
@@ -1102,56 +1110,56 @@ def expm1_f32(x):
     return _f32(_sel(a <= 0.5, small, big))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def expm1_f64(x):
     """float64 e**x - 1: libm ``expm1``.  Max error 1 ulp (measured 0.76 ulp).  Not
     vectorised."""
     return math.expm1(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def log2_f32(x):
     """float32 base-2 log.  Max error 1 ulp (measured 0.50 ulp): log_f64(x) / ln 2 rounded;
     exact at powers of two; specials as ``log``.  Vectorisable."""
     return _f32(log_f64(np.float64(x)) * _INV_LN2)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def log2_f64(x):
     """float64 base-2 log: libm ``log2``.  Max error 1 ulp (measured 0.54 ulp).  Not
     vectorised."""
     return math.log2(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def log10_f32(x):
     """float32 base-10 log.  Max error 1 ulp (measured 0.50 ulp): log_f64(x) / ln 10 rounded;
     specials as ``log``.  Vectorisable."""
     return _f32(log_f64(np.float64(x)) * _INV_LN10)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def log10_f64(x):
     """float64 base-10 log: libm ``log10``.  Max error 2 ulp (measured 1.58 ulp).  Not
     vectorised."""
     return math.log10(x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def atan2_f32(y, x):
     """float32 atan2(y, x): libm's float64 ``atan2`` rounded.  Max error 1 ulp (measured 0.50
     ulp); C99 specials (signed zeros, infinities).  Not vectorised (a scalar call)."""
     return _f32(math.atan2(np.float64(y), np.float64(x)))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def atan2_f64(y, x):
     """float64 atan2(y, x): libm ``atan2``.  Max error 1 ulp (measured 0.52 ulp).  Not
     vectorised."""
     return math.atan2(y, x)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def hypot_f32(x, y):
     """float32 sqrt(x^2 + y^2).  Max error 1 ulp (measured 0.50 ulp): the squares and the sum
     in float64 (no overflow or underflow for float32 operands), rounded; hypot(±inf, nan) =
@@ -1163,14 +1171,14 @@ def hypot_f32(x, y):
     return _f32(_sel(inf, _INF64, h))
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def hypot_f64(x, y):
     """float64 sqrt(x^2 + y^2) without overflow: libm ``hypot``.  Max error 1 ulp (measured
     0.57 ulp).  Not vectorised."""
     return math.hypot(x, y)
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def copysign_f32(x, y):
     """|x| with the sign bit of y (``llvm.copysign``): exact.  Vectorisable."""
     return _copysign(x, y)
@@ -1179,7 +1187,7 @@ def copysign_f32(x, y):
 copysign_f64 = copysign_f32
 
 
-@njit(inline="always", error_model="numpy")
+@helper(forceinline=True, error_model="numpy")
 def fmod_f32(x, y):
     """C's fmod (the result has x's sign, |result| < |y|): exact; fmod(x, 0) = nan,
     fmod(±inf, y) = nan, fmod(x, ±inf) = x.  A libm call: not vectorised."""

@@ -16,7 +16,8 @@ scan).  The running max/min follows PyTorch: ties move the index to the later el
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from jit_kernels.cpu._jit import njit
 
 from jit_kernels.cpu import _pool
 from jit_kernels.cpu._background import parallel_ready

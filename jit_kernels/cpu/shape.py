@@ -16,7 +16,8 @@ order; every element therefore receives its additions in C order of the index, a
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from jit_kernels.cpu._jit import helper, njit
 
 from jit_kernels import _plan
 from jit_kernels._plan import numpy_key
@@ -24,7 +25,7 @@ from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nth
 from jit_kernels.cpu._background import parallel_ready
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _copy_range(lo, hi, shape, sb, so, ss, db, do, ds):
     nd = shape.shape[0]
     inner = shape[nd - 1]
@@ -221,7 +222,7 @@ def take(x, indices, axis):
     return out
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _gather_row(xf, xstr, idx, ishape, axis, n, out, r, inner):
     nd = ishape.shape[0]
     # position of row r (all index dims but the last), then walk the last
@@ -289,7 +290,7 @@ def gather(x, indices, axis):
 _SCATTER_CHUNK = 1024   # columns per work item: per-column offsets are computed once per chunk
 
 
-@njit(error_model="numpy")
+@helper(error_model="numpy")
 def _scatter_chunk(ob, ostr, ib, io, istr, sb, so, sstr, cshape, axis, m, n, lo, hi, is_or,
                    po, pi, ps):
     """Columns ``lo..hi`` (positions of the index off ``axis``, C order): for each step ``j`` along

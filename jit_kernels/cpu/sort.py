@@ -17,7 +17,8 @@ comparison rejects most elements; ``largest`` treats NaN as the largest value (P
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from jit_kernels.cpu._jit import njit
 
 from jit_kernels.cpu._layout import nthreads
 

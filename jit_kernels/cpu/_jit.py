@@ -1,0 +1,61 @@
+"""The cpu kernels' ``njit``: Numba's, with the defaults every kernel of this package shares.
+
+Numba builds two wrappers around each compiled signature besides the function itself: a
+CPython entry point (argument unboxing, for calls from Python) and a C-callable one (for
+passing the function as a first-class value, which no kernel here does).  Each is lowered,
+optimised and turned into machine code like the function, so each costs compile time:
+
+- ``njit`` leaves out the C-callable wrapper (``no_cfunc_wrapper``): about a tenth of a small
+  kernel's compile;
+- ``helper`` is ``njit`` for functions only other kernels call, which need no Python entry
+  point either (``no_cpython_wrapper`` too): about a quarter of a small helper's compile.
+  Called from Python, one raises ``TypeError`` (without the entry point Numba's dispatcher
+  would jump to a null address).
+
+Both take Numba's ``njit`` options and are used the same way (``@njit``, ``@njit(...)``).
+"""
+from __future__ import annotations
+
+from numba import njit as _numba_njit
+from numba.core.registry import CPUDispatcher
+
+__all__ = ["njit", "helper"]
+
+
+def _jit(defaults: dict, args, opts: dict):
+    for k, v in defaults.items():
+        opts.setdefault(k, v)
+    if args and callable(args[0]):          # bare ``@njit``
+        return _numba_njit(args[0], **opts)
+    return _numba_njit(*args, **opts)
+
+
+_KERNEL = {"no_cfunc_wrapper": True}
+_HELPER = {"no_cfunc_wrapper": True, "no_cpython_wrapper": True}
+
+
+def njit(*args, **opts):
+    """Numba's ``njit`` without the C-callable wrapper."""
+    return _jit(_KERNEL, args, opts)
+
+
+class _HelperDispatcher(CPUDispatcher):
+    """A dispatcher compiled without a Python entry point: called from Python, it refuses."""
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{self.py_func.__qualname__} is a kernel helper: it is called only "
+                        f"from other compiled kernels")
+
+
+def _as_helper(disp):
+    disp.__class__ = _HelperDispatcher      # (same layout: only the Python call changes)
+    return disp
+
+
+def helper(*args, **opts):
+    """Numba's ``njit`` for a function only other kernels call: no C-callable wrapper and no
+    Python entry point."""
+    made = _jit(_HELPER, args, opts)
+    if isinstance(made, CPUDispatcher):
+        return _as_helper(made)
+    return lambda fn: _as_helper(made(fn))
