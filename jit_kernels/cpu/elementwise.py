@@ -1,19 +1,23 @@
 """Elementwise kernels (unary, binary, where, cast, clamp) generated per op and dtypes.
 
 For every (op, input dtypes, conversion dtypes, output dtype) this module generates Python
-source (one scalar function ``f`` plus four kernels: flat serial/parallel for contiguous
-same-shape operands, strided serial/parallel for everything else), writes it to a file with
-``jit_kernels.codegen.load_generated_module`` and compiles lazily with ``cache=True``.
+source (a scalar function ``f`` plus kernels), writes it to a file with
+``jit_kernels.codegen.load_generated_module`` and compiles lazily with ``cache=True``: one
+module of flat serial/parallel kernels for contiguous same-shape operands (and scalars), and
+one module of strided serial/parallel kernels per *pattern* of the operands' innermost strides
+for everything else.
 
 Layout: operands are read by strides, never materialised when broadcast (stride 0); Python
 scalars are 0-d arrays (stride 0).  The strided kernels coalesce adjacent dims and walk "rows"
-(all dims but the last) with fast branches for inner strides 1/0 -- except for ops calling a
-transcendental (``_HEAVY``), whose segments are gathered in blocks into scratch and computed by
-one vectorised loop (one inlined copy of the op to compile, not four).  Negative strides are
-read in place.  Zero-size outputs are returned without calling a kernel.  Above ``PAR_THRESHOLD``
-elements the work is split into contiguous chunks run with ``prange`` (from an empty cache the
-serial kernel serves meanwhile, the same bits, while the parallel one builds in the background:
-``_background.parallel_ready``).
+(all dims but the last) in segments along the innermost dim.  The pattern (per operand "1"
+contiguous, "0" broadcast, "s" any other inner stride) is fixed by the call's layout, so each
+strided kernel holds the one segment loop its pattern needs (one inlined copy of the op to
+compile).  For ops calling a transcendental (``_HEAVY``) the "s" operands of a segment are
+gathered in blocks into scratch, so the op runs in one contiguous, vectorised loop.  Negative
+strides are read in place.  Zero-size outputs are returned without calling a kernel.  Above
+``PAR_THRESHOLD`` elements the work is split into contiguous chunks run with ``prange`` (from an
+empty cache the serial kernel serves meanwhile, the same bits, while the parallel one builds in
+the background: ``_background.parallel_ready``).
 
 Semantics (compute in ``compute_dtype``, store as ``out_dtype``):
 - operands are converted to the compute dtype; conversions follow ``cast`` below.
@@ -78,7 +82,8 @@ def _body(op: str, cdt) -> str:
 
 _TEMPLATE = '''\
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from jit_kernels.cpu._jit import njit
 from jit_kernels.cpu import scalar_math as sm
 
 C = {C}
@@ -89,6 +94,11 @@ def f({xs}):
     {body}
 
 
+{kernels}
+'''
+
+
+_STRIDED_TEMPLATE = '''\
 # _seg and _range are inlined by Numba into the kernels that call them (one call site each),
 # not compiled as functions of their own: a fifth to a third less compile time per strided
 # kernel, and the same loops
@@ -133,9 +143,6 @@ def strided_par(shape, {op_args}, out, nchunks):
         hi = min(lo + chunk, total)
         if lo < hi:
             _range(lo, hi, shape, {op_args}, out)
-
-
-{flat_fns}
 '''
 
 
@@ -171,58 +178,33 @@ def _masks(n):
     return out
 
 
-#: the table's math functions whose inlined code is large (each copy costs seconds to compile):
-#: an op calling one gets a strided segment kernel with a single copy (``_gen_source``)
+#: the table's math functions whose inlined code is large: an op calling one reads strided
+#: (not contiguous, not broadcast) operands through scratch blocks (``_strided_source``)
 _HEAVY = tuple(f for f in optable.MATH_FUNCS if f not in ("FLOOR", "CEIL", "SQRT", "COPYSIGN"))
-_SCRATCH = 256   # elements per gathered block of a heavy op's strided segment
+_SCRATCH = 256   # elements per gathered block of a heavy op's strided operands
 
 
-def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
-    n = len(in_dts)
+def _caller(op, in_dts, cv_dts, out_dt):
+    """``call(reads)``: the source of one output element from the operands' ``reads``."""
     res_dt = _result_dtype(op, cv_dts)
-    cdt = optable.compute_dtype(op, cv_dts)
 
     def call(reads):
         args = ", ".join(conv_expr(r, in_dts[i], cv_dts[i]) for i, r in enumerate(reads))
         return conv_expr(f"f({args})", res_dt, out_dt) if res_dt != out_dt or out_dt.kind != "f" \
             else f"f({args})"
+    return call
 
-    # fast-branch patterns of inner strides (1 = contiguous, 0 = broadcast)
-    pats = {1: [(1,), (0,)], 2: [(1, 1), (1, 0), (0, 1)],
-            3: [(1, 1, 1), (1, 0, 0), (1, 1, 0), (1, 0, 1)]}[n]
-    lines = []
-    heavy = any(f"{name}(" in optable.body(op, _kind(cdt)) for name in _HEAVY)
-    if heavy:
-        # one inlined copy of f: each block of the segment gathered into scratch (``t{i}``,
-        # made once per ``_range``), then one contiguous, vectorised loop -- the fast
-        # branches below inline f once each, and for erf each copy is a long compile
-        lines.append(f"    for q in range(0, n, {_SCRATCH}):")
-        lines.append(f"        m = min({_SCRATCH}, n - q)")
-        for i in range(n):
-            lines.append("        for i in range(m):")
-            lines.append(f"            t{i}[i] = b{i}[p{i} + (q + i) * s{i}]")
-        lines.append("        w = o[q:q + m]")
-        lines.append("        for i in range(m):")
-        lines.append(f"            w[i] = {call([f't{i}[i]' for i in range(n)])}")
-        pats = []
-    for j, pat in enumerate(pats):
-        cond = " and ".join(f"s{i} == {p}" for i, p in enumerate(pat))
-        lines.append(f"    {'if' if j == 0 else 'elif'} {cond}:")
-        reads = []
-        for i, p in enumerate(pat):
-            if p == 1:
-                lines.append(f"        v{i} = b{i}[p{i}:p{i} + n]")
-                reads.append(f"v{i}[i]")
-            else:
-                lines.append(f"        c{i} = b{i}[p{i}]")
-                reads.append(f"c{i}")
-        lines.append("        for i in range(n):")
-        lines.append(f"            o[i] = {call(reads)}")
-    if not heavy:
-        lines.append("    else:")
-        lines.append("        for i in range(n):")
-        lines.append(f"            o[i] = {call([f'b{i}[p{i} + i * s{i}]' for i in range(n)])}")
 
+def _head(op, in_dts, cv_dts, kernels: str) -> str:
+    cdt = optable.compute_dtype(op, cv_dts)
+    return _TEMPLATE.format(kernels=kernels, C=_NP_NAME[cdt.name], body=_body(op, cdt),
+                            xs=", ".join(f"x{i}" for i in range(len(in_dts))))
+
+
+def _flat_source(op, in_dts, cv_dts, out_dt) -> str:
+    """The flat kernels (same-shape C-contiguous operands and scalars), one per operand mask."""
+    n = len(in_dts)
+    call = _caller(op, in_dts, cv_dts, out_dt)
     flat_fns = []
     for mask in _masks(n):
         sfx = "" if "s" not in mask else "_" + mask
@@ -231,36 +213,81 @@ def _gen_source(op, in_dts, cv_dts, out_dt) -> str:
         vec = call([f"v{i}[i]" if m == "a" else f"a{i}" for i, m in enumerate(mask)])
         slices = "\n".join(f"            v{i} = a{i}[lo:hi]" for i, m in enumerate(mask) if m == "a")
         flat_fns.append(_FLAT_TEMPLATE.format(sfx=sfx, args=args, ser=ser, vec=vec, slices=slices))
+    return _head(op, in_dts, cv_dts, "\n\n".join(flat_fns))
 
-    return _TEMPLATE.format(
-        flat_fns="\n\n".join(flat_fns),
-        C=_NP_NAME[optable.compute_dtype(op, cv_dts).name],
-        xs=", ".join(f"x{i}" for i in range(n)),
-        body=_body(op, cdt),
+
+def _strided_source(op, in_dts, cv_dts, out_dt, pattern: str) -> str:
+    """The strided kernels for operands whose innermost (coalesced) strides are ``pattern``:
+    per operand "1" (contiguous), "0" (broadcast) or "s" (any other).  One module per pattern,
+    so each kernel holds one loop over a segment (one inlined copy of the op) where a kernel
+    for every pattern would hold one per pattern and take twice as long to compile."""
+    n = len(in_dts)
+    call = _caller(op, in_dts, cv_dts, out_dt)
+    cdt = optable.compute_dtype(op, cv_dts)
+    heavy = any(f"{name}(" in optable.body(op, _kind(cdt)) for name in _HEAVY)
+    # a heavy op's strided operands are gathered into scratch blocks (``t{i}``, made once per
+    # ``_range``) so that it runs in one contiguous, vectorised loop
+    scratch = [i for i, p in enumerate(pattern) if p == "s"] if heavy else []
+    lines = []
+    for i, p in enumerate(pattern):
+        if p == "1":
+            lines.append(f"    v{i} = b{i}[p{i}:p{i} + n]")
+        elif p == "0":
+            lines.append(f"    c{i} = b{i}[p{i}]")
+    if scratch:
+        lines.append(f"    for q in range(0, n, {_SCRATCH}):")
+        lines.append(f"        m = min({_SCRATCH}, n - q)")
+        for i in scratch:
+            lines.append("        for i in range(m):")
+            lines.append(f"            t{i}[i] = b{i}[p{i} + (q + i) * s{i}]")
+        reads = [f"t{i}[i]" if p == "s" else (f"v{i}[q + i]" if p == "1" else f"c{i}")
+                 for i, p in enumerate(pattern)]
+        lines.append("        w = o[q:q + m]")
+        lines.append("        for i in range(m):")
+        lines.append(f"            w[i] = {call(reads)}")
+    else:
+        reads = [f"b{i}[p{i} + i * s{i}]" if p == "s" else (f"v{i}[i]" if p == "1" else f"c{i}")
+                 for i, p in enumerate(pattern)]
+        lines.append("    for i in range(n):")
+        lines.append(f"        o[i] = {call(reads)}")
+    kernels = _STRIDED_TEMPLATE.format(
         seg_args=", ".join(f"b{i}, p{i}, s{i}" for i in range(n)),
         seg_body="\n".join(lines),
         op_args=", ".join(f"b{i}, o{i}, s{i}" for i in range(n)),
         pos_init="\n".join(f"        p{i} = o{i} + c * s{i}[nd - 1]" for i in range(n)),
         pos_step="\n".join(f"            p{i} += k * s{i}[d]" for i in range(n)),
         seg_call=", ".join(f"b{i}, p{i}, s{i}[nd - 1]" for i in range(n)),
-        scratch_args="".join(f", t{i}" for i in range(n)) if heavy else "",
+        scratch_args="".join(f", t{i}" for i in scratch),
         scratch_init="\n".join(f"    t{i} = np.empty(min(inner, {_SCRATCH}), b{i}.dtype)"
-                               for i in range(n)) if heavy else "",
+                                for i in scratch),
     )
+    return _head(op, in_dts, cv_dts, kernels)
 
 
 _MODS: dict = {}
 
 
-def _module(op, in_dts, cv_dts, out_dt):
-    key = (op, in_dts, cv_dts, out_dt)
+def _module(op, in_dts, cv_dts, out_dt, pattern=None):
+    """The generated module of op's flat kernels (``pattern`` None) or of its strided kernels
+    for one ``pattern`` of innermost strides."""
+    key = (op, in_dts, cv_dts, out_dt, pattern)
     mod = _MODS.get(key)
     if mod is None:
-        src = _gen_source(op, in_dts, cv_dts, out_dt)
+        if pattern is None:
+            src = _flat_source(op, in_dts, cv_dts, out_dt)
+        else:
+            src = _strided_source(op, in_dts, cv_dts, out_dt, pattern)
         hint = f"ew_{op}_{'_'.join(d.name for d in in_dts)}__{'_'.join(d.name for d in cv_dts)}__{out_dt.name}"
+        if pattern is not None:
+            hint += "__s" + pattern
         mod = load_generated_module(src, hint)
         _MODS[key] = mod
     return mod
+
+
+def _pattern(strides) -> str:
+    """The strided kernels' pattern of coalesced operand strides (each ends in its inner one)."""
+    return "".join("1" if st[-1] == 1 else ("0" if st[-1] == 0 else "s") for st in strides)
 
 
 _ndarray = np.ndarray
@@ -411,8 +438,8 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
             _BPLANS[pkey] = (out_shape, 0, None, None, None)
         return out
     in_dts = tuple(a.dtype for a in arrs)
-    mod = _module(op, in_dts, cv_dts, out_dt)
     shp, sts = _layout(out_shape, arrs)
+    mod = _module(op, in_dts, cv_dts, out_dt, _pattern(sts))
     if pkey is not None:
         if len(_BPLANS) > 4096:
             _BPLANS.clear()

@@ -220,6 +220,28 @@ def test_strided_heavy_ops_give_the_contiguous_bits():
                                       K.binary("pow", c, np.full(c.shape, 0.5, F32), F32, F32))
 
 
+def test_each_inner_stride_pattern_gets_its_own_strided_module():
+    """The strided kernels are generated per pattern of the operands' innermost strides ("1"
+    contiguous, "0" broadcast, "s" other): every pair of the three gives NumPy's answer from
+    the module of its own pattern, and an "s" operand of a transcendental (gathered into
+    scratch) gives the contiguous bits."""
+    from jit_kernels.cpu import elementwise as ew
+    x = sample(F32, (4, 6), 7)
+    y = sample(F32, (4, 6), 8)
+    inner = {"1": lambda a: a[:, :5],                         # rows not coalescable: "1"
+             "0": lambda a: np.broadcast_to(a[:, :1], (4, 5)),
+             "s": lambda a: np.ascontiguousarray(a[:, :5].T).T}
+    for pa, fa in inner.items():
+        for pb, fb in inner.items():
+            a, b = fa(x), fb(y)
+            np.testing.assert_array_equal(K.binary("add", a, b, F32, F32), a + b)
+            assert ("add", (F32, F32), (F32, F32), F32, pa + pb) in ew._MODS
+    s, c = inner["s"](x), np.ascontiguousarray(inner["s"](x))
+    np.testing.assert_array_equal(K.binary("atan2", s, inner["1"](y), F32, F32),
+                                  K.binary("atan2", c, inner["1"](y), F32, F32))
+    assert ("atan2", (F32, F32), (F32, F32), F32, "s1") in ew._MODS
+
+
 # -- binary ------------------------------------------------------------------------------------
 
 REF_BINARY = {
