@@ -25,7 +25,6 @@ Kinds:
 """
 from __future__ import annotations
 
-import hashlib
 import sys
 import threading
 from collections import OrderedDict
@@ -116,12 +115,14 @@ class _Gen(FusedGen):
 
 
 def _module(prog, variant, source_fn):
+    """The generated module of ``prog``'s ``variant`` kernels.  Named after its source only (not
+    the program): programs that differ only where the source does not (the ranks of operands
+    the kernels see flattened: one optimiser update per parameter shape) share one module, so
+    its kernels compile once for all of them."""
     key = (prog.key(), variant)
     mod = _MODS.get(key)
     if mod is None:
-        src = source_fn()
-        h = hashlib.sha256(key[0].encode()).hexdigest()[:10]
-        mod = load_generated_module(src, f"fused_{prog.kind}_{h}_{variant}")
+        mod = load_generated_module(source_fn(), f"fused_{prog.kind}_{variant}")
         _MODS[key] = mod
     return mod
 

@@ -50,3 +50,24 @@ def test_second_process_reuses_compiled_kernels(tmp_path):
     warm, names = run()
     assert _files(tmp_path) == files, "the second process wrote new cache files"
     assert warm == 0, f"the second process compiled {warm} specialisations: {names}"
+
+
+def test_programs_differing_only_in_rank_share_one_kernel_module():
+    """The same elementwise chain on a vector and on a matrix are two fused programs (their
+    keys name the ranks) but one generated source: one module, so one compile."""
+    import numpy as np
+    import runtime as rt
+    from jit_kernels.cpu import fused
+
+    def chain(t):
+        return rt.relu(t * 0.25 - 1.5) * t
+
+    mods = []
+    for shape in ((12,), (3, 4)):
+        x = np.arange(12, dtype=np.float64).reshape(shape)
+        exe = rt.capture(chain, x).compile()
+        np.testing.assert_allclose(exe(x)[0].numpy(), np.maximum(x * 0.25 - 1.5, 0) * x)
+        keys = [k for k in fused._MODS if "|r%d|" % len(shape) in k[0] and "relu" in k[0]
+                and "float64" in k[0]]
+        mods.append({fused._MODS[k] for k in keys})
+    assert mods[0] and mods[0] == mods[1]
