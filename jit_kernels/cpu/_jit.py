@@ -5,10 +5,10 @@ CPython entry point (argument unboxing, for calls from Python) and a C-callable 
 passing the function as a first-class value, which no kernel here does).  Each is lowered,
 optimised and turned into machine code like the function, so each costs compile time:
 
-- ``njit`` leaves out the C-callable wrapper (``no_cfunc_wrapper``): about a tenth of a small
+- ``njit`` leaves out the C-callable wrapper (``no_cfunc_wrapper``): about an eighth of a small
   kernel's compile;
 - ``helper`` is ``njit`` for functions only other kernels call, which need no Python entry
-  point either (``no_cpython_wrapper`` too): about a quarter of a small helper's compile.
+  point either (``no_cpython_wrapper`` too): about two fifths of a small helper's compile.
   Called from Python, one raises ``TypeError`` (without the entry point Numba's dispatcher
   would jump to a null address).
 

@@ -24,9 +24,9 @@ import math
 
 import numpy as np
 from numba import prange
-from jit_kernels.cpu._jit import helper, njit
 
 from jit_kernels.cpu import _pool, scalar_math as sm
+from jit_kernels.cpu._jit import helper, njit
 from jit_kernels.cpu._layout import flat_base
 from jit_kernels.cpu.reduce import _sum64
 

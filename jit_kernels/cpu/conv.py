@@ -34,10 +34,10 @@ import weakref
 
 import numpy as np
 from numba import prange, uint64
-from jit_kernels.cpu._jit import helper, njit
 
 from jit_kernels.cpu import _matmul_gen, _pool
 from jit_kernels.cpu._background import parallel_ready
+from jit_kernels.cpu._jit import helper, njit
 
 
 @njit(cache=True)

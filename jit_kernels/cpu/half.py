@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import uint32
-from jit_kernels.cpu._jit import njit
 
 from jit_kernels.cpu import _pool
+from jit_kernels.cpu._jit import njit
 
 
 @njit(inline="always")

@@ -33,10 +33,10 @@ import threading
 
 import numpy as np
 from numba import prange
-from jit_kernels.cpu._jit import helper, njit
 
 from jit_kernels.codegen import build_lock, once
 from jit_kernels.cpu import _background, _pool
+from jit_kernels.cpu._jit import helper, njit
 from jit_kernels.cpu._layout import flat_base, nthreads
 
 MB = 32

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from jit_kernels.cpu._jit import njit
 
+from jit_kernels.cpu._jit import njit
 from jit_kernels.cpu._layout import PAR_THRESHOLD, nthreads, scalar_array
 
 

@@ -24,9 +24,9 @@ import math
 
 import numpy as np
 from numba import prange, uint64
-from jit_kernels.cpu._jit import njit
 
 from jit_kernels.cpu import _pool
+from jit_kernels.cpu._jit import njit
 from jit_kernels.cpu._layout import PAR_THRESHOLD
 
 

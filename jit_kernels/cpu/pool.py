@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange, types
-from jit_kernels.cpu._jit import helper, njit
 from numba.extending import overload
 
 from jit_kernels.cpu import _pool, scalar_math as sm
 from jit_kernels.cpu._background import parallel_ready
+from jit_kernels.cpu._jit import helper, njit
 from jit_kernels.cpu._layout import nthreads
 
 

@@ -10,9 +10,9 @@ memory-bound and a parallel one would need a rule for which duplicate wins.
 from __future__ import annotations
 
 import numpy as np
-from jit_kernels.cpu._jit import njit
 
 from jit_kernels.cpu import shape as _shape
+from jit_kernels.cpu._jit import njit
 
 
 @njit(cache=True, error_model="numpy")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from jit_kernels.cpu._jit import njit
 
 from jit_kernels import _rng
+from jit_kernels.cpu._jit import njit
 from jit_kernels.cpu._layout import PAR_THRESHOLD, nthreads
 
 _mix, _bits, _uniform, _normal = _rng.generators(njit(inline="always"))

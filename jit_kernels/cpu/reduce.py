@@ -33,13 +33,13 @@ import math
 
 import numpy as np
 from numba import prange, types
-from jit_kernels.cpu._jit import helper, njit
 from numba.extending import overload
 
 from jit_kernels import _plan, optable
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import scalar_math as sm
 from jit_kernels.cpu._background import parallel_ready
+from jit_kernels.cpu._jit import helper, njit
 from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
 from jit_kernels._source import NP_NAME as _NP_NAME, conv_expr
 from jit_kernels.cpu.elementwise import render

@@ -48,11 +48,11 @@ import math
 
 import numpy as np
 from llvmlite import ir as _ir
-from jit_kernels.cpu._jit import helper, njit
 from numba.core import cgutils as _cgutils, types as _types
 from numba.extending import intrinsic as _intrinsic, overload as _overload
 
 from jit_kernels import _saturate
+from jit_kernels.cpu._jit import helper, njit
 
 # Numba's SSA pass emits a pedantic NumbaIRAssumptionWarning ("variable ... is not in scope") for
 # the dtype-generic overloads below once they are inlined; the compiled code is correct (the ulp

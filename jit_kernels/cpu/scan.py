@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from jit_kernels.cpu._jit import njit
 
 from jit_kernels.cpu import _pool
 from jit_kernels.cpu._background import parallel_ready
+from jit_kernels.cpu._jit import njit
 from jit_kernels.cpu._layout import PAR_THRESHOLD, nthreads
 
 #: a single row at least this long runs the blocked parallel sum scan

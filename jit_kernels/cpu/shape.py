@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from jit_kernels.cpu._jit import helper, njit
 
 from jit_kernels import _plan
 from jit_kernels._plan import numpy_key
+from jit_kernels.cpu._jit import helper, njit
 from jit_kernels.cpu._layout import PAR_THRESHOLD, coalesce, flat_base, i64, nthreads, size_of
 from jit_kernels.cpu._background import parallel_ready
 

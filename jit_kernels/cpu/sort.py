@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from jit_kernels.cpu._jit import njit
 
+from jit_kernels.cpu._jit import njit
 from jit_kernels.cpu._layout import nthreads
 
 _SMALL = 48
