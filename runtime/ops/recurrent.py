@@ -38,20 +38,25 @@ __all__ = ["lstm_layer", "gru_layer", "rnn_layer"]
 _ALL = slice(None)
 
 
-def _check(name, xg, h0, c0, w, *bias):
-    if len(xg.shape) != 3 or xg.shape[0] < 1 or xg.shape[2] % 4:
-        raise ShapeError(f"{name}: expected the input projection as (T >= 1, N, 4 * H), got "
+def _check(name, gates, xg, states, w, bias):
+    """(T, N, H) of a layer with ``gates`` gates after checking its operands: ``xg`` the input
+    projection (T, N, gates * H), ``states`` the (name, tensor) initial states (N, H), ``w`` the
+    hidden weight (gates * H, H) and ``bias`` none or one hidden bias (gates * H,)."""
+    proj = "H" if gates == 1 else f"{gates} * H"
+    if len(xg.shape) != 3 or xg.shape[0] < 1 or xg.shape[2] % gates:
+        raise ShapeError(f"{name}: expected the input projection as (T >= 1, N, {proj}), got "
                          f"shape {tuple(xg.shape)}")
     t, n, g = xg.shape
-    h = g // 4
-    for what, a, want in (("h0", h0, (n, h)), ("c0", c0, (n, h)), ("w_hh", w, (g, h)),
+    h = g // gates
+    for what, a, want in (*((s, a, (n, h)) for s, a in states), ("w_hh", w, (g, h)),
                           *(("b_hh", b, (g,)) for b in bias)):
         if tuple(a.shape) != want:
             raise ShapeError(f"{name}: expected {what} of shape {want} for an input projection "
                              f"of shape {tuple(xg.shape)}, got {tuple(a.shape)}")
-    ops = (xg, h0, c0, w) + bias
+    ops = (xg, *(a for _, a in states), w, *bias)
     if len({a.dtype for a in ops}) != 1 or not xg.dtype.is_float:
-        raise DTypeError(f"{name}: expected one float dtype for xg, h0, c0, w_hh and b_hh, got "
+        names = ", ".join(("xg", *(s for s, _ in states), "w_hh"))
+        raise DTypeError(f"{name}: expected one float dtype for {names} and b_hh, got "
                          f"{', '.join(a.dtype.name for a in ops)}")
     return t, n, h
 
@@ -79,7 +84,8 @@ def _infer_lstm(args, attrs):
     if len(args) not in (4, 5):
         raise ShapeError(f"lstm_layer: expected (xg, h0, c0, w_hh[, b_hh]), got {len(args)} "
                          f"operands")
-    t, n, h = _check("lstm_layer", *args)
+    xg, h0, c0, w, *bias = args
+    t, n, h = _check("lstm_layer", 4, xg, (("h0", h0), ("c0", c0)), w, bias)
     return Plan((6 * t + 1, n, h), args[0].dtype, args[0].dtype)
 
 
@@ -215,7 +221,8 @@ def _infer_lstm_backward(args, attrs):
         raise ShapeError(f"lstm_layer_backward: expected lstm_layer's result (6 T + 1, N, H), "
                          f"got shape {tuple(ws.shape)}")
     n, h = ws.shape[1:]
-    _check("lstm_layer_backward", Meta((t, n, 4 * h), ws.dtype), h0, c0, w)
+    _check("lstm_layer_backward", 4, Meta((t, n, 4 * h), ws.dtype), (("h0", h0), ("c0", c0)), w,
+           ())
     if tuple(gy.shape) != (t + 1, n, h) or gy.dtype is not ws.dtype:
         raise ShapeError(f"lstm_layer_backward: expected the gradient as "
                          f"{ws.dtype.name}{[t + 1, n, h]}, got {gy.dtype.name}{list(gy.shape)}")
@@ -308,28 +315,11 @@ def lstm_layer(xg, h0, c0, w_hh, b_hh=None, reverse: bool = False):
 # the first T rows.  n reads the hidden projection through r, so the backward op gives the
 # gradients of the input projection and of the hidden one apart.
 
-def _check_gru(name, xg, h0, w, *bias):
-    if len(xg.shape) != 3 or xg.shape[0] < 1 or xg.shape[2] % 3:
-        raise ShapeError(f"{name}: expected the input projection as (T >= 1, N, 3 * H), got "
-                         f"shape {tuple(xg.shape)}")
-    t, n, g = xg.shape
-    h = g // 3
-    for what, a, want in (("h0", h0, (n, h)), ("w_hh", w, (g, h)),
-                          *(("b_hh", b, (g,)) for b in bias)):
-        if tuple(a.shape) != want:
-            raise ShapeError(f"{name}: expected {what} of shape {want} for an input projection "
-                             f"of shape {tuple(xg.shape)}, got {tuple(a.shape)}")
-    ops = (xg, h0, w) + bias
-    if len({a.dtype for a in ops}) != 1 or not xg.dtype.is_float:
-        raise DTypeError(f"{name}: expected one float dtype for xg, h0, w_hh and b_hh, got "
-                         f"{', '.join(a.dtype.name for a in ops)}")
-    return t, n, h
-
-
 def _infer_gru(args, attrs):
     if len(args) not in (3, 4):
         raise ShapeError(f"gru_layer: expected (xg, h0, w_hh[, b_hh]), got {len(args)} operands")
-    t, n, h = _check_gru("gru_layer", *args)
+    xg, h0, w, *bias = args
+    t, n, h = _check("gru_layer", 3, xg, (("h0", h0),), w, bias)
     return Plan((5 * t, n, h), args[0].dtype, args[0].dtype)
 
 
@@ -413,7 +403,7 @@ def _infer_gru_backward(args, attrs):
         raise ShapeError(f"gru_layer_backward: expected gru_layer's result (5 T, N, H), got "
                          f"shape {tuple(ws.shape)}")
     n, h = ws.shape[1:]
-    _check_gru("gru_layer_backward", Meta((t, n, 3 * h), ws.dtype), h0, w)
+    _check("gru_layer_backward", 3, Meta((t, n, 3 * h), ws.dtype), (("h0", h0),), w, ())
     if tuple(gy.shape) != (t, n, h) or gy.dtype is not ws.dtype:
         raise ShapeError(f"gru_layer_backward: expected the gradient as "
                          f"{ws.dtype.name}{[t, n, h]}, got {gy.dtype.name}{list(gy.shape)}")
@@ -498,19 +488,8 @@ def _infer_rnn(args, attrs):
     if attrs.get("nonlinearity") not in _ACTS:
         raise ArgumentValueError(f"rnn_layer: nonlinearity must be 'tanh' or 'relu', got "
                          f"{attrs.get('nonlinearity')!r}")
-    xg = args[0]
-    if len(xg.shape) != 3 or xg.shape[0] < 1:
-        raise ShapeError(f"rnn_layer: expected the input projection as (T >= 1, N, H), got "
-                         f"shape {tuple(xg.shape)}")
-    t, n, h = xg.shape
-    for what, a, want in (("h0", args[1], (n, h)), ("w_hh", args[2], (h, h)),
-                          *(("b_hh", b, (h,)) for b in args[3:])):
-        if tuple(a.shape) != want:
-            raise ShapeError(f"rnn_layer: expected {what} of shape {want} for an input "
-                             f"projection of shape {tuple(xg.shape)}, got {tuple(a.shape)}")
-    if len({a.dtype for a in args}) != 1 or not xg.dtype.is_float:
-        raise DTypeError(f"rnn_layer: expected one float dtype for xg, h0, w_hh and b_hh, got "
-                         f"{', '.join(a.dtype.name for a in args)}")
+    xg, h0, w, *bias = args
+    t, n, h = _check("rnn_layer", 1, xg, (("h0", h0),), w, bias)
     return Plan((t, n, h), xg.dtype, xg.dtype)
 
 
