@@ -556,3 +556,36 @@ def test_lstm_layer_errors():
         lstm_layer(xg[:, :, :7], h0, c0, w)
     with pytest.raises(rt.DTypeError, match="lstm_layer: expected one float dtype"):
         lstm_layer(xg, h0, c0, w.astype(rt.float32))
+
+
+def test_layer_ops_refuse_bad_operands_with_exact_messages():
+    from runtime.ops.recurrent import gru_layer, lstm_layer, rnn_layer
+    f32 = np.float32
+
+    def z(*shape, dt=f32):
+        return rt.tensor(np.zeros(shape, dt))
+    cases = [
+        (lambda: lstm_layer(z(2, 3, 6), z(3, 2), z(3, 2), z(8, 2)), rt.ShapeError,
+         "lstm_layer: expected the input projection as (T >= 1, N, 4 * H), got shape (2, 3, 6)"),
+        (lambda: lstm_layer(z(2, 3, 8), z(3, 2), z(3, 3), z(8, 2)), rt.ShapeError,
+         "lstm_layer: expected c0 of shape (3, 2) for an input projection of shape (2, 3, 8), "
+         "got (3, 3)"),
+        (lambda: lstm_layer(z(2, 3, 8), z(3, 2), z(3, 2), z(8, 2, dt=np.float64)), rt.DTypeError,
+         "lstm_layer: expected one float dtype for xg, h0, c0, w_hh and b_hh, got float32, "
+         "float32, float32, float64"),
+        (lambda: gru_layer(z(2, 3, 6), z(3, 2), z(6, 2), z(5)), rt.ShapeError,
+         "gru_layer: expected b_hh of shape (6,) for an input projection of shape (2, 3, 6), "
+         "got (5,)"),
+        (lambda: gru_layer(z(2, 3, 6, dt=np.int64), z(3, 2, dt=np.int64), z(6, 2, dt=np.int64)),
+         rt.DTypeError, "gru_layer: expected one float dtype for xg, h0, w_hh and b_hh, got "
+         "int64, int64, int64"),
+        (lambda: rnn_layer(z(0, 3, 2), z(3, 2), z(2, 2)), rt.ShapeError,
+         "rnn_layer: expected the input projection as (T >= 1, N, H), got shape (0, 3, 2)"),
+        (lambda: rnn_layer(z(2, 3, 2), z(3, 2), z(2, 3)), rt.ShapeError,
+         "rnn_layer: expected w_hh of shape (2, 2) for an input projection of shape (2, 3, 2), "
+         "got (2, 3)"),
+    ]
+    for call, err, msg in cases:
+        with pytest.raises(err) as info:
+            call()
+        assert str(info.value) == msg
