@@ -13,21 +13,45 @@ optimised and turned into machine code like the function, so each costs compile 
   would jump to a null address).
 
 Both take Numba's ``njit`` options and are used the same way (``@njit``, ``@njit(...)``).
+
+Their disk cache loads a kernel without first refreshing Numba's target context: Numba's own
+``load_overload`` imports and installs every typing and lowering registry it has (about 0.7 s
+of a warm process's first kernel call) though a cached kernel is machine code that needs only
+the runtime's allocator (``rtsys``) and its own init functions (the thread pool of a
+``prange`` kernel).  Compiling still refreshes the context, in Numba's compiler.
 """
 from __future__ import annotations
 
 from numba import njit as _numba_njit
+from numba.core.caching import FunctionCache
 from numba.core.registry import CPUDispatcher
+from numba.core.runtime import rtsys
 
 __all__ = ["njit", "helper"]
+
+
+class _KernelCache(FunctionCache):
+    """Numba's per-function disk cache, loading without the context refresh."""
+
+    def load_overload(self, sig, target_context):
+        rtsys.initialize(target_context)    # (idempotent) what loaded code links against
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+
+def _cached(disp):
+    if type(getattr(disp, "_cache", None)) is FunctionCache:
+        disp._cache.__class__ = _KernelCache    # (same fields: only the load changes)
+    return disp
 
 
 def _jit(defaults: dict, args, opts: dict):
     for k, v in defaults.items():
         opts.setdefault(k, v)
     if args and callable(args[0]):          # bare ``@njit``
-        return _numba_njit(args[0], **opts)
-    return _numba_njit(*args, **opts)
+        return _cached(_numba_njit(args[0], **opts))
+    made = _numba_njit(*args, **opts)
+    return lambda fn: _cached(made(fn))
 
 
 _KERNEL = {"no_cfunc_wrapper": True}

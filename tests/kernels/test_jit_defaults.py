@@ -67,3 +67,58 @@ def test_scalar_math_is_inlined_into_the_kernel_by_llvm():
     calls = re.findall(r"call [^\n]*@[^\n(]*(exp_f32|tanh_f32)", ir)
     assert calls == []
     assert sm.exp_f32.targetoptions["forceinline"] is True
+
+
+_CACHED_KERNELS = '''
+import numpy as np
+from numba import prange
+from jit_kernels.cpu._jit import helper, njit
+
+@helper(cache=True)
+def _sq(x):
+    return x * x
+
+@njit(cache=True)
+def alloc(n):                      # allocates: needs the runtime's allocator (rtsys)
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = _sq(i)
+    return out
+
+@njit(cache=True, parallel=True)
+def par_sum(a):                    # prange: needs the thread pool's init on load
+    s = 0.0
+    for i in prange(a.shape[0]):
+        s += a[i]
+    return s
+'''
+
+_LOAD = '''
+import sys
+import numpy as np
+import cached_kernels as k
+assert list(k.alloc(4)) == [0.0, 1.0, 4.0, 9.0]
+assert k.par_sum(np.ones(100000)) == 100000.0
+print(sum(d._cache_hits.total() for d in (k.alloc, k.par_sum)),
+      sum(d._cache_misses.total() for d in (k.alloc, k.par_sum)),
+      "numba.np.linalg" in sys.modules)
+'''
+
+
+def test_cached_kernels_load_without_refreshing_numbas_context(tmp_path):
+    """A warm process loads kernels from the disk cache without importing and installing
+    Numba's typing and lowering registries (``_KernelCache``), and the loaded code runs:
+    allocation, a helper linked in, and a ``prange`` loop."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "cached_kernels.py").write_text(_CACHED_KERNELS)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+
+    def run():
+        return subprocess.run([sys.executable, "-c", _LOAD], env=env, capture_output=True,
+                              text=True, check=True).stdout.split()
+
+    assert run() == ["0", "2", "True"]        # compiled: the compiler refreshes the context
+    assert run() == ["2", "0", "False"]       # loaded: nothing compiled, nothing refreshed
