@@ -10,7 +10,9 @@ optimised and turned into machine code like the function, so each costs compile 
 - ``helper`` is ``njit`` for functions only other kernels call, which need no Python entry
   point either (``no_cpython_wrapper`` too): about two fifths of a small helper's compile.
   Called from Python, one raises ``TypeError`` (without the entry point Numba's dispatcher
-  would jump to a null address).
+  would jump to a null address).  A helper is disk-cached like a kernel (``cache=True``): a
+  loaded kernel carries its helpers' code, but a kernel compiled in another process (the
+  background builder, a test worker, the next script) would compile them again.
 
 Both take Numba's ``njit`` options and are used the same way (``@njit``, ``@njit(...)``).
 
@@ -55,7 +57,7 @@ def _jit(defaults: dict, args, opts: dict):
 
 
 _KERNEL = {"no_cfunc_wrapper": True}
-_HELPER = {"no_cfunc_wrapper": True, "no_cpython_wrapper": True}
+_HELPER = {"no_cfunc_wrapper": True, "no_cpython_wrapper": True, "cache": True}
 
 
 def njit(*args, **opts):

@@ -74,7 +74,7 @@ import numpy as np
 from numba import prange
 from jit_kernels.cpu._jit import helper, njit
 
-@helper(cache=True)
+@helper                            # (disk-cached by default)
 def _sq(x):
     return x * x
 
@@ -91,6 +91,10 @@ def par_sum(a):                    # prange: needs the thread pool's init on loa
     for i in prange(a.shape[0]):
         s += a[i]
     return s
+
+@njit
+def sq_plus_one(x):                # never cached: compiled in each process that calls it
+    return _sq(x) + 1.0
 '''
 
 _LOAD = '''
@@ -99,16 +103,19 @@ import numpy as np
 import cached_kernels as k
 assert list(k.alloc(4)) == [0.0, 1.0, 4.0, 9.0]
 assert k.par_sum(np.ones(100000)) == 100000.0
+refreshed = "numba.np.linalg" in sys.modules
+assert k.sq_plus_one(3.0) == 10.0
 print(sum(d._cache_hits.total() for d in (k.alloc, k.par_sum)),
-      sum(d._cache_misses.total() for d in (k.alloc, k.par_sum)),
-      "numba.np.linalg" in sys.modules)
+      sum(d._cache_misses.total() for d in (k.alloc, k.par_sum)), refreshed,
+      k._sq._cache_hits.total())
 '''
 
 
 def test_cached_kernels_load_without_refreshing_numbas_context(tmp_path):
     """A warm process loads kernels from the disk cache without importing and installing
     Numba's typing and lowering registries (``_KernelCache``), and the loaded code runs:
-    allocation, a helper linked in, and a ``prange`` loop."""
+    allocation, a helper linked in, and a ``prange`` loop; a kernel compiled there loads its
+    helper from the disk cache instead of compiling it again."""
     import os
     import subprocess
     import sys
@@ -120,5 +127,5 @@ def test_cached_kernels_load_without_refreshing_numbas_context(tmp_path):
         return subprocess.run([sys.executable, "-c", _LOAD], env=env, capture_output=True,
                               text=True, check=True).stdout.split()
 
-    assert run() == ["0", "2", "True"]        # compiled: the compiler refreshes the context
-    assert run() == ["2", "0", "False"]       # loaded: nothing compiled, nothing refreshed
+    assert run() == ["0", "2", "True", "0"]   # compiled: the compiler refreshes the context
+    assert run() == ["2", "0", "False", "1"]  # loaded: nothing compiled, nothing refreshed
