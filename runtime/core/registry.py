@@ -94,6 +94,26 @@ class OpSpec:
     # rule reads only operand shapes, dtypes and the attrs (no values, no random state).
     # ``register`` sets it from the family when the record leaves it None.
     cache_plan: Optional[bool] = None
+    # The op only moves values (reshape, permute, expand, cat, basic indexing, take, gather):
+    # on the small dtypes it runs on the storage directly when every emulated operand already
+    # has the result's dtype (``runtime.lowprec``).
+    moves_only: bool = False
+    # How the op runs with a uint64 operand or result (``runtime.lowprec``, which computes
+    # uint64 in int64): "modular" (exact modulo 2**64, such as ``+ - *``, bitwise ops, sums and
+    # moves: it runs on the int64 bits), "order" (it only compares values: it runs on the int64
+    # bits with the top bit flipped), or None (DTypeError naming the op, unless it computes in
+    # a float dtype and its operands are values: see ``uint64_float``).  ``register`` sets
+    # "modular" for a ``moves_only`` op that leaves it None.
+    uint64: Optional[str] = None
+    # True when the op takes value operands only although its lowering does not say so
+    # (``runtime.lowprec`` knows that of the unary, binary, reduce, composite and matmul
+    # lowerings): computed in a float dtype, its uint64 operands convert to that dtype directly
+    # (their values, not their int64 bits).  When the compute dtype is a float dtype this wins
+    # over ``uint64``.
+    uint64_float: bool = False
+    # True when the op's second operand is an index tensor that ``runtime.lowprec`` refuses as
+    # uint64 (DTypeError saying to cast the indices to int64): take, gather, put, scatter_add.
+    uint64_index: bool = False
 
     @property
     def onnx_lowering(self) -> Optional[Callable]:
@@ -215,6 +235,8 @@ def register(s: OpSpec, replace: bool = False) -> OpSpec:
         s.cache_plan = s.family in PLAN_CACHE_FAMILIES
     if s.fusion is None:
         s.fusion = _FAMILY_FUSION.get(s.family)
+    if s.uint64 is None and s.moves_only:
+        s.uint64 = "modular"
     CATALOGUE[s.name] = s
     return s
 

@@ -330,7 +330,8 @@ def _onnx_put(ex, op) -> str:
 
 
 _register(_OpSpec("put", "index", _infer_put, _kernel_put, backward=_grad_put,
-                  onnx="ScatterND", onnx_lower=_onnx_put))
+                  onnx="ScatterND", onnx_lower=_onnx_put, uint64="modular",
+                  uint64_index=True))
 
 
 def _value_of(op, value, x):

@@ -307,7 +307,7 @@ def _onnx_where(ex, op) -> str:
 
 # --------------------------------------------------------------------------- record makers
 def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None,
-           onnx_lower=onnx_unary, fusion=None):
+           onnx_lower=onnx_unary, fusion=None, uint64=None):
     """A native unary op: its record, and its front-end function (a Tensor method too)."""
     def infer(args, attrs):
         (x,) = args
@@ -320,7 +320,7 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None,
     register(OpSpec(name, "unary", infer, kernel, differentiable=grad is not None,
                     backward=None if grad is None else (lambda c, g: (grad(c, g),)),
                     onnx=onnx, onnx_lower=onnx_lower, onnx_skip=onnx_skip, lowering="unary",
-                    fusion=fusion))
+                    fusion=fusion, uint64=uint64))
     if not api:
         return None
 
@@ -333,7 +333,8 @@ def _unary(name, rule, onnx, grad=None, *, api=True, doc=None, onnx_skip=None,
     return front_end(fast_unary(name, fn), method=True)
 
 
-def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None, onnx_lower=None, api=True):
+def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None, onnx_lower=None, api=True,
+            uint64=None):
     """A native binary op: its record and its front-end function (a Tensor method too; only
     the record when not ``api``: the family module defines the function)."""
     def infer(args, attrs):
@@ -364,7 +365,7 @@ def _binary(name, kind, onnx, grad=None, onnx_skip=None, doc=None, onnx_lower=No
     BINARY[name] = (kind, onnx)
     register(OpSpec(name, "binary", infer, kernel, differentiable=grad is not None,
                     backward=grad, onnx=onnx, onnx_lower=onnx_lower or onnx_binary(),
-                    onnx_skip=onnx_skip, lowering="binary"))
+                    onnx_skip=onnx_skip, lowering="binary", uint64=uint64))
     return front_end(_binary_fn(name, doc), method=True) if api else None
 
 
@@ -389,7 +390,7 @@ def _binary_fn(name, doc=None):
 
 
 def _composite(name, arity, decompose, grad=None, doc=None, result="float",
-               differentiable=True, api=True):
+               differentiable=True, api=True, uint64=None):
     """A composite elementwise op (no kernel: it runs as its decomposition) of ``arity``
     broadcasting operands: its record and front-end function (a Tensor method).  ``result``:
     "float" (ints and bools computed as float32), "same" (the promoted dtype; bool rejected)
@@ -413,7 +414,7 @@ def _composite(name, arity, decompose, grad=None, doc=None, result="float",
 
     fam = {1: "unary", 2: "binary"}.get(arity, "elementwise")
     register(OpSpec(name, fam, infer, decompose=decompose, backward=grad,
-                    differentiable=differentiable))
+                    differentiable=differentiable, uint64=uint64))
     if not api:
         return None
     if arity == 1:
@@ -478,13 +479,13 @@ def _grad_sigmoid(c, g):
     return mul(g, mul(y, sub(1, y)))
 
 
-neg = _unary("neg", "same", "Neg", lambda c, g: neg(g))
+neg = _unary("neg", "same", "Neg", lambda c, g: neg(g), uint64="modular")
 abs = _unary("abs", "same", "Abs", lambda c, g: mul(g, sign(c.input(0))))
 sign = _unary("sign", "same", "Sign")
 relu = _unary("relu", "same", "Relu", lambda c, g: run("relu_backward", (c.input(0), g)),
               onnx_lower=_onnx_relu)
-floor = _unary("floor", "same", "Floor", onnx_lower=_onnx_rounding)
-ceil = _unary("ceil", "same", "Ceil", onnx_lower=_onnx_rounding)
+floor = _unary("floor", "same", "Floor", onnx_lower=_onnx_rounding, uint64="modular")
+ceil = _unary("ceil", "same", "Ceil", onnx_lower=_onnx_rounding, uint64="modular")
 exp = _unary("exp", "float", "Exp", lambda c, g: mul(g, c.output()))
 log = _unary("log", "float", "Log", lambda c, g: div(g, c.input(0)))
 sqrt = _unary("sqrt", "float", "Sqrt", lambda c, g: div(mul(g, 0.5), c.output()))
@@ -612,19 +613,21 @@ def _grad_maxmin(c, g):
     return ga, gb
 
 
-add = _binary("add", "arith", "Add", _grad_add, onnx_lower=onnx_binary("Or"))
-sub = _binary("sub", "arith", "Sub", _grad_sub)
-mul = _binary("mul", "arith", "Mul", _grad_mul, onnx_lower=onnx_binary("And"))
+add = _binary("add", "arith", "Add", _grad_add, onnx_lower=onnx_binary("Or"), uint64="modular")
+sub = _binary("sub", "arith", "Sub", _grad_sub, uint64="modular")
+mul = _binary("mul", "arith", "Mul", _grad_mul, onnx_lower=onnx_binary("And"), uint64="modular")
 _binary("div", "div", "Div", _grad_div, api=False)
 pow = _binary("pow", "arith", "Pow", _grad_pow)
-maximum = _binary("maximum", "arith", "Max", _grad_maxmin, onnx_lower=onnx_binary("Or"))
-minimum = _binary("minimum", "arith", "Min", _grad_maxmin, onnx_lower=onnx_binary("And"))
-eq = _binary("eq", "cmp", "Equal", onnx_lower=onnx_binary("bool"))
-ne = _binary("ne", "cmp", _onnx_ne)
-lt = _binary("lt", "cmp", "Less")
-le = _binary("le", "cmp", "LessOrEqual")
-gt = _binary("gt", "cmp", "Greater")
-ge = _binary("ge", "cmp", "GreaterOrEqual")
+maximum = _binary("maximum", "arith", "Max", _grad_maxmin, onnx_lower=onnx_binary("Or"),
+                  uint64="order")
+minimum = _binary("minimum", "arith", "Min", _grad_maxmin, onnx_lower=onnx_binary("And"),
+                  uint64="order")
+eq = _binary("eq", "cmp", "Equal", onnx_lower=onnx_binary("bool"), uint64="modular")
+ne = _binary("ne", "cmp", _onnx_ne, uint64="modular")
+lt = _binary("lt", "cmp", "Less", uint64="order")
+le = _binary("le", "cmp", "LessOrEqual", uint64="order")
+gt = _binary("gt", "cmp", "Greater", uint64="order")
+ge = _binary("ge", "cmp", "GreaterOrEqual", uint64="order")
 logical_and = _binary("logical_and", "logical", "And", onnx_lower=_onnx_logical)
 logical_or = _binary("logical_or", "logical", "Or", onnx_lower=_onnx_logical)
 
@@ -666,14 +669,17 @@ for _alias, _fn in (("true_divide", div), ("divide", div), ("subtract", sub),
 
 # bitwise ops: ints (and bools, as logical ops, except for the shifts); the Tensor operators
 # & | ^ ~ << >> are these (PyTorch's), so a float operand is a DTypeError
-bitwise_and = _binary("bitwise_and", "bitwise", "BitwiseAnd", onnx_lower=_onnx_bitwise("And"))
-bitwise_or = _binary("bitwise_or", "bitwise", "BitwiseOr", onnx_lower=_onnx_bitwise("Or"))
+bitwise_and = _binary("bitwise_and", "bitwise", "BitwiseAnd", onnx_lower=_onnx_bitwise("And"),
+                     uint64="modular")
+bitwise_or = _binary("bitwise_or", "bitwise", "BitwiseOr", onnx_lower=_onnx_bitwise("Or"),
+                    uint64="modular")
 bitwise_xor = _binary("bitwise_xor", "bitwise", "BitwiseXor",
-                     onnx_lower=_onnx_bitwise("Xor"))
+                     onnx_lower=_onnx_bitwise("Xor"), uint64="modular")
 _NO_SIGNED_SHIFT = "ONNX's BitShift takes unsigned integers only: a signed shift has no operator"
-left_shift = _binary("left_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT)
+left_shift = _binary("left_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT, uint64="modular")
 right_shift = _binary("right_shift", "shift", None, onnx_skip=_NO_SIGNED_SHIFT)
-bitwise_not = _unary("bitwise_not", "integer", "BitwiseNot", onnx_lower=_onnx_bitwise("Not"))
+bitwise_not = _unary("bitwise_not", "integer", "BitwiseNot", onnx_lower=_onnx_bitwise("Not"),
+                     uint64="modular")
 
 
 # --------------------------------------------------------------------------- more math
@@ -794,7 +800,8 @@ def _grad_where(c, g):
 
 register(OpSpec("where", "select", _infer_where,
                 lambda ks, p, args, attrs, plan, device: ks.where(p[0], p[1], p[2], plan.dtype.np),
-                backward=_grad_where, onnx="Where", onnx_lower=_onnx_where))
+                backward=_grad_where, onnx="Where", onnx_lower=_onnx_where, uint64="modular",
+                uint64_float=True))
 
 
 @front_end
@@ -924,25 +931,28 @@ def _trunc(x):
 
 
 isnan = _composite("isnan", 1, lambda args, attrs: ne(args[0], args[0]), result="bool",
-                   differentiable=False, doc="Whether each element is NaN (never for ints).")
+                   differentiable=False, doc="Whether each element is NaN (never for ints).",
+                   uint64="modular")
 isinf = _composite("isinf", 1, lambda args, attrs: (
     eq(abs(args[0]), math.inf) if args[0].dtype.is_float else ne(args[0], args[0])),
-    result="bool", differentiable=False, doc="Whether each element is +inf or -inf.")
+    result="bool", differentiable=False, doc="Whether each element is +inf or -inf.",
+    uint64="modular")
 isposinf = _composite("isposinf", 1, lambda args, attrs: (
     eq(args[0], math.inf) if args[0].dtype.is_float else ne(args[0], args[0])),
-    result="bool", differentiable=False, doc="Whether each element is +inf.")
+    result="bool", differentiable=False, doc="Whether each element is +inf.", uint64="modular")
 isneginf = _composite("isneginf", 1, lambda args, attrs: (
     eq(args[0], -math.inf) if args[0].dtype.is_float else ne(args[0], args[0])),
-    result="bool", differentiable=False, doc="Whether each element is -inf.")
+    result="bool", differentiable=False, doc="Whether each element is -inf.", uint64="modular")
 isfinite = _composite("isfinite", 1, lambda args, attrs: (
     lt(abs(args[0]), math.inf) if args[0].dtype.is_float else eq(args[0], args[0])),
-    result="bool", differentiable=False, doc="Whether each element is neither inf nor NaN.")
+    result="bool", differentiable=False, doc="Whether each element is neither inf nor NaN.",
+    uint64="modular")
 trunc = _composite("trunc", 1, lambda args, attrs: _trunc(args[0]), result="same",
-                   differentiable=False, doc="Rounding toward zero (``fix``).")
+                   differentiable=False, doc="Rounding toward zero (``fix``).", uint64="modular")
 frac = _composite("frac", 1, lambda args, attrs: sub(args[0], _trunc(args[0])), result="same",
                   grad=lambda c, g: (g,), doc="``x - trunc(x)``: the fractional part, with x's sign.")
 square = _composite("square", 1, lambda args, attrs: mul(args[0], args[0]), result="same",
-                    doc="``x * x``.")
+                    doc="``x * x``.", uint64="modular")
 
 
 def _decompose_lerp(args, attrs):

@@ -88,7 +88,7 @@ def _onnx_index(ex, op) -> str:
 
 register(OpSpec("index", "index", _infer_index,
                 lambda ks, p, a, at, plan, dev: ks.index(p[0], at["key"]),
-                backward=_grad_index, onnx="Slice", onnx_lower=_onnx_index))
+                backward=_grad_index, onnx="Slice", onnx_lower=_onnx_index, moves_only=True))
 
 
 # --------------------------------------------------------------------------- slice_assign
@@ -156,7 +156,8 @@ def _onnx_slice_assign(ex, op) -> str:
 
 
 register(OpSpec("slice_assign", "index", _infer_slice_assign, _kernel_slice_assign,
-                backward=_grad_slice_assign, onnx="ScatterND", onnx_lower=_onnx_slice_assign))
+                backward=_grad_slice_assign, onnx="ScatterND", onnx_lower=_onnx_slice_assign,
+                uint64="modular"))
 
 
 # --------------------------------------------------------------------------- take, gather, scatter_add
@@ -304,13 +305,15 @@ def _onnx_scatter_add(ex, op) -> str:
 
 
 register(OpSpec("take", "index", _infer_take, _kernel_take, backward=_grad_take, onnx="Gather",
-                onnx_lower=_onnx_take))
+                onnx_lower=_onnx_take, moves_only=True, uint64_index=True))
 register(OpSpec("gather", "index", _infer_gather,
                 lambda ks, p, a, at, plan, dev: ks.gather(p[0], p[1], at["axis"]),
-                backward=_grad_gather, onnx="GatherElements", onnx_lower=_onnx_gather))
+                backward=_grad_gather, onnx="GatherElements", onnx_lower=_onnx_gather,
+                moves_only=True, uint64_index=True))
 register(OpSpec("scatter_add", "index", _infer_scatter_add,
                 lambda ks, p, a, at, plan, dev: ks.scatter_add(p[0], p[1], p[2], at["axis"]),
-                backward=_grad_scatter_add, onnx="ScatterElements", onnx_lower=_onnx_scatter_add))
+                backward=_grad_scatter_add, onnx="ScatterElements", onnx_lower=_onnx_scatter_add,
+                uint64="modular", uint64_index=True))
 
 
 # --------------------------------------------------------------------------- front end

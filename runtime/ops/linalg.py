@@ -133,7 +133,7 @@ def _onnx_matmul(ex, op) -> str:
 
 register(OpSpec("matmul", "linalg", infer_matmul, kernel_matmul, cost="compute",
                 backward=_grad_matmul, onnx="MatMul", onnx_lower=_onnx_matmul, fusion="matmul",
-                lowering="matmul"))
+                lowering="matmul", uint64="modular"))
 
 
 @front_end(method=True)

@@ -327,7 +327,7 @@ def _onnx_pad(ex, op) -> str:
 
 
 register(OpSpec("pad", "index", _infer_pad_record, _kernel_pad, backward=_grad_pad, onnx="Pad",
-                onnx_lower=_onnx_pad))
+                onnx_lower=_onnx_pad, uint64="modular"))
 register(OpSpec("pad_backward", "index", _infer_pad_backward, _kernel_pad_backward,
                 backward=_grad_pad_backward,
                 onnx_skip="an internal gradient op (ONNX export covers inference graphs)"))

@@ -86,7 +86,7 @@ def _onnx_softmax(ex, op) -> str:
 
 
 def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True, dtype_arg=False,
-               onnx_lower=onnx_reduce, fusion=None):
+               onnx_lower=onnx_reduce, fusion=None, uint64=None):
     """A native reduction over a tuple of axes: its record and front-end function.  ``rule``:
     "acc" (floats kept, ints/bools accumulate in int64), "float" (ints/bools give float32),
     "same"."""
@@ -106,7 +106,7 @@ def _reduction(name, rule, empty_ok, onnx, grad, doc, api=True, dtype_arg=False,
         return ks.reduce(name, p[0], attrs["axes"], attrs["keepdims"], plan.dtype.np, attrs)
 
     register(OpSpec(name, "reduce", infer, kernel, cost="compute", backward=grad, onnx=onnx,
-                    onnx_lower=onnx_lower, lowering="reduce", fusion=fusion))
+                    onnx_lower=onnx_lower, lowering="reduce", fusion=fusion, uint64=uint64))
     if not api:
         return None
 
@@ -221,15 +221,17 @@ def _grad_logsumexp(c, g):
 
 sum = _reduction("sum", "acc", True, "ReduceSum", _grad_sum,
                  "Sum over ``axis`` (None: all); ints/bools accumulate in int64.", dtype_arg=True,
-                 fusion="row_reduce")
+                 fusion="row_reduce", uint64="modular")
 mean = _reduction("mean", "float", True, "ReduceMean", _grad_mean,
                   "Arithmetic mean (ints give float32).", dtype_arg=True, fusion="row_reduce")
 prod_ = _reduction("prod", "acc", True, "ReduceProd", _grad_prod, "Product over ``axis``.",
-                   dtype_arg=True)
+                   dtype_arg=True, uint64="modular")
 max = _reduction("max", "same", False, "ReduceMax", _grad_extreme,
-                 "Maximum values (NaN propagates).", onnx_lower=_onnx_reduce_extreme, fusion="row_reduce")
+                 "Maximum values (NaN propagates).", onnx_lower=_onnx_reduce_extreme, fusion="row_reduce",
+                 uint64="order")
 min = _reduction("min", "same", False, "ReduceMin", _grad_extreme,
-                 "Minimum values (NaN propagates).", onnx_lower=_onnx_reduce_extreme, fusion="row_reduce")
+                 "Minimum values (NaN propagates).", onnx_lower=_onnx_reduce_extreme, fusion="row_reduce",
+                 uint64="order")
 _reduction("var", "float", True, _onnx_var, _grad_var, None, api=False)
 
 
@@ -393,7 +395,7 @@ def var_mean(x, dim=None, keepdim=False, ddof=0, *, correction=None, axis=None,
 
 
 # --------------------------------------------------------------------------- arg reductions
-def _arg_reduction(name, onnx):
+def _arg_reduction(name, onnx, uint64=None):
     def infer(args, attrs):
         (x,) = args
         axis = attrs["axis"]
@@ -409,7 +411,7 @@ def _arg_reduction(name, onnx):
         return ks.arg_reduce(name, p[0], attrs["axis"], attrs["keepdims"])
 
     register(OpSpec(name, "arg_reduce", infer, kernel, cost="compute", differentiable=False,
-                    onnx=onnx, onnx_lower=_onnx_arg_reduce))
+                    onnx=onnx, onnx_lower=_onnx_arg_reduce, uint64=uint64))
 
     def fn(x, axis=None, keepdims=False, *, dim=None, keepdim=None) -> Tensor:
         x = tensor_arg(name, x)
@@ -426,8 +428,8 @@ def _arg_reduction(name, onnx):
     return front_end(fn, method=True)
 
 
-argmax = _arg_reduction("argmax", "ArgMax")
-argmin = _arg_reduction("argmin", "ArgMin")
+argmax = _arg_reduction("argmax", "ArgMax", uint64="order")
+argmin = _arg_reduction("argmin", "ArgMin", uint64="order")
 
 
 # --------------------------------------------------------------------------- softmax
@@ -450,7 +452,7 @@ def _softmax_op(name, log, onnx, grad, doc):
         return ks.softmax(x, attrs["axis"], log)
 
     register(OpSpec(name, "softmax", infer, kernel, cost="compute", backward=grad, onnx=onnx,
-                    onnx_lower=_onnx_softmax, fusion="row_softmax"))
+                    onnx_lower=_onnx_softmax, fusion="row_softmax", uint64_float=True))
 
     def fn(x, axis=-1, *, dim=None) -> Tensor:
         x = tensor_arg(name, x)

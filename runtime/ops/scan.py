@@ -63,7 +63,8 @@ def _onnx_cumsum(ex, op) -> str:
                    reverse=int(bool(op.attrs["reverse"])))
 
 
-def _record(name, kernel_op, rule, grad, onnx=None, onnx_skip=None, onnx_lower=None):
+def _record(name, kernel_op, rule, grad, onnx=None, onnx_skip=None, onnx_lower=None,
+            uint64=None, uint64_float=False):
     def infer(args, attrs):
         (x,) = args
         _check_axis(name, x, attrs["axis"])
@@ -78,7 +79,7 @@ def _record(name, kernel_op, rule, grad, onnx=None, onnx_skip=None, onnx_lower=N
 
     register(OpSpec(name, "scan", infer, kernel, cost="compute", backward=grad,
                     differentiable=grad is not None, onnx=onnx, onnx_lower=onnx_lower,
-                    onnx_skip=onnx_skip))
+                    onnx_skip=onnx_skip, uint64=uint64, uint64_float=uint64_float))
 
 
 def _scan(name, x, axis, reverse=False, dtype=None):
@@ -128,11 +129,12 @@ def _grad_logcumsumexp(c, g):
     return (sub(part(maximum(g, 0)), part(maximum(neg(g), 0))),)
 
 
-_record("cumsum", "sum", "acc", _grad_cumsum, onnx="CumSum", onnx_lower=_onnx_cumsum)
+_record("cumsum", "sum", "acc", _grad_cumsum, onnx="CumSum", onnx_lower=_onnx_cumsum,
+        uint64="modular")
 _record("cumprod", "prod", "acc", _grad_cumprod,
-        onnx_skip="ONNX has no cumulative product operator")
+        onnx_skip="ONNX has no cumulative product operator", uint64="modular")
 _record("logcumsumexp", "logsumexp", "float", _grad_logcumsumexp,
-        onnx_skip="ONNX has no cumulative log-sum-exp operator")
+        onnx_skip="ONNX has no cumulative log-sum-exp operator", uint64_float=True)
 _record("cumargmax", "argmax", "index", None,
         onnx_skip="ONNX has no running arg-max operator (cummax's indices)")
 _record("cumargmin", "argmin", "index", None,

@@ -111,16 +111,16 @@ def _onnx_cat(ex, op) -> str:
 
 register(OpSpec("reshape", "shape", _infer_reshape,
                 lambda ks, p, a, at, plan, dev: ks.reshape(p[0], tuple(at["shape"])),
-                backward=_grad_reshape, onnx="Reshape", onnx_lower=_onnx_reshape))
+                backward=_grad_reshape, onnx="Reshape", onnx_lower=_onnx_reshape, moves_only=True))
 register(OpSpec("permute", "shape", _infer_permute,
                 lambda ks, p, a, at, plan, dev: ks.permute(p[0], tuple(at["axes"])),
                 backward=_grad_permute, onnx="Transpose", onnx_lower=_onnx_permute,
-                lowering="view"))
+                lowering="view", moves_only=True))
 register(OpSpec("expand", "shape", _infer_expand,
                 lambda ks, p, a, at, plan, dev: ks.expand(p[0], tuple(at["shape"])),
-                backward=_grad_expand, onnx="Expand", onnx_lower=_onnx_expand))
+                backward=_grad_expand, onnx="Expand", onnx_lower=_onnx_expand, moves_only=True))
 register(OpSpec("cat", "shape", _infer_cat, _kernel_cat, backward=_grad_cat, onnx="Concat",
-                onnx_lower=_onnx_cat))
+                onnx_lower=_onnx_cat, moves_only=True))
 
 
 # --------------------------------------------------------------------------- front end

@@ -95,9 +95,9 @@ def _onnx_topk(ex, op) -> str:
 
 
 register(OpSpec("argsort", "index", _infer_argsort, _kernel_argsort, cost="compute",
-                differentiable=False, onnx="TopK", onnx_lower=_onnx_argsort))
+                differentiable=False, onnx="TopK", onnx_lower=_onnx_argsort, uint64="order"))
 register(OpSpec("topk", "index", _infer_topk, _kernel_topk, cost="compute",
-                differentiable=False, onnx="TopK", onnx_lower=_onnx_topk))
+                differentiable=False, onnx="TopK", onnx_lower=_onnx_topk, uint64="order"))
 
 
 # --------------------------------------------------------------------------- helpers
