@@ -19,15 +19,16 @@ the same bits as the casts, without their passes).
 Below ``NATIVE_MIN`` the casts stay: the per-dtype kernels would cost a compile each, which
 the shared int32 kernels do not.
 
-Ops that only move values (``MOVES``: reshape, permute, expand, cat, basic indexing, take,
-gather) run on the storage directly when every emulated operand already has the result's
+Ops that only move values (``OpSpec.moves_only``: reshape, permute, expand, cat, basic indexing,
+take, gather) run on the storage directly when every emulated operand already has the result's
 dtype.  ``cast`` itself and ``init`` never upcast.  The dispatch layer calls ``needs_upcast``
 (``PlainDevice.execute``, ``dispatch.plain_step``, the small-op fast path, which never caches a
 decision for such a call) and the fusion pass leaves such ops unfused.
 
 uint32 computes in int64 like the small ints (every uint32 value, sum and difference fits, and a
 product's low 32 bits are exact).  uint64 computes in int64 too, but int64 holds its values only
-modulo 2**64, so ``run_upcast`` sorts a uint64 op into one of four ways (``uint64_way``):
+modulo 2**64, so ``run_upcast`` sorts a uint64 op into one of four ways (``uint64_way``, from
+the op record's ``uint64``, ``uint64_float`` and ``uint64_index`` and its lowering):
 
 - ``float``: an elementwise op, reduction, composite or matmul computed in a float dtype
   (``/``, ``exp``, ``mean``, a uint64 with a float operand) converts the uint64 operands
@@ -50,13 +51,11 @@ from .core.errors import DTypeError
 from .core.registry import CATALOGUE
 from .tensor import Tensor
 
-__all__ = ["needs_upcast", "run_upcast", "MOVES", "has_uint64", "uint64_way"]
+__all__ = ["needs_upcast", "run_upcast", "has_uint64", "uint64_way"]
 
 #: elements from which ``unary``/``binary`` ops on the small ints run natively (see the doc)
 NATIVE_MIN = 1 << 14
 
-#: ops that only move values: they run on the storage of the small dtypes
-MOVES = frozenset(("reshape", "permute", "expand", "cat", "index", "take", "gather"))
 _NEVER = frozenset(("cast", "init"))
 
 
@@ -72,7 +71,7 @@ def needs_upcast(spec, args, attrs, plan) -> bool:
     if name in _NEVER:
         return False
     out = plan.dtype
-    moved_only = name in MOVES
+    moved_only = spec.moves_only
     found = out.emulated and not moved_only
     for a in args:
         dt = getattr(a, "dtype", None)
@@ -129,22 +128,9 @@ def _native(spec, args, attrs, plan) -> bool:
 
 
 # ------------------------------------------------------------------------------- uint64
-#: ops exact modulo 2**64: they run on uint64's int64 bits
-U64_MODULAR = MOVES | frozenset((
-    "add", "sub", "mul", "neg", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-    "left_shift", "eq", "ne", "where", "sum", "prod", "cumsum", "cumprod", "matmul", "square",
-    "slice_assign", "put", "scatter_add", "pad", "full", "arange", "eye",
-    # on ints: the identity, or equality only
-    "floor", "ceil", "trunc", "isnan", "isinf", "isposinf", "isneginf", "isfinite"))
-#: ops that only compare values: they run on the int64 bits with the top bit flipped
-U64_ORDER = frozenset(("lt", "le", "gt", "ge", "maximum", "minimum", "max", "min", "argmax",
-                       "argmin", "argsort", "topk"))
-#: lowerings and ops that take value operands only: computed in a float dtype, their uint64
-#: operands convert to it directly
+#: lowerings that take value operands only: computed in a float dtype, their uint64 operands
+#: convert to it directly (an op with another lowering says so by ``OpSpec.uint64_float``)
 _U64_FLOAT_LOWERINGS = frozenset(("unary", "binary", "reduce", "composite", "matmul"))
-_U64_FLOAT_OPS = frozenset(("where", "linear", "softmax", "log_softmax", "logcumsumexp"))
-#: ops whose second operand is an index tensor
-_INDEXING = frozenset(("take", "gather", "put", "scatter_add"))
 _TOP = 1 << 63
 _FLIP = -(1 << 63)      # xor with the top bit, as an int64 scalar
 
@@ -167,17 +153,11 @@ def _names(args) -> str:
 def uint64_way(spec, args, plan) -> str:
     """How op ``spec`` with uint64 operands or result runs: "float", "modular", "order",
     "index" (refused: a uint64 index tensor) or "refuse" (see the module's doc)."""
-    name = spec.name
-    if name in _INDEXING and getattr(args[1], "dtype", None) is D.uint64:
+    if spec.uint64_index and getattr(args[1], "dtype", None) is D.uint64:
         return "index"
-    compute = plan.compute
-    if compute.is_float and (spec.lowering in _U64_FLOAT_LOWERINGS or name in _U64_FLOAT_OPS):
+    if plan.compute.is_float and (spec.uint64_float or spec.lowering in _U64_FLOAT_LOWERINGS):
         return "float"
-    if name in U64_MODULAR:
-        return "modular"
-    if name in U64_ORDER:
-        return "order"
-    return "refuse"
+    return spec.uint64 or "refuse"
 
 
 def _check_u64_scalars(name, args) -> None:
