@@ -333,3 +333,38 @@ def test_uint64_rounding_and_float_checks_are_exact():
     assert rt.isfinite(u).tolist() == np.isfinite(a).tolist()
     assert rt.isnan(u).tolist() == rt.isinf(u).tolist() == np.isnan(a).tolist()
     assert rt.exp(rt.tensor([TOP, 1], dtype=rt.uint64)).tolist()[1] == np.float32(np.e)
+
+
+
+#: op: (moves_only, uint64, uint64_float, uint64_index) of its record, then its way computed in
+#: float32 and in int64: representative records of each way
+U64_RECORDS = {
+    "add": (False, "modular", False, False, "float", "modular"),
+    "bitwise_not": (False, "modular", False, False, "float", "modular"),
+    "cumsum": (False, "modular", False, False, "modular", "modular"),
+    "isnan": (False, "modular", False, False, "float", "modular"),
+    "reshape": (True, "modular", False, False, "modular", "modular"),
+    "take": (True, "modular", False, True, "modular", "modular"),
+    "scatter_add": (False, "modular", False, True, "modular", "modular"),
+    "where": (False, "modular", True, False, "float", "modular"),
+    "lt": (False, "order", False, False, "float", "order"),
+    "argsort": (False, "order", False, False, "order", "order"),
+    "linear": (False, None, True, False, "float", "refuse"),
+    "logcumsumexp": (False, None, True, False, "float", "refuse"),
+    "floor_divide": (False, None, False, False, "float", "refuse"),
+    "cumargmax": (False, None, False, False, "refuse", "refuse"),
+    "scatter_reduce": (False, None, False, False, "refuse", "refuse")}
+
+
+@pytest.mark.parametrize("op", U64_RECORDS)
+def test_uint64_handling_is_on_the_op_record(op):
+    from runtime.core.registry import CATALOGUE, Meta, Plan
+    from runtime.lowprec import uint64_way
+    spec, want = CATALOGUE[op], U64_RECORDS[op]
+    assert (spec.moves_only, spec.uint64, spec.uint64_float, spec.uint64_index) == want[:4]
+    value, index = Meta((2,), D.uint64), Meta((2,), D.int64)
+    for compute, way in ((D.float32, want[4]), (D.int64, want[5])):
+        plan = Plan((2,), D.uint64, compute)
+        assert uint64_way(spec, (value, index), plan) == way
+        # a uint64 second operand: refused where it is an index tensor
+        assert uint64_way(spec, (value, value), plan) == ("index" if want[3] else way)
