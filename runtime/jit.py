@@ -312,31 +312,34 @@ def _flatten(out):
     """(spec, tensors) of what the function returned: a tensor, None, or tuples and lists of
     them, nested."""
     tensors: list = []
+    return _walk(out, tensors), tensors
 
-    def walk(o):
-        if o is None:
-            return "none"
-        if isinstance(o, Tensor):
-            tensors.append(o)
-            return "tensor"
-        if isinstance(o, (tuple, list)):
-            return (type(o), tuple(walk(x) for x in o))
-        raise TracingError(f"rt.compile: the function must return a tensor, None, or tuples "
-                           f"and lists of them, got {type(o).__name__}")
-    return walk(out), tensors
+
+# (module-level recursions: a nested function that calls itself is a reference cycle, which
+# would keep every result of a call alive until the cyclic collector ran)
+def _walk(o, tensors):
+    if o is None:
+        return "none"
+    if isinstance(o, Tensor):
+        tensors.append(o)
+        return "tensor"
+    if isinstance(o, (tuple, list)):
+        return (type(o), tuple(_walk(x, tensors) for x in o))
+    raise TracingError(f"rt.compile: the function must return a tensor, None, or tuples "
+                       f"and lists of them, got {type(o).__name__}")
 
 
 def _unflatten(spec, tensors):
-    it = iter(tensors)
+    return _build(spec, iter(tensors))
 
-    def build(sp):
-        if sp == "none":
-            return None
-        if sp == "tensor":
-            return next(it)
-        kind, parts = sp
-        return kind(build(x) for x in parts)
-    return build(spec)
+
+def _build(sp, it):
+    if sp == "none":
+        return None
+    if sp == "tensor":
+        return next(it)
+    kind, parts = sp
+    return kind(_build(x, it) for x in parts)
 
 
 def _arg_key(a):
