@@ -35,6 +35,7 @@ from jit_kernels._fusegen import Epilogue, FusedGen, closure, lower_op
 from jit_kernels._source import NP_NAME as _NP_NAME
 from jit_kernels.codegen import load_generated_module
 from jit_kernels.cpu import matmul as _matmul
+from jit_kernels.cpu._pool import empty as _pool_empty
 from jit_kernels.cpu._background import parallel_ready
 from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
                                      nthreads, scalar_array, size_of)
@@ -47,7 +48,8 @@ _MODS: dict = {}
 # ------------------------------------------------------------------------------ output buffers
 # Large outputs are recycled: a fresh large array costs more in page faults than the
 # kernel.  A pooled buffer is handed out again only when nothing but the pool references it
-# (every view a caller holds keeps a reference to it through ``.base``).
+# (every view a caller holds keeps a reference to it through ``.base``).  Smaller outputs come
+# from the caching allocator (``_pool``), which reuses blocks from its own, lower threshold.
 POOL_MIN_BYTES = 1 << 20
 #: (shape, dtype) -> up to ``_POOL_PER_KEY`` buffers; least recently used key first, at most
 #: ``POOL_MAX_KEYS`` keys (a program run over many shapes must not pin a buffer per shape)
@@ -62,7 +64,7 @@ def _empty(shape, dtype):
     dtype = np.dtype(dtype)
     shape = tuple(shape)
     if size_of(shape) * dtype.itemsize < POOL_MIN_BYTES:
-        return np.empty(shape, dtype)
+        return _pool_empty(shape, dtype)
     key = (shape, dtype)
     with _POOL_LOCK:
         lst = _POOL.get(key)

@@ -120,8 +120,9 @@ def test_the_pool_stays_where_the_conv_result_is_read_elsewhere():
     g = rt.capture(fn, x)
     exe = g.compile()
     assert "pool=False" in exe.explain() and "max_pool2d_relu" in _ops(exe)
-    for got, want in zip(exe(x), g.run(x)):
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-5)
+    for got, want in zip(exe(x), g.run(x)):     # (Winograd's float32 rounding: scaled, as above)
+        want = want.numpy()
+        np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("why, make", [

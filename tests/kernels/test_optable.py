@@ -181,6 +181,21 @@ def test_fused_output_pool_is_bounded_and_emptied_by_empty_cache():
     keep[:] = 1                                                      # still valid
 
 
+def test_mid_sized_fused_outputs_reuse_the_caching_allocators_blocks():
+    """A fused output between the caching allocator's threshold and the fused pool's comes
+    from the allocator: a dropped one's block serves the next (a fresh mapping of that size
+    page-faults on every write; an eager SGD update of a 256 x 784 weight did each step)."""
+    from jit_kernels.cpu import _pool, fused
+    n = (_pool.POOL_MIN_BYTES + fused.POOL_MIN_BYTES) // 2 // 4
+    assert _pool.POOL_MIN_BYTES <= n * 4 < fused.POOL_MIN_BYTES
+    first = fused._empty((n,), F32)
+    address = first.__array_interface__["data"][0]
+    del first
+    again = fused._empty((n,), F32)
+    assert again.__array_interface__["data"][0] == address
+    assert again.shape == (n,) and again.dtype == F32 and again.flags.c_contiguous
+
+
 def _mm_prog(k):
     from runtime.capture.fuse import FusedInput, FusedOp, FusedProgram
     ins = (FusedInput((2, 3), "float32"), FusedInput((3, 4), "float32"))
