@@ -60,7 +60,8 @@ class DigitsCNN(nn.Module):
 def _digits():
     """(images (1797, 8, 8) float64, labels): scikit-learn's bundled digits, read from its csv
     file as ``load_digits`` reads it (the same values) but without importing scikit-learn,
-    which takes about 2 s; through ``load_digits`` where the file is not in that place."""
+    which takes longer than the demo's warm training; through ``load_digits`` where the file
+    is not in that place."""
     import gzip
     import importlib.util
     spec = importlib.util.find_spec("sklearn")

@@ -17,8 +17,8 @@ optimised and turned into machine code like the function, so each costs compile 
 Both take Numba's ``njit`` options and are used the same way (``@njit``, ``@njit(...)``).
 
 Their disk cache loads a kernel without first refreshing Numba's target context: Numba's own
-``load_overload`` imports and installs every typing and lowering registry it has (about 0.7 s
-of a warm process's first kernel call) though a cached kernel is machine code that needs only
+``load_overload`` imports and installs every typing and lowering registry it has (most of a
+warm process's first kernel call) though a cached kernel is machine code that needs only
 the runtime's allocator (``rtsys``) and its own init functions (the thread pool of a
 ``prange`` kernel).  Compiling still refreshes the context, in Numba's compiler.
 """
