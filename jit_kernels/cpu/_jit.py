@@ -15,6 +15,14 @@ optimised and turned into machine code like the function, so each costs compile 
   background builder, a test worker, the next script) would compile them again.
 
 Both take Numba's ``njit`` options and are used the same way (``@njit``, ``@njit(...)``).
+``njit`` also takes ``arrays``: per positional argument, ``"in"`` (an array the kernel only
+reads), ``"out"`` (one it writes) or ``None``.  Numba compiles a specialisation per layout
+(C, F or any) and writeable flag of each array argument, so a kernel called on transposed,
+sliced and read-only views compiles again for each combination.  With ``arrays`` a named
+argument keeps its own type only when it is a writeable C-contiguous array (unit-stride loops
+over it vectorise); any other layout or a read-only array is typed as an any-layout array
+(read-only for ``"in"``), indexed through its strides, so every such view of a dtype shares
+one specialisation: at most two per named argument and dtype instead of six.
 
 Their disk cache loads a kernel without first refreshing Numba's target context: Numba's own
 ``load_overload`` imports and installs every typing and lowering registry it has (most of a
@@ -26,6 +34,8 @@ from __future__ import annotations
 
 from numba import njit as _numba_njit
 from numba.core.caching import FunctionCache
+from numba.core import types
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime import rtsys
 
@@ -47,13 +57,53 @@ def _cached(disp):
     return disp
 
 
+class _AnyLayoutDispatcher(CPUDispatcher):
+    """A dispatcher whose array arguments named by ``_arrays`` compile as any-layout arrays:
+    one specialisation per dtype serves every layout and writeable flag."""
+
+    _arrays: tuple = ()
+
+    def _compile_for_args(self, *args, **kws):
+        # Numba's C dispatcher calls this when no compiled specialisation matches the argument
+        # types exactly (while it may compile, it takes no conversion): compile or load the
+        # general specialisation, and enter its code under these exact types too, so the next
+        # such call finds it in C
+        exact = tuple(self.typeof_pyval(a) for a in args)
+        general = list(exact)
+        for i, role in enumerate(self._arrays[:len(general)]):
+            t = general[i]
+            if role is not None and isinstance(t, types.Array) \
+                    and not (t.layout == "C" and t.mutable):
+                general[i] = t.copy(layout="A", readonly=role == "in")
+        with global_compiler_lock:
+            entry = self.compile(tuple(general))
+            if exact != tuple(general) and exact not in self._aliases:
+                self._insert([t._code for t in exact], entry, False)
+                self._aliases.add(exact)
+        return entry
+
+
+def _any_layout(disp, arrays):
+    if any(r not in (None, "in", "out") for r in arrays):
+        raise ValueError(f"arrays: expected 'in', 'out' or None per argument, got {arrays!r}")
+    disp.__class__ = _AnyLayoutDispatcher   # (same layout: only the compile's types change)
+    disp._arrays = tuple(arrays)
+    disp._aliases = set()                   # exact argument types entered for the general code
+    return disp
+
+
 def _jit(defaults: dict, args, opts: dict):
     for k, v in defaults.items():
         opts.setdefault(k, v)
+    arrays = opts.pop("arrays", None)
+
+    def made_of(disp):
+        disp = _cached(disp)
+        return disp if arrays is None else _any_layout(disp, arrays)
     if args and callable(args[0]):          # bare ``@njit``
-        return _cached(_numba_njit(args[0], **opts))
+        return made_of(_numba_njit(args[0], **opts))
     made = _numba_njit(*args, **opts)
-    return lambda fn: _cached(made(fn))
+    return lambda fn: made_of(made(fn))
 
 
 _KERNEL = {"no_cfunc_wrapper": True}
@@ -61,7 +111,8 @@ _HELPER = {"no_cfunc_wrapper": True, "no_cpython_wrapper": True, "cache": True}
 
 
 def njit(*args, **opts):
-    """Numba's ``njit`` without the C-callable wrapper."""
+    """Numba's ``njit`` without the C-callable wrapper (and with ``arrays``: see the module
+    docstring)."""
     return _jit(_KERNEL, args, opts)
 
 
@@ -81,6 +132,8 @@ def _as_helper(disp):
 def helper(*args, **opts):
     """Numba's ``njit`` for a function only other kernels call: no C-callable wrapper and no
     Python entry point."""
+    if "arrays" in opts:
+        raise TypeError("helper: 'arrays' is an option of kernels called from Python (njit)")
     made = _jit(_HELPER, args, opts)
     if isinstance(made, CPUDispatcher):
         return _as_helper(made)

@@ -284,10 +284,11 @@ def warmup(conv=False):
             dot_module(dt)
 
 
-@njit(cache=True, error_model="numpy", fastmath={"contract"})
+@njit(cache=True, error_model="numpy", fastmath={"contract"}, arrays=("in", "in", "out"))
 def _mm_small(a, b, out):
     """Tiny products (M*N*K < GEMM_MIN): the 3-D views as they are, no packing, no blocking
-    (one specialisation per dtype and layout kind; the call is the cost here)."""
+    (one specialisation per dtype for every layout of the operands: the call is the cost
+    here, and a transposed or read-only operand compiles nothing new)."""
     Bo, M, N = out.shape
     K = a.shape[2]
     for bi in range(Bo):

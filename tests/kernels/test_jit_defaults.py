@@ -129,3 +129,56 @@ def test_cached_kernels_load_without_refreshing_numbas_context(tmp_path):
 
     assert run() == ["0", "2", "True", "0"]   # compiled: the compiler refreshes the context
     assert run() == ["2", "0", "False", "1"]  # loaded: nothing compiled, nothing refreshed
+
+
+@njit(arrays=("in", "out"))
+def _doubled(a, out):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[i, j] = 2 * a[i, j]
+
+
+def test_arrays_option_shares_one_specialisation_between_views():
+    """``arrays``: a writeable C array keeps its own specialisation; transposed, sliced,
+    Fortran-ordered and read-only views of a dtype share one any-layout specialisation, and a
+    view of a kind already seen compiles nothing (Numba's own dispatch finds it)."""
+    from numba.core import event
+
+    base = np.arange(12.0).reshape(3, 4)
+    frozen = base.copy()
+    frozen.setflags(write=False)
+    views = [base, base.T.copy().T, base[:, ::2], np.asfortranarray(base), frozen, base[::2]]
+    for v in views:
+        out = np.zeros(v.shape)
+        _doubled(v, out)
+        np.testing.assert_array_equal(out, 2 * v)
+    kinds = sorted((s[0].layout, s[0].mutable, s[1].layout) for s in _doubled.signatures)
+    assert kinds == [("A", False, "C"), ("C", True, "C")]
+    out_view = np.zeros((4, 3)).T                       # an "out" view: the any-layout output
+    _doubled(base, out_view)
+    np.testing.assert_array_equal(out_view, 2 * base)
+    assert len(_doubled.signatures) == 3
+
+    compiled = []
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"])
+
+        def on_end(self, ev):
+            pass
+    with event.install_listener("numba:compile", Count()):
+        for v in (base[1:, 1:], np.asfortranarray(base[:2]), frozen.T):
+            out = np.zeros(v.shape)
+            _doubled(v, out)
+            np.testing.assert_array_equal(out, 2 * v)
+    assert compiled == []
+
+
+def test_arrays_option_is_checked():
+    with pytest.raises(ValueError, match=r"^arrays: expected 'in', 'out' or None per "
+                                         r"argument, got \('in', 'both'\)$"):
+        njit(arrays=("in", "both"))(lambda a, b: None)
+    with pytest.raises(TypeError, match=r"^helper: 'arrays' is an option of kernels called "
+                                        r"from Python \(njit\)$"):
+        helper(arrays=("in",))
