@@ -10,7 +10,6 @@ resampling).  Importing this package compiles nothing: every kernel is compiled 
 from __future__ import annotations
 
 import os
-import sys
 
 # Keep OpenMP workers from spinning against other thread pools (see NUMBA-NOTES: thread pools).
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
@@ -289,13 +288,8 @@ class CpuKernels:
 
     # -- allocation
     def empty_cache(self):
-        """Free the caching allocator's pooled blocks and the fused kernels' pooled outputs;
-        returns the bytes released."""
-        freed = _pool.empty_cache()
-        fused = sys.modules.get("jit_kernels.cpu.fused")   # only if loaded: importing compiles
-        if fused is not None:
-            freed += fused.empty_pool()
-        return freed
+        """Free the caching allocator's pooled blocks; returns the bytes released."""
+        return _pool.empty_cache()
 
     def memory_stats(self):
         """The caching allocator's counters (pooled bytes, hits, misses, ...)."""

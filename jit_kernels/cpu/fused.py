@@ -25,9 +25,6 @@ Kinds:
 """
 from __future__ import annotations
 
-import sys
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
@@ -46,56 +43,10 @@ BOOL = np.dtype(np.bool_)
 _MODS: dict = {}
 
 # ------------------------------------------------------------------------------ output buffers
-# Large outputs are recycled: a fresh large array costs more in page faults than the
-# kernel.  A pooled buffer is handed out again only when nothing but the pool references it
-# (every view a caller holds keeps a reference to it through ``.base``).  Smaller outputs come
-# from the caching allocator (``_pool``), which reuses blocks from its own, lower threshold.
-POOL_MIN_BYTES = 1 << 20
-#: (shape, dtype) -> up to ``_POOL_PER_KEY`` buffers; least recently used key first, at most
-#: ``POOL_MAX_KEYS`` keys (a program run over many shapes must not pin a buffer per shape)
-_POOL: OrderedDict = OrderedDict()
-_POOL_LOCK = threading.Lock()
-_POOL_PER_KEY = 3
-POOL_MAX_KEYS = 16
-
-
-def _empty(shape, dtype):
-    """A new (or recycled, unreferenced) C-contiguous array."""
-    dtype = np.dtype(dtype)
-    shape = tuple(shape)
-    if size_of(shape) * dtype.itemsize < POOL_MIN_BYTES:
-        return _pool_empty(shape, dtype)
-    key = (shape, dtype)
-    with _POOL_LOCK:
-        lst = _POOL.get(key)
-        if lst is None:
-            lst = _POOL[key] = []
-            while len(_POOL) > POOL_MAX_KEYS:
-                _POOL.popitem(last=False)
-        else:
-            _POOL.move_to_end(key)
-        for a in lst:
-            # references: the list, the loop variable, getrefcount's argument
-            if sys.getrefcount(a) <= 3:
-                return a
-        a = np.empty(shape, dtype)
-        if len(lst) < _POOL_PER_KEY:
-            lst.append(a)
-        return a
-
-
-def empty_pool() -> int:
-    """Forget every pooled output buffer; returns the bytes of those no caller still holds
-    (freed now).  Buffers in use stay valid: their holders keep them alive."""
-    with _POOL_LOCK:
-        freed = 0
-        for lst in _POOL.values():
-            for a in lst:
-                # references: the list, the loop variable, getrefcount's argument
-                if sys.getrefcount(a) <= 3:
-                    freed += a.nbytes
-        _POOL.clear()
-    return freed
+# Outputs come from the caching allocator (``_pool``): a large one reuses a block a dropped
+# output left (a fresh large array costs more in page faults than the kernel), and a held
+# one is never handed out again (every view keeps its block alive through ``.base``).
+_empty = _pool_empty
 
 
 # ------------------------------------------------------------------------------ op lowering
