@@ -45,6 +45,18 @@ def test_a_helper_runs_inside_kernels_and_refuses_python_calls():
         _twice(1.0)
 
 
+def test_a_helper_makes_no_machine_code_of_its_own_and_is_inlined_into_its_caller():
+    assert _calls_helper(np.arange(3.0)) == 6.0
+    (sig,) = [s for s in _twice.overloads if s == (_twice.typeof_pyval(1.0),)]
+    cres = _twice.overloads[sig]
+    name = cres.fndesc.llvm_func_name
+    assert cres.library.get_pointer_to_function(name) == 0       # no machine code for it
+    assert name in {f.name for f in cres.library._get_module_for_linking().functions
+                    if not f.is_declaration}                     # but its code, to link
+    ir = _calls_helper.inspect_llvm(_calls_helper.signatures[0])
+    assert not re.findall(r"call [^\n]*_twice", ir)
+
+
 def test_template_helpers_refuse_python_calls():
     with pytest.raises(TypeError, match="_row_pos is a kernel helper"):
         cpu_reduce._row_pos(0, np.zeros(1, np.int64), np.zeros(1, np.int64), 0)
