@@ -99,9 +99,40 @@ def _any_layout(disp, arrays):
     return disp
 
 
+#: the code libraries Numba makes for a ``prange`` loop: its body (a gufunc), the body's
+#: wrapper and the thread pool's wrapper of that, each only ever linked into the next and the
+#: last into the kernel that runs the loop
+_PARFOR_LIBRARIES = ("__numba_parfor_gufunc_", "<numba.np.ufunc.wrappers._GufuncWrapper ",
+                     "parallelgufuncwrapper")
+
+
+class _ParallelCompiler(Compiler):
+    """Numba's pipeline for a ``parallel=True`` kernel whose loops' libraries (``prange``
+    bodies and their wrappers) are helper libraries: no machine code of their own (the
+    kernel's, which links them, is the only code that runs)."""
+
+    def compile_extra(self, func):
+        codegen = self.state.targetctx.codegen()
+        if "create_library" in vars(codegen):   # (a nested compile: already in place)
+            return super().compile_extra(func)
+
+        def create_library(name, **kwargs):
+            lib = type(codegen).create_library(codegen, name, **kwargs)
+            if name.startswith(_PARFOR_LIBRARIES):
+                lib.__class__ = _HelperLibrary  # (same fields: only finalising changes)
+            return lib
+        codegen.create_library = create_library     # (under Numba's compiler lock)
+        try:
+            return super().compile_extra(func)
+        finally:
+            del codegen.create_library
+
+
 def _jit(defaults: dict, args, opts: dict):
     for k, v in defaults.items():
         opts.setdefault(k, v)
+    if opts.get("parallel") and "pipeline_class" not in opts:
+        opts["pipeline_class"] = _ParallelCompiler
     arrays = opts.pop("arrays", None)
 
     def made_of(disp):
@@ -162,6 +193,12 @@ class _HelperLibrary(JITCodeLibrary):
             self._final_module = _ll.parse_assembly(envs)
             self._final_module.name = self.name
         self._finalize_final_module()
+
+    def get_function(self, name):
+        # (the functions live on in the module kept for linking)
+        if self._shared_module is not None:
+            return self._shared_module.get_function(name)
+        return super().get_function(name)
 
 
 class _HelperCompiler(Compiler):

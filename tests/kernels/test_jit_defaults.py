@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from numba import prange
 
 from jit_kernels.cpu import reduce as cpu_reduce, scalar_math as sm
 from jit_kernels.cpu._jit import helper, njit
@@ -45,16 +46,44 @@ def test_a_helper_runs_inside_kernels_and_refuses_python_calls():
         _twice(1.0)
 
 
+def _defined(module):
+    return {f.name for f in module.functions if not f.is_declaration}
+
+
 def test_a_helper_makes_no_machine_code_of_its_own_and_is_inlined_into_its_caller():
     assert _calls_helper(np.arange(3.0)) == 6.0
     (sig,) = [s for s in _twice.overloads if s == (_twice.typeof_pyval(1.0),)]
     cres = _twice.overloads[sig]
     name = cres.fndesc.llvm_func_name
     assert cres.library.get_pointer_to_function(name) == 0       # no machine code for it
-    assert name in {f.name for f in cres.library._get_module_for_linking().functions
-                    if not f.is_declaration}                     # but its code, to link
+    assert name in _defined(cres.library._get_module_for_linking())     # but its code, to link
+    assert not _defined(cres.library._final_module)              # none handed to the JIT
     ir = _calls_helper.inspect_llvm(_calls_helper.signatures[0])
     assert not re.findall(r"call [^\n]*_twice", ir)
+
+
+@njit(parallel=True)
+def _par_twice_sum(a):
+    s = 0.0
+    for i in prange(a.shape[0]):
+        s += _twice(a[i])
+    return s
+
+
+def test_a_prange_loops_libraries_make_no_machine_code_of_their_own():
+    a = np.arange(1000.0)
+    assert _par_twice_sum(a) == 2 * a.sum()
+    libs, todo = [], [_par_twice_sum.overloads[_par_twice_sum.signatures[0]].library]
+    while todo:                                 # every library linked into the kernel
+        for lib in todo.pop()._linking_libraries:
+            if lib not in libs:
+                libs.append(lib)
+                todo.append(lib)
+    loops = [lib for lib in libs if lib.name.startswith(
+        ("__numba_parfor_gufunc_", "<numba.np.ufunc.wrappers", "parallelgufuncwrapper"))]
+    assert len(loops) == 3          # the loop's body, its wrapper, the thread pool's wrapper
+    for lib in loops:       # code to link, none handed to the JIT on its own
+        assert _defined(lib._get_module_for_linking()) and not _defined(lib._final_module)
 
 
 def test_template_helpers_refuse_python_calls():
