@@ -16,7 +16,10 @@ optimised and turned into machine code like the function, so each costs compile 
 
 A helper's own code library makes no machine code (``_HelperLibrary``): LLVM inlines a helper
 into each caller and makes the caller's machine code, so Numba's machine code for the helper
-alone (a fifth to a third of its LLVM time) went unused.
+alone (a fifth to a third of its LLVM time) went unused.  The same holds for the three
+libraries Numba makes for each ``prange`` loop of a ``parallel=True`` kernel (the loop body,
+its wrapper, the thread pool's wrapper of that: each linked into the next, the last into the
+kernel), which such a kernel's pipeline (``_ParallelCompiler``) makes helper libraries too.
 
 Both take Numba's ``njit`` options and are used the same way (``@njit``, ``@njit(...)``).
 ``njit`` also takes ``arrays``: per positional argument, ``"in"`` (an array the kernel only
