@@ -170,21 +170,13 @@ class _HelperLibrary(JITCodeLibrary):
     A helper's code only ever runs linked into its callers' modules (from this library, or
     from the module a disk-cache entry keeps), where LLVM inlines it and makes machine code
     for the whole.  Numba's finalising would also make machine code for the helper alone,
-    which nothing calls.  This one links the helper's callees in and optimises the module as
-    Numba does (so callers link the very same code), keeps that for linking, and hands the JIT
+    which nothing calls.  This one links the helper's callees in and optimises the module (Numba's
+    ``finalize``: callers link the very same code), keeps that for linking, and hands the JIT
     engine only the module's execution-environment pointers (which Numba sets on compiling
     and loading, and which the disk cache's object code must hold)."""
 
-    def finalize(self):
-        self._raise_if_finalized()
-        seen = set()
-        for library in self._linking_libraries:
-            if library not in seen:
-                self._reload_init.update(library._reload_init)
-                seen.add(library)
-                self._final_module.link_in(library._get_module_for_linking(), preserve=True)
-        self._optimize_final_module()
-        self._final_module.verify()
+    def _finalize_final_module(self):
+        # (called by Numba's ``finalize`` once the module is linked, optimised and verified)
         envs = "".join(f'@"{g.name}" = common global i8* null\n'
                        for g in self._final_module.global_variables
                        if g.name.startswith("_ZN08NumbaEnv"))
@@ -195,7 +187,7 @@ class _HelperLibrary(JITCodeLibrary):
             self._finalized = False
             self._final_module = _ll.parse_assembly(envs)
             self._final_module.name = self.name
-        self._finalize_final_module()
+        super()._finalize_final_module()
 
     def get_function(self, name):
         # (the functions live on in the module kept for linking)

@@ -25,7 +25,6 @@ Kinds:
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from jit_kernels._fusegen import Epilogue, FusedGen, closure, lower_op

@@ -10,7 +10,7 @@ import pytest
 from numba import prange
 
 from jit_kernels.cpu import reduce as cpu_reduce, scalar_math as sm
-from jit_kernels.cpu._jit import helper, njit
+from jit_kernels.cpu._jit import _PARFOR_LIBRARIES, helper, njit
 
 
 @helper(error_model="numpy")
@@ -79,8 +79,7 @@ def test_a_prange_loops_libraries_make_no_machine_code_of_their_own():
             if lib not in libs:
                 libs.append(lib)
                 todo.append(lib)
-    loops = [lib for lib in libs if lib.name.startswith(
-        ("__numba_parfor_gufunc_", "<numba.np.ufunc.wrappers", "parallelgufuncwrapper"))]
+    loops = [lib for lib in libs if lib.name.startswith(_PARFOR_LIBRARIES)]
     assert len(loops) == 3          # the loop's body, its wrapper, the thread pool's wrapper
     for lib in loops:       # code to link, none handed to the JIT on its own
         assert _defined(lib._get_module_for_linking()) and not _defined(lib._final_module)
