@@ -23,6 +23,7 @@ from jit_kernels.cpu import _host
 from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape
 from jit_kernels.cpu import conv as _conv
 from jit_kernels.cpu import linalg as _linalg
+from jit_kernels.cpu import recurrent as _recurrent
 from jit_kernels.cpu import pool as _pooling
 from jit_kernels.cpu import winograd as _winograd
 
@@ -51,7 +52,8 @@ class CpuKernels:
 
     kind = "cpu"
     capabilities = frozenset(("fused", "prepared", "prepared_matmul", "split", "winograd",
-                              "max_pool2d_relu", "synchronize", "empty_cache", "dlpack", "linalg"))
+                              "max_pool2d_relu", "synchronize", "empty_cache", "dlpack", "linalg",
+                              "lstm"))
 
     # -- memory
     def from_host(self, array, index=0):
@@ -183,6 +185,13 @@ class CpuKernels:
 
     def linalg_svd(self, a, full):
         return _linalg.svd(a, full)
+
+    # -- recurrent layers
+    def lstm_forward(self, xg, b, h0, c0, w, reverse):
+        return _recurrent.lstm_forward(xg, b, h0, c0, w, reverse)
+
+    def lstm_backward(self, h0, c0, w, saved, gy, reverse):
+        return _recurrent.lstm_backward(h0, c0, w, saved, gy, reverse)
 
     # -- convolution
     def im2col(self, x, kernel, stride, padding, dilation, grid):

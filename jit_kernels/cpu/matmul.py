@@ -307,6 +307,12 @@ def matmul(a, b):
     B, M, K = a.shape
     N = b.shape[2]
     Bo = max(B, b.shape[0])
+    if (B > 1 and (b.shape[0] == 1 or b.strides[0] == 0) and M > 1 and M * N * K >= GEMM_MIN
+            and a.strides[0] == M * a.strides[1]):
+        # one matrix after a batch whose rows run on from one element to the next (a linear
+        # layer on (..., M, K)): one (B * M, K) product, split by row panels instead of by
+        # few-row batch elements; the gemm sums each row alike either way
+        return matmul(a.reshape(1, B * M, K), b[:1]).reshape(B, M, N)
     out = _pool.empty((Bo, M, N), a.dtype)   # (large: reused, not page-faulted afresh)
     if M * N * K < GEMM_MIN:
         if out.size:

@@ -139,6 +139,8 @@ def _hidden_weight(ks, w, hs):
 
 
 def _kernel_lstm(ks, p, args, attrs, plan, device):
+    if supports(ks, "lstm"):
+        return ks.lstm_forward(p[0], p[4] if len(p) == 5 else None, *p[1:4], attrs["reverse"])
     # gate-major throughout: a step's pre-activations are (4, N, H), so every gate is a
     # contiguous block and each elementwise call reads whole arrays
     h, c, w = p[1:4]
@@ -230,6 +232,8 @@ def _infer_lstm_backward(args, attrs):
 
 
 def _kernel_lstm_backward(ks, p, args, attrs, plan, device):
+    if supports(ks, "lstm"):
+        return ks.lstm_backward(*p, attrs["reverse"])
     h0, c0, w, ws, gy = p
     rows, n, hs = args[3].shape
     t = _steps(rows)

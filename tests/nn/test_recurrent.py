@@ -589,3 +589,45 @@ def test_layer_ops_refuse_bad_operands_with_exact_messages():
         with pytest.raises(err) as info:
             call()
         assert str(info.value) == msg
+
+
+class _Without:
+    """A kernel set without one of its capabilities: the op's generic path on its kernels."""
+
+    def __init__(self, ks, capability):
+        self._ks, self.capabilities = ks, ks.capabilities - {capability}
+
+    def __getattr__(self, name):
+        return getattr(self._ks, name)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", [rt.float32, rt.float64])
+@pytest.mark.parametrize("bias", [True, False])
+def test_lstm_kernels_match_the_generic_path(reverse, dtype, bias):
+    """The cpu set's LSTM recurrence (one product and one fused cell a step) gives the op's
+    whole result (outputs, final cell, the saved cell states and gate-major pre-activations)
+    and its backward as the generic path built from the set's elementwise kernels does (the
+    path of a set without the capability); also from a strided initial state."""
+    from jit_kernels import kernel_set_for
+    from runtime.core.registry import Meta, Plan
+    from runtime.ops.recurrent import _kernel_lstm, _kernel_lstm_backward
+    ks = kernel_set_for("cpu")
+    generic = _Without(ks, "lstm")
+    t, n, h = 6, 3, 5
+    ops = [a.astype(NP[dtype]) for a in _lstm_operands(t, n, h, seed=2)][:5 if bias else 4]
+    ops[1] = np.asfortranarray(ops[1])                       # a strided h0
+    args = [Meta(a.shape, dtype) for a in ops]
+    attrs = {"reverse": reverse}
+    plan = Plan((6 * t + 1, n, h), dtype, dtype)
+    tol = TOL[dtype]
+    fast = np.array(_kernel_lstm(ks, ops, args, attrs, plan, None))
+    slow = np.array(_kernel_lstm(generic, ops, args, attrs, plan, None))
+    np.testing.assert_allclose(fast, slow, **tol)
+    gy = RNG.normal(size=(t + 1, n, h)).astype(NP[dtype])
+    bops = [ops[1], ops[2], ops[3], fast, gy]
+    bargs = [Meta(a.shape, dtype) for a in bops]
+    bplan = Plan((t + 1, n, 4 * h), dtype, dtype)
+    np.testing.assert_allclose(_kernel_lstm_backward(ks, bops, bargs, attrs, bplan, None),
+                               _kernel_lstm_backward(generic, bops, bargs, attrs, bplan, None),
+                               **tol)

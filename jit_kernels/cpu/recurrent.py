@@ -1,0 +1,142 @@
+"""The recurrence of an LSTM layer (cpu set): the time loop, one product and one fused cell
+kernel per step.
+
+``lstm_forward(xg, b, h0, c0, w, reverse)``: ``xg`` (T, N, 4H) every step's input projection,
+``b`` (4H,) the hidden bias or None, ``h0``/``c0`` (N, H) the initial state and ``w`` (4H, H)
+the hidden weight (gates i, f, g, o in PyTorch's order).  Per step the product
+``h @ w.T`` (N, 4H), then one kernel that adds the projections and the bias, applies the gates
+and writes ``h``, ``c`` and the pre-activations.  Returns (6T + 1, N, H): the outputs ``h_t``
+by time index, the final cell state, every step's cell state, and every step's
+pre-activations as a gate-major (4, N, H) block.  ``reverse`` runs from the last step to the
+first.
+
+``lstm_backward(h0, c0, w, saved, gy, reverse)``: backpropagation through time from
+``lstm_forward``'s result ``saved`` and the gradient ``gy`` (T + 1, N, H) of its first T + 1
+rows.  Per step one kernel (the gate derivatives from the saved pre-activations, the cell
+state's gradient carried in place) and the product ``ds @ w`` for the previous hidden state.
+Returns (T + 1, N, 4H): the pre-activations' gradient by time index (also the input
+projection's and the biases'), then ``[dh0, dc0, 0, 0]``.
+
+The cell kernels are serial: a step is N * H elements (a few thousand), where a parallel
+region's start costs about as much as the work; the products are the cost and run parallel.
+Both kernels take C-contiguous arrays (one specialisation per float dtype).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jit_kernels.cpu import _pool, scalar_math as sm
+from jit_kernels.cpu._jit import njit
+
+
+@njit(cache=True, error_model="numpy")
+def _cell(x, b, g, c, h_out, c_out, s_out):
+    # x, g (N, 4H); b (4H,); c, h_out, c_out (N, H); s_out (4, N, H)
+    n, hs = c.shape
+    for r in range(n):
+        for j in range(hs):
+            si = (x[r, j] + b[j]) + g[r, j]
+            sf = (x[r, hs + j] + b[hs + j]) + g[r, hs + j]
+            sg = (x[r, 2 * hs + j] + b[2 * hs + j]) + g[r, 2 * hs + j]
+            so = (x[r, 3 * hs + j] + b[3 * hs + j]) + g[r, 3 * hs + j]
+            s_out[0, r, j] = si
+            s_out[1, r, j] = sf
+            s_out[2, r, j] = sg
+            s_out[3, r, j] = so
+            cn = sm.sigmoid(sf) * c[r, j] + sm.sigmoid(si) * sm.tanh(sg)
+            c_out[r, j] = cn
+            h_out[r, j] = sm.sigmoid(so) * sm.tanh(cn)
+
+
+@njit(cache=True, error_model="numpy")
+def _activations(s, c, a):
+    # s (T, 4, N, H) the pre-activations, c (T, N, H) the cell states -> a (T, 5, N, H): the
+    # gates i, f, g, o and tanh(c) (every step at once: the per-step kernel is arithmetic only)
+    for t in range(s.shape[0]):
+        for r in range(c.shape[1]):
+            for k in range(4):
+                sv, av = s[t, k, r], a[t, k, r]
+                if k == 2:
+                    for j in range(sv.shape[0]):
+                        av[j] = sm.tanh(sv[j])
+                else:
+                    for j in range(sv.shape[0]):
+                        av[j] = sm.sigmoid(sv[j])
+            cv, av = c[t, r], a[t, 4, r]
+            for j in range(cv.shape[0]):
+                av[j] = sm.tanh(cv[j])
+
+
+@njit(cache=True, error_model="numpy")
+def _cell_backward(gy, dhn, a, cp, dc, ds):
+    # gy, dhn (N, H): h_t's gradient from the output and from step t + 1; a (5, N, H) the
+    # step's gates and tanh(c_t); cp (N, H) the cell state before; dc (N, H) in: c_t's
+    # gradient from later steps, out: c_{t-1}'s; ds (N, 4H) out
+    n, hs = cp.shape
+    for r in range(n):
+        for j in range(hs):
+            i, f, g, o, tc = a[0, r, j], a[1, r, j], a[2, r, j], a[3, r, j], a[4, r, j]
+            dh = gy[r, j] + dhn[r, j]
+            d = dc[r, j] + dh * (o - o * tc * tc)
+            ds[r, j] = d * (g * (i - i * i))
+            ds[r, hs + j] = d * (cp[r, j] * (f - f * f))
+            ds[r, 2 * hs + j] = d * (i - i * g * g)
+            ds[r, 3 * hs + j] = dh * (tc * (o - o * o))
+            dc[r, j] = d * f
+
+
+def _c(a):
+    return a if a.flags.c_contiguous and a.flags.aligned else np.ascontiguousarray(a)
+
+
+def _order(t, reverse):
+    return range(t - 1, -1, -1) if reverse else range(t)
+
+
+def lstm_forward(xg, b, h0, c0, w, reverse):
+    from jit_kernels.cpu import _matmul_fn, shape
+    t, n, h4 = xg.shape
+    hs = h4 // 4
+    dt = xg.dtype
+    out = _pool.empty((6 * t + 1, n, hs), dt)
+    x = _c(xg)
+    b = np.zeros(h4, dt) if b is None else _c(b)
+    wt = shape.copy(w.T)                            # (H, 4H): read once per step
+    mm = _matmul_fn(n, hs, h4, dt)
+    h, c = h0, _c(c0)
+    order = _order(t, reverse)
+    for step in order:
+        g = mm(h, wt)
+        base = 2 * t + 1 + 4 * step
+        _cell(x[step], b, g, c, out[step], out[t + 1 + step], out[base:base + 4])
+        h, c = out[step], out[t + 1 + step]
+    out[t] = c
+    return out
+
+
+def lstm_backward(h0, c0, w, saved, gy, reverse):
+    from jit_kernels.cpu import _matmul_fn
+    rows, n, hs = saved.shape
+    t = (rows - 1) // 6
+    dt = saved.dtype
+    out = _pool.empty((t + 1, n, 4 * hs), dt)
+    gy = _c(gy)
+    w = _c(w)
+    mm = _matmul_fn(n, 4 * hs, hs, dt)
+    dc = gy[t].copy()
+    dhn = np.zeros((n, hs), dt)
+    c0 = _c(c0)
+    acts = np.empty((t, 5, n, hs), dt)
+    _activations(saved[2 * t + 1:].reshape(t, 4, n, hs), saved[t + 1:2 * t + 1], acts)
+    order = _order(t, reverse)
+    first = order[0]
+    for step in reversed(order):
+        prev = step + (1 if reverse else -1)
+        cp = c0 if step == first else saved[t + 1 + prev]
+        _cell_backward(gy[step], dhn, acts[step], cp, dc, out[step])
+        dhn = mm(out[step], w)
+    last = out[t]
+    last[:, :hs] = dhn
+    last[:, hs:2 * hs] = dc
+    last[:, 2 * hs:] = 0
+    return out
