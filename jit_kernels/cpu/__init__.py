@@ -53,7 +53,7 @@ class CpuKernels:
     kind = "cpu"
     capabilities = frozenset(("fused", "prepared", "prepared_matmul", "split", "winograd",
                               "max_pool2d_relu", "synchronize", "empty_cache", "dlpack", "linalg",
-                              "lstm"))
+                              "recurrent"))
 
     # -- memory
     def from_host(self, array, index=0):
@@ -192,6 +192,12 @@ class CpuKernels:
 
     def lstm_backward(self, h0, c0, w, saved, gy, reverse):
         return _recurrent.lstm_backward(h0, c0, w, saved, gy, reverse)
+
+    def gru_forward(self, xg, b, h0, w, reverse):
+        return _recurrent.gru_forward(xg, b, h0, w, reverse)
+
+    def gru_backward(self, h0, w, saved, gy, reverse):
+        return _recurrent.gru_backward(h0, w, saved, gy, reverse)
 
     # -- convolution
     def im2col(self, x, kernel, stride, padding, dilation, grid):

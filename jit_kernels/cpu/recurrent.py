@@ -1,5 +1,5 @@
-"""The recurrence of an LSTM layer (cpu set): the time loop, one product and one fused cell
-kernel per step.
+"""The recurrences of LSTM and GRU layers (cpu set): the time loop, one product and one fused
+cell kernel per step.
 
 ``lstm_forward(xg, b, h0, c0, w, reverse)``: ``xg`` (T, N, 4H) every step's input projection,
 ``b`` (4H,) the hidden bias or None, ``h0``/``c0`` (N, H) the initial state and ``w`` (4H, H)
@@ -16,6 +16,13 @@ rows.  Per step one kernel (the gate derivatives from the saved pre-activations,
 state's gradient carried in place) and the product ``ds @ w`` for the previous hidden state.
 Returns (T + 1, N, 4H): the pre-activations' gradient by time index (also the input
 projection's and the biases'), then ``[dh0, dc0, 0, 0]``.
+
+``gru_forward(xg, b, h0, w, reverse)``: the same for a GRU (``xg`` (T, N, 3H), gates r, z, n;
+``w`` (3H, H)): per step ``h @ w.T``, then one kernel for the gates and the new state.  Returns
+(5T, N, H): the outputs by time index, then per step the gate-major (4, N, H) block
+(r, z, n, W_hn h + b_hn).  ``gru_backward(h0, w, saved, gy, reverse)`` returns (2T + 1, N, 3H):
+the input projection's gradient by time index, the hidden projection's (its ``n`` part reads
+through ``r``), then ``[dh0, 0, 0]``.
 
 The cell kernels are serial: a step is N * H elements (a few thousand), where a parallel
 region's start costs about as much as the work; the products are the cost and run parallel.
@@ -139,4 +146,93 @@ def lstm_backward(h0, c0, w, saved, gy, reverse):
     last[:, :hs] = dhn
     last[:, hs:2 * hs] = dc
     last[:, 2 * hs:] = 0
+    return out
+
+
+# --------------------------------------------------------------------------- GRU
+@njit(cache=True, error_model="numpy")
+def _gru_cell(x, b, g, h, h_out, s_out):
+    # x, g (N, 3H); b (3H,); h, h_out (N, H); s_out (4, N, H): r, z, n, W_hn h + b_hn
+    n, hs = h.shape
+    for r in range(n):
+        for j in range(hs):
+            hr = g[r, j] + b[j]
+            hz = g[r, hs + j] + b[hs + j]
+            hn = g[r, 2 * hs + j] + b[2 * hs + j]
+            rr = sm.sigmoid(x[r, j] + hr)
+            zz = sm.sigmoid(x[r, hs + j] + hz)
+            nn = sm.tanh(x[r, 2 * hs + j] + rr * hn)
+            s_out[0, r, j] = rr
+            s_out[1, r, j] = zz
+            s_out[2, r, j] = nn
+            s_out[3, r, j] = hn
+            h_out[r, j] = nn + zz * (h[r, j] - nn)
+
+
+@njit(cache=True, error_model="numpy")
+def _gru_cell_backward(gy, carry, g, s, hp, dx, dh, one):
+    # gy (N, H): h_t's gradient from the output; carry (N, H) in: the part of h_t's gradient
+    # from step t + 1 that skips the product (dh_{t+1} z_{t+1}), out: this step's; g (N, H) the
+    # product part; s (4, N, H) the saved r, z, n, hn; hp (N, H) the state before; dx, dh
+    # (N, 3H) out: the input and hidden projections' gradients; one: 1 of their dtype
+    n, hs = hp.shape
+    for r in range(n):
+        for j in range(hs):
+            rr, zz, nn, hn = s[0, r, j], s[1, r, j], s[2, r, j], s[3, r, j]
+            d = gy[r, j] + (carry[r, j] + g[r, j])
+            omz = one - zz
+            dnp = d * (omz - omz * nn * nn)
+            dzp = d * ((hp[r, j] - nn) * (zz - zz * zz))
+            drp = dnp * (hn * (rr - rr * rr))
+            dx[r, j] = drp
+            dx[r, hs + j] = dzp
+            dx[r, 2 * hs + j] = dnp
+            dh[r, j] = drp
+            dh[r, hs + j] = dzp
+            dh[r, 2 * hs + j] = dnp * rr
+            carry[r, j] = d * zz
+
+
+def gru_forward(xg, b, h0, w, reverse):
+    from jit_kernels.cpu import _matmul_fn, shape
+    t, n, h3 = xg.shape
+    hs = h3 // 3
+    dt = xg.dtype
+    out = _pool.empty((5 * t, n, hs), dt)
+    x = _c(xg)
+    b = np.zeros(h3, dt) if b is None else _c(b)
+    wt = shape.copy(w.T)                            # (H, 3H)
+    mm = _matmul_fn(n, hs, h3, dt)
+    h = _c(h0)
+    for step in _order(t, reverse):
+        base = t + 4 * step
+        _gru_cell(x[step], b, mm(h, wt), h, out[step], out[base:base + 4])
+        h = out[step]
+    return out
+
+
+def gru_backward(h0, w, saved, gy, reverse):
+    from jit_kernels.cpu import _matmul_fn
+    rows, n, hs = saved.shape
+    t = rows // 5
+    dt = saved.dtype
+    out = _pool.empty((2 * t + 1, n, 3 * hs), dt)
+    gy = _c(gy)
+    w = _c(w)
+    mm = _matmul_fn(n, 3 * hs, hs, dt)
+    carry = np.zeros((n, hs), dt)
+    g = np.zeros((n, hs), dt)
+    one = dt.type(1)
+    h0 = _c(h0)
+    order = _order(t, reverse)
+    first = order[0]
+    for step in reversed(order):
+        hp = h0 if step == first else saved[step + (1 if reverse else -1)]
+        base = t + 4 * step
+        _gru_cell_backward(gy[step], carry, g, saved[base:base + 4], hp, out[step],
+                           out[t + step], one)
+        g = mm(out[t + step], w)
+    last = out[2 * t]
+    last[:, :hs] = carry + g
+    last[:, hs:] = 0
     return out

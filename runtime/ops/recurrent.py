@@ -139,7 +139,7 @@ def _hidden_weight(ks, w, hs):
 
 
 def _kernel_lstm(ks, p, args, attrs, plan, device):
-    if supports(ks, "lstm"):
+    if supports(ks, "recurrent"):
         return ks.lstm_forward(p[0], p[4] if len(p) == 5 else None, *p[1:4], attrs["reverse"])
     # gate-major throughout: a step's pre-activations are (4, N, H), so every gate is a
     # contiguous block and each elementwise call reads whole arrays
@@ -232,7 +232,7 @@ def _infer_lstm_backward(args, attrs):
 
 
 def _kernel_lstm_backward(ks, p, args, attrs, plan, device):
-    if supports(ks, "lstm"):
+    if supports(ks, "recurrent"):
         return ks.lstm_backward(*p, attrs["reverse"])
     h0, c0, w, ws, gy = p
     rows, n, hs = args[3].shape
@@ -328,6 +328,8 @@ def _infer_gru(args, attrs):
 
 
 def _kernel_gru(ks, p, args, attrs, plan, device):
+    if supports(ks, "recurrent"):
+        return ks.gru_forward(p[0], p[3] if len(p) == 4 else None, p[1], p[2], attrs["reverse"])
     h, w = p[1], p[2]
     t, n, h3 = args[0].shape
     hs = h3 // 3
@@ -415,6 +417,8 @@ def _infer_gru_backward(args, attrs):
 
 
 def _kernel_gru_backward(ks, p, args, attrs, plan, device):
+    if supports(ks, "recurrent"):
+        return ks.gru_backward(*p, attrs["reverse"])
     h0, w, ws, gy = p
     rows, n, hs = args[2].shape
     t = rows // 5

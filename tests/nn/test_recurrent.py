@@ -613,7 +613,7 @@ def test_lstm_kernels_match_the_generic_path(reverse, dtype, bias):
     from runtime.core.registry import Meta, Plan
     from runtime.ops.recurrent import _kernel_lstm, _kernel_lstm_backward
     ks = kernel_set_for("cpu")
-    generic = _Without(ks, "lstm")
+    generic = _Without(ks, "recurrent")
     t, n, h = 6, 3, 5
     ops = [a.astype(NP[dtype]) for a in _lstm_operands(t, n, h, seed=2)][:5 if bias else 4]
     ops[1] = np.asfortranarray(ops[1])                       # a strided h0
@@ -630,4 +630,33 @@ def test_lstm_kernels_match_the_generic_path(reverse, dtype, bias):
     bplan = Plan((t + 1, n, 4 * h), dtype, dtype)
     np.testing.assert_allclose(_kernel_lstm_backward(ks, bops, bargs, attrs, bplan, None),
                                _kernel_lstm_backward(generic, bops, bargs, attrs, bplan, None),
+                               **tol)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", [rt.float32, rt.float64])
+@pytest.mark.parametrize("bias", [True, False])
+def test_gru_kernels_match_the_generic_path(reverse, dtype, bias):
+    """As for the LSTM: the cpu set's GRU recurrence and its backward against the generic
+    path, the whole result (outputs and the saved r, z, n, hn) and every gradient row."""
+    from jit_kernels import kernel_set_for
+    from runtime.core.registry import Meta, Plan
+    from runtime.ops.recurrent import _kernel_gru, _kernel_gru_backward
+    ks = kernel_set_for("cpu")
+    generic = _Without(ks, "recurrent")
+    t, n, h = 6, 3, 5
+    ops = [a.astype(NP[dtype]) for a in _gru_operands(t, n, h, seed=3)][:4 if bias else 3]
+    ops[1] = np.asfortranarray(ops[1])                       # a strided h0
+    args = [Meta(a.shape, dtype) for a in ops]
+    attrs = {"reverse": reverse}
+    plan = Plan((5 * t, n, h), dtype, dtype)
+    tol = TOL[dtype]
+    fast = np.array(_kernel_gru(ks, ops, args, attrs, plan, None))
+    np.testing.assert_allclose(fast, _kernel_gru(generic, ops, args, attrs, plan, None), **tol)
+    gy = RNG.normal(size=(t, n, h)).astype(NP[dtype])
+    bops = [ops[1], ops[2], fast, gy]
+    bargs = [Meta(a.shape, dtype) for a in bops]
+    bplan = Plan((2 * t + 1, n, 3 * h), dtype, dtype)
+    np.testing.assert_allclose(_kernel_gru_backward(ks, bops, bargs, attrs, bplan, None),
+                               _kernel_gru_backward(generic, bops, bargs, attrs, bplan, None),
                                **tol)
