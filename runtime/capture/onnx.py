@@ -13,7 +13,8 @@ ONNX operator from the record (``record(op)``, that is ``CATALOGUE[op].onnx``); 
 has no lowering, or names no ONNX operator where its lowering needs one, raises
 :class:`OnnxExportError` ("has no ONNX mapping").  Literal (Python scalar) operands
 become 0-d initializers of the op's compute dtype; dtype promotion is made explicit with
-``Cast``.
+``Cast``.  An op a graph holds whole though it has a decomposition (``OpSpec.record_whole``:
+a recurrent layer's recurrence) is written as that decomposition.
 
 Known differences from ``graph.run`` (also in docs/capture.md, "ONNX export"):
 
@@ -202,15 +203,7 @@ class _Builder:
             t = g.tensor(tid)
             self.names[tid] = f"input_{k}"
             inputs.append(h.make_tensor_value_info(f"input_{k}", self.elem(t.dtype), list(t.shape)))
-        ins = set(g.inputs)
-        for op in g.operations:
-            if op.op == "init":
-                tid = op.outputs[0].id
-                if tid not in ins:
-                    self.names[tid] = self.value_const(g.values[tid], g.tensor(tid).dtype,
-                                                       f"const_{tid}")
-                continue
-            self.names[op.outputs[0].id] = self.emit(op)
+        self._emit_all(lambda tid: f"const_{tid}")
         outputs = []
         for k, tid in enumerate(g.outputs):
             t = g.tensor(tid)
@@ -225,6 +218,34 @@ class _Builder:
         return h.make_model(graph, opset_imports=opsets, ir_version=ir,
                             producer_name="numba-tensor-runtime")
 
+    def _emit_all(self, const_name):
+        """Every op of ``self.g`` (constants that are not inputs as initializers)."""
+        g = self.g
+        ins = set(g.inputs)
+        for op in g.operations:
+            if op.op == "init":
+                tid = op.outputs[0].id
+                if tid not in ins:
+                    self.names[tid] = self.value_const(g.values[tid], g.tensor(tid).dtype,
+                                                       const_name(tid))
+                continue
+            self.names[op.outputs[0].id] = self.emit(op)
+
+    def _inline(self, op, spec) -> str:
+        """An op the graph holds whole (its kernel runs when the graph runs) written as its
+        decomposition: the ops ``spec.decompose`` records on operands like ``op``'s."""
+        from .composite import record
+        sub = record(spec, op.args, op.attrs)
+        outer = self.g, self.names
+        tensors = [a for a in op.args if isinstance(a, TensorIr)]
+        self.g = sub
+        self.names = {tid: outer[1][t.id] for tid, t in zip(sub.inputs, tensors)}
+        try:
+            self._emit_all(lambda tid: self.fresh("const_"))
+            return self.names[sub.outputs[0]]
+        finally:
+            self.g, self.names = outer
+
     def emit(self, op) -> str:
         name = op.op
         s = CATALOGUE.get(name)
@@ -234,6 +255,8 @@ class _Builder:
         # the record's lowering (``OpSpec.onnx_lowering``), written beside it in its family module
         lower = s.onnx_lowering
         if lower is None:
+            if s.record_whole and s.decompose is not None and not s.onnx_skip:
+                return self._inline(op, s)
             raise _no_mapping(name)
         out = op.outputs[0]
         plan = Plan(out.shape, out.dtype, out.dtype)

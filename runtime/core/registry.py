@@ -81,8 +81,9 @@ class OpSpec:
     # graph.compile see only what it is made of.
     decompose: Optional[Callable] = None
     # Recording devices keep the op whole (its kernel runs when the graph runs) instead of
-    # recording ``decompose``: for ops that only gradient rules emit (so only ``rt.compile``'s
-    # traces record them), whose decomposition would run slower than their kernel.
+    # recording ``decompose``: for ops whose decomposition runs slower than their kernel (the
+    # backward ops gradient rules emit, a recurrent layer's recurrence).  ONNX export writes
+    # ``decompose`` in its place when the record has no ONNX lowering.
     record_whole: bool = False
     # the fusion pass's class of the op (``runtime.capture.fuse``): "unary", "binary",
     # "select", "clamp" (elementwise members of a fused group), "row_reduce", "row_softmax"

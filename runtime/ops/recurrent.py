@@ -18,9 +18,10 @@ backward op runs backpropagation through time in reverse: the gate derivatives o
 once from what the forward saved, then per step one product for the hidden state's gradient.
 The rule adds the hidden weight's gradient as one product over all steps; the input
 projection's gradient is the pre-activation gradient itself, so ``linear``'s rule gives the
-input and ``W_ih`` theirs as one product each.  Recording devices (capture, ONNX,
-``rt.compile``'s forward) get the per-step primitives from the decomposition; the backward ops
-are recorded whole (only gradient rules emit them).
+input and ``W_ih`` theirs as one product each.  Recording devices keep these ops whole, so
+a captured or compiled graph (``rt.compile``'s training steps) runs the layer's kernel; ONNX
+export writes the decomposition (the per-step primitives) in their place.  The backward ops are
+recorded whole too (only gradient rules emit them) and have no ONNX form.
 """
 from __future__ import annotations
 
@@ -299,7 +300,7 @@ def _internal(layer):
 
 
 register(OpSpec("lstm_layer", "nn", _infer_lstm, _kernel_lstm, cost="compute",
-                backward=_grad_lstm, decompose=_decompose_lstm))
+                backward=_grad_lstm, decompose=_decompose_lstm, record_whole=True))
 register(OpSpec("lstm_layer_backward", "nn", _infer_lstm_backward, _kernel_lstm_backward,
                 cost="compute", differentiable=False, onnx_skip=_internal("lstm_layer"), record_whole=True))
 
@@ -468,7 +469,7 @@ def _kernel_gru_backward(ks, p, args, attrs, plan, device):
 
 
 register(OpSpec("gru_layer", "nn", _infer_gru, _kernel_gru, cost="compute",
-                backward=_grad_gru, decompose=_decompose_gru))
+                backward=_grad_gru, decompose=_decompose_gru, record_whole=True))
 register(OpSpec("gru_layer_backward", "nn", _infer_gru_backward, _kernel_gru_backward,
                 cost="compute", differentiable=False, onnx_skip=_internal("gru_layer"),
                 record_whole=True))
@@ -583,7 +584,7 @@ def _kernel_rnn_backward(ks, p, args, attrs, plan, device):
 
 
 register(OpSpec("rnn_layer", "nn", _infer_rnn, _kernel_rnn, cost="compute",
-                backward=_grad_rnn, decompose=_decompose_rnn))
+                backward=_grad_rnn, decompose=_decompose_rnn, record_whole=True))
 register(OpSpec("rnn_layer_backward", "nn", _infer_rnn_backward, _kernel_rnn_backward,
                 cost="compute", differentiable=False, onnx_skip=_internal("rnn_layer"),
                 record_whole=True))

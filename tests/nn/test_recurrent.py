@@ -438,35 +438,37 @@ def test_rnn_layer_gradients_match_finite_differences(t, act, reverse):
     check_grad(lambda *a: rnn_layer(*a, nonlinearity=act, reverse=reverse), *ops[:3])
 
 
-@pytest.mark.parametrize("act", ["tanh", "relu"])
-def test_rnn_layer_kernel_matches_its_decomposition(act):
-    from runtime.ops.recurrent import rnn_layer
-    ops = [a.astype(np.float32) for a in _rnn_operands(4, 3, 5, seed=1)]
-    want = rnn_layer(*[rt.tensor(a) for a in ops], nonlinearity=act, reverse=True).numpy()
-    graph = rt.capture(lambda *a: rnn_layer(*a, nonlinearity=act, reverse=True), *ops)
-    assert "rnn_layer" not in {op.op for op in graph.operations}
-    np.testing.assert_allclose(graph.run(*ops)[0].numpy(), want, rtol=1e-6, atol=1e-6)
+def _kernel_and_decomposition(name, ops, attrs):
+    """Layer op ``name`` on ``ops`` as its plain-device kernel gives it (every row of its
+    result, the saved ones too), as its decomposition's graph replays it, and as ONNX Runtime
+    runs the graph a capture records (the op whole there, its decomposition in the file)."""
+    from runtime.dispatch import dispatch
+    from runtime.ops.catalogue import CATALOGUE
+    want = dispatch(name, tuple(rt.tensor(a) for a in ops), attrs).numpy()
+    graph = rt.capture(lambda *a: CATALOGUE[name].decompose(a, attrs), *ops)
+    assert name not in {op.op for op in graph.operations}
+    whole = rt.capture(lambda *a: dispatch(name, a, attrs), *ops)
+    assert [op.op for op in whole.operations if op.op != "init"] == [name]
+    return want, graph.run(*ops)[0].numpy(), whole
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-def test_gru_layer_kernel_matches_its_decomposition(reverse):
-    from runtime.ops.recurrent import gru_layer
-    ops = [a.astype(np.float32) for a in _gru_operands(4, 3, 5, seed=1)]
-    want = gru_layer(*[rt.tensor(a) for a in ops], reverse=reverse).numpy()
-    graph = rt.capture(lambda *a: gru_layer(*a, reverse=reverse), *ops)
-    assert "gru_layer" not in {op.op for op in graph.operations}
-    np.testing.assert_allclose(graph.run(*ops)[0].numpy(), want, rtol=1e-6, atol=1e-6)
-
-
-@pytest.mark.parametrize("reverse", [False, True])
-def test_lstm_layer_kernel_matches_its_decomposition(reverse):
-    """The plain device's kernel and the per-step primitives a capture device records agree."""
-    from runtime.ops.recurrent import lstm_layer
-    ops = [a.astype(np.float32) for a in _lstm_operands(4, 3, 5, seed=1)]
-    want = lstm_layer(*[rt.tensor(a) for a in ops], reverse=reverse).numpy()
-    graph = rt.capture(lambda *a: lstm_layer(*a, reverse=reverse), *ops)
-    assert "lstm_layer" not in {op.op for op in graph.operations}
-    np.testing.assert_allclose(graph.run(*ops)[0].numpy(), want, rtol=1e-6, atol=1e-6)
+@pytest.mark.parametrize("name,attrs,operands", [
+    ("rnn_layer", dict(nonlinearity="tanh", reverse=True), _rnn_operands),
+    ("rnn_layer", dict(nonlinearity="relu", reverse=True), _rnn_operands),
+    ("gru_layer", dict(reverse=False), _gru_operands),
+    ("gru_layer", dict(reverse=True), _gru_operands),
+    ("lstm_layer", dict(reverse=False), _lstm_operands),
+    ("lstm_layer", dict(reverse=True), _lstm_operands)])
+def test_layer_kernel_matches_its_decomposition(name, attrs, operands, tmp_path):
+    """The plain device's kernel, the per-step primitives of the op's decomposition, and the
+    ONNX model of a graph holding the op whole agree (every row of the result)."""
+    ops = [a.astype(np.float32) for a in operands(4, 3, 5, seed=1)]
+    want, got, whole = _kernel_and_decomposition(name, ops, attrs)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(whole.run(*ops)[0].numpy(), want)
+    sess = onnx_session(whole, tmp_path / f"{name}.onnx")
+    np.testing.assert_allclose(sess.run(None, {f"input_{k}": a for k, a in enumerate(ops)})[0],
+                               want, rtol=1e-5, atol=1e-5)
 
 
 def test_autodiff_lstm_is_one_op_per_layer_and_direction(monkeypatch):
