@@ -64,7 +64,9 @@ def empty(shape, dtype, index=0):
 
 
 def full(shape, value, dtype, index=0):
-    return fill(np.empty(tuple(shape), dtype=np.dtype(dtype)), value)
+    """A new array of ``value`` (large ones from the caching allocator, as ``empty``: a
+    gradient's zeros, say, fill a reused block instead of faulting fresh pages in)."""
+    return fill(empty(shape, dtype), value)
 
 
 @njit(cache=True)

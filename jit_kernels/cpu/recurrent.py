@@ -133,7 +133,7 @@ def lstm_backward(h0, c0, w, saved, gy, reverse):
     dc = gy[t].copy()
     dhn = np.zeros((n, hs), dt)
     c0 = _c(c0)
-    acts = np.empty((t, 5, n, hs), dt)
+    acts = _pool.empty((t, 5, n, hs), dt)
     _activations(saved[2 * t + 1:].reshape(t, 4, n, hs), saved[t + 1:2 * t + 1], acts)
     order = _order(t, reverse)
     first = order[0]
