@@ -4,15 +4,14 @@ PyTorch state dict loads one to one and gives the same outputs.
 
 They are written with existing ops, so they run on every device.  Per layer and direction the
 input projection of all time steps is one matmul (``x @ W_ih.T + b_ih`` over the whole
-sequence); each step then does one matmul ``h @ W_hh.T + b_hh`` and the gates.  On a plain
-device that step is traced once per signature and compiled by the tracing service (its
-elementwise gate update one generated kernel with ``h`` and ``c`` as outputs).  On autodiff an
-LSTM layer without a projection is one ``lstm_layer`` op per direction, a GRU layer one
-``gru_layer`` and an RNN layer one ``rnn_layer`` (``runtime.ops.recurrent``: one tape node,
-backpropagation through time in its backward op); a projected LSTM is the op chain there.  The
-gradients reach every parameter, the input and the initial state.  On a capture device the
-recurrence is recorded unrolled, which graphs, ``graph.compile`` and ONNX export take as they
-are.
+sequence); the recurrence is then one op, ``lstm_layer``, ``gru_layer`` or ``rnn_layer``
+(``runtime.ops.recurrent``): one kernel call on a plain device (on the cpu set one product and one
+fused cell kernel a step), one tape node on autodiff (backpropagation through time in its
+backward op), one op of a captured graph (its kernel runs when the graph runs; ONNX export
+writes its per-step primitives).  A projected LSTM (``proj_size``) runs step by step: on a
+plain device each step traced once per signature and compiled by the tracing service (its
+gate update one generated kernel), elsewhere the op chain.  The cells run that compiled or
+chained step too.  The gradients reach every parameter, the input and the initial state.
 """
 from __future__ import annotations
 
@@ -295,23 +294,23 @@ class RNNBase(Module):
     def _run(self, x, h, c, params, reverse: bool):
         """One layer in one direction over ``x`` (L, N, in): (outputs (L, N, out), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
-        if self.mode == "LSTM" and w_hr is None and x.device.family == "autodiff":
-            # the whole recurrence as one op: one tape node, backpropagation through time in
-            # its own backward op
-            out = lstm_layer(F.linear(x, w_ih, b_ih), h, c, w_hh, b_hh, reverse)
-            length = x.shape[0]
-            ys = out[:length]
-            return ys, ys[0 if reverse else length - 1], out[length]
-        if self.mode == "GRU" and x.device.family == "autodiff":
-            ys = gru_layer(F.linear(x, w_ih, b_ih), h, w_hh, b_hh, reverse)
-            return ys, ys[0 if reverse else x.shape[0] - 1], None
-        if self.mode.startswith("RNN") and x.device.family == "autodiff":
-            act = "relu" if self.mode == "RNN_RELU" else "tanh"
-            ys = rnn_layer(F.linear(x, w_ih, b_ih), h, w_hh, b_hh, act, reverse)
-            return ys, ys[0 if reverse else x.shape[0] - 1], None
         xg = F.linear(x, w_ih, b_ih)                    # every step's input projection at once
         length = x.shape[0]
-        ys = [None] * length
+        last = 0 if reverse else length - 1
+        if w_hr is None:
+            # the whole recurrence as one op: one kernel call, one tape node, one op of a
+            # captured graph
+            if self.mode == "LSTM":
+                out = lstm_layer(xg, h, c, w_hh, b_hh, reverse)
+                ys = out[:length]
+                return ys, ys[last], out[length]
+            if self.mode == "GRU":
+                ys = gru_layer(xg, h, w_hh, b_hh, reverse)
+            else:
+                act = "relu" if self.mode == "RNN_RELU" else "tanh"
+                ys = rnn_layer(xg, h, w_hh, b_hh, act, reverse)
+            return ys, ys[last], None
+        ys = [None] * length                            # a projected LSTM: step by step
         step = _stepper(self.mode, Meta(xg.shape[1:], xg.dtype), h, c, w_hh, b_hh, w_hr)
         at = _time_slicer(xg)
         for t in (range(length - 1, -1, -1) if reverse else range(length)):
