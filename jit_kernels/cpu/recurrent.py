@@ -3,19 +3,20 @@ cell kernel per step.
 
 ``lstm_forward(xg, b, h0, c0, w, reverse)``: ``xg`` (T, N, 4H) every step's input projection,
 ``b`` (4H,) the hidden bias or None, ``h0``/``c0`` (N, H) the initial state and ``w`` (4H, H)
-the hidden weight (gates i, f, g, o in PyTorch's order).  Per step the product
-``h @ w.T`` (N, 4H), then one kernel that adds the projections and the bias, applies the gates
-and writes ``h``, ``c`` and the pre-activations.  Returns (6T + 1, N, H): the outputs ``h_t``
-by time index, the final cell state, every step's cell state, and every step's
-pre-activations as a gate-major (4, N, H) block.  ``reverse`` runs from the last step to the
-first.
+the hidden weight (gates i, f, g, o in PyTorch's order). Per step the product ``h @ w.T``
+(N, 4H), then one kernel that adds the projections and the bias, applies the gates and writes
+``h``, ``c`` and the gates' values. Returns (6T + 1, N, H): the outputs ``h_t`` by time index,
+the final cell state, every step's cell state, and every step's gate values (sigmoid(i),
+sigmoid(f), tanh(g), sigmoid(o)) as a gate-major (4, N, H) block. ``reverse`` runs from the
+last step to the first.
 
 ``lstm_backward(h0, c0, w, saved, gy, reverse)``: backpropagation through time from
 ``lstm_forward``'s result ``saved`` and the gradient ``gy`` (T + 1, N, H) of its first T + 1
-rows.  Per step one kernel (the gate derivatives from the saved pre-activations, the cell
-state's gradient carried in place) and the product ``ds @ w`` for the previous hidden state.
-Returns (T + 1, N, 4H): the pre-activations' gradient by time index (also the input
-projection's and the biases'), then ``[dh0, dc0, 0, 0]``.
+rows. Per step one kernel (the gate derivatives from the saved gate values and tanh of the cell
+states, computed for every step at once; the cell state's gradient carried in place) and the
+product ``ds @ w`` for the previous hidden state. Returns (T + 1, N, 4H): the pre-activations'
+gradient by time index (also the input projection's and the biases'), then
+``[dh0, dc0, 0, 0]``.
 
 ``gru_forward(xg, b, h0, w, reverse)``: the same for a GRU (``xg`` (T, N, 3H), gates r, z, n;
 ``w`` (3H, H)): per step ``h @ w.T``, then one kernel for the gates and the new state.  Returns
@@ -38,7 +39,7 @@ from jit_kernels.cpu._jit import njit
 
 @njit(cache=True, error_model="numpy")
 def _cell(x, b, g, c, h_out, c_out, s_out):
-    # x, g (N, 4H); b (4H,); c, h_out, c_out (N, H); s_out (4, N, H)
+    # x, g (N, 4H); b (4H,); c, h_out, c_out (N, H); s_out (4, N, H): the gates' values
     n, hs = c.shape
     for r in range(n):
         for j in range(hs):
@@ -46,43 +47,33 @@ def _cell(x, b, g, c, h_out, c_out, s_out):
             sf = (x[r, hs + j] + b[hs + j]) + g[r, hs + j]
             sg = (x[r, 2 * hs + j] + b[2 * hs + j]) + g[r, 2 * hs + j]
             so = (x[r, 3 * hs + j] + b[3 * hs + j]) + g[r, 3 * hs + j]
-            s_out[0, r, j] = si
-            s_out[1, r, j] = sf
-            s_out[2, r, j] = sg
-            s_out[3, r, j] = so
-            cn = sm.sigmoid(sf) * c[r, j] + sm.sigmoid(si) * sm.tanh(sg)
+            gi, gf, gg, go = sm.sigmoid(si), sm.sigmoid(sf), sm.tanh(sg), sm.sigmoid(so)
+            s_out[0, r, j] = gi
+            s_out[1, r, j] = gf
+            s_out[2, r, j] = gg
+            s_out[3, r, j] = go
+            cn = gf * c[r, j] + gi * gg
             c_out[r, j] = cn
-            h_out[r, j] = sm.sigmoid(so) * sm.tanh(cn)
+            h_out[r, j] = go * sm.tanh(cn)
 
 
 @njit(cache=True, error_model="numpy")
-def _activations(s, c, a):
-    # s (T, 4, N, H) the pre-activations, c (T, N, H) the cell states -> a (T, 5, N, H): the
-    # gates i, f, g, o and tanh(c) (every step at once: the per-step kernel is arithmetic only)
-    for t in range(s.shape[0]):
-        for r in range(c.shape[1]):
-            for k in range(4):
-                sv, av = s[t, k, r], a[t, k, r]
-                if k == 2:
-                    for j in range(sv.shape[0]):
-                        av[j] = sm.tanh(sv[j])
-                else:
-                    for j in range(sv.shape[0]):
-                        av[j] = sm.sigmoid(sv[j])
-            cv, av = c[t, r], a[t, 4, r]
-            for j in range(cv.shape[0]):
-                av[j] = sm.tanh(cv[j])
+def _tanh(c, out):
+    # every step's tanh(c_t) at once (the per-step kernel is then arithmetic only)
+    cv, ov = c.reshape(c.size), out.reshape(out.size)
+    for k in range(cv.shape[0]):
+        ov[k] = sm.tanh(cv[k])
 
 
 @njit(cache=True, error_model="numpy")
-def _cell_backward(gy, dhn, a, cp, dc, ds):
-    # gy, dhn (N, H): h_t's gradient from the output and from step t + 1; a (5, N, H) the
-    # step's gates and tanh(c_t); cp (N, H) the cell state before; dc (N, H) in: c_t's
+def _cell_backward(gy, dhn, a, tcs, cp, dc, ds):
+    # gy, dhn (N, H): h_t's gradient from the output and from step t + 1; a (4, N, H) the
+    # step's gates; tcs (N, H) tanh(c_t); cp (N, H) the cell state before; dc (N, H) in: c_t's
     # gradient from later steps, out: c_{t-1}'s; ds (N, 4H) out
     n, hs = cp.shape
     for r in range(n):
         for j in range(hs):
-            i, f, g, o, tc = a[0, r, j], a[1, r, j], a[2, r, j], a[3, r, j], a[4, r, j]
+            i, f, g, o, tc = a[0, r, j], a[1, r, j], a[2, r, j], a[3, r, j], tcs[r, j]
             dh = gy[r, j] + dhn[r, j]
             d = dc[r, j] + dh * (o - o * tc * tc)
             ds[r, j] = d * (g * (i - i * i))
@@ -133,14 +124,15 @@ def lstm_backward(h0, c0, w, saved, gy, reverse):
     dc = gy[t].copy()
     dhn = np.zeros((n, hs), dt)
     c0 = _c(c0)
-    acts = _pool.empty((t, 5, n, hs), dt)
-    _activations(saved[2 * t + 1:].reshape(t, 4, n, hs), saved[t + 1:2 * t + 1], acts)
+    tcs = _pool.empty((t, n, hs), dt)
+    _tanh(saved[t + 1:2 * t + 1], tcs)
+    gates = saved[2 * t + 1:].reshape(t, 4, n, hs)
     order = _order(t, reverse)
     first = order[0]
     for step in reversed(order):
         prev = step + (1 if reverse else -1)
         cp = c0 if step == first else saved[t + 1 + prev]
-        _cell_backward(gy[step], dhn, acts[step], cp, dc, out[step])
+        _cell_backward(gy[step], dhn, gates[step], tcs[step], cp, dc, out[step])
         dhn = mm(out[step], w)
     last = out[t]
     last[:, :hs] = dhn

@@ -1,27 +1,29 @@
 """The recurrence of one recurrent layer in one direction as one op: ``lstm_layer``,
-``gru_layer`` and ``rnn_layer`` (their front end is ``rt.nn.LSTM``/``GRU``/``RNN`` on autodiff
-devices), each with the op of its gradient (``..._backward``).
+``gru_layer`` and ``rnn_layer`` (their front end is ``rt.nn.LSTM``/``GRU``/``RNN``), each with
+the op of its gradient (``..._backward``).
 
 ``lstm_layer(xg, h0, c0, w_hh[, b_hh])``: ``xg`` (T, N, 4H) is every step's input projection
 (``x @ W_ih.T + b_ih``), ``h0``/``c0`` (N, H) the initial state, ``w_hh`` (4H, H) the hidden
 weight and ``b_hh`` (4H,) its bias; gates i, f, g, o in PyTorch's order.  The op's result
 (6T + 1, N, H) holds the outputs ``h_t`` in time order, the final cell state, then what the
-gradient reads: every step's cell state (T rows) and pre-activations (4T rows, each step's
-gate-major (4, N, H) block); the ``lstm_layer`` function returns the first T + 1 rows.
-``reverse`` runs the steps from the last to the first (a bidirectional layer's second
-direction).  ``gru_layer`` and ``rnn_layer`` are described at their records below.
+gradient reads: every step's cell state (T rows) and gate values (4T rows, each step's
+sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) as a gate-major (4, N, H) block); the
+``lstm_layer`` function returns the first T + 1 rows.  ``reverse`` runs the steps from the last
+to the first (a bidirectional layer's second direction).  ``gru_layer`` and ``rnn_layer`` are
+described at their records below.
 
-On a plain device the kernel loops over time calling the kernel set's product and its
-elementwise kernels, gate-major (each gate a contiguous block, so every elementwise call reads
-whole arrays); the tape records one node for the whole layer instead of a dozen per step.  The
-backward op runs backpropagation through time in reverse: the gate derivatives of every step at
-once from what the forward saved, then per step one product for the hidden state's gradient.
-The rule adds the hidden weight's gradient as one product over all steps; the input
-projection's gradient is the pre-activation gradient itself, so ``linear``'s rule gives the
-input and ``W_ih`` theirs as one product each.  Recording devices keep these ops whole, so
-a captured or compiled graph (``rt.compile``'s training steps) runs the layer's kernel; ONNX
-export writes the decomposition (the per-step primitives) in their place.  The backward ops are
-recorded whole too (only gradient rules emit them) and have no ONNX form.
+A kernel set with the ``recurrent`` capability (cpu) runs the LSTM and GRU recurrences itself:
+one product and one fused cell kernel per step, forward and backward.  Elsewhere the kernel
+loops over time calling the kernel set's product and its elementwise kernels, gate-major (each
+gate a contiguous block, so every elementwise call reads whole arrays).  The tape records one
+node for the whole layer instead of a dozen per step.  The backward op runs backpropagation
+through time in reverse: the gate derivatives from what the forward saved, per step one
+product for the hidden state's gradient.  The rule adds the hidden weight's gradient as one
+product over all steps; the input projection's gradient is the pre-activation gradient itself,
+so ``linear``'s rule gives the input and ``W_ih`` theirs as one product each.  Recording devices
+keep these ops whole, so a captured or compiled graph (``rt.compile``'s training steps) runs the
+layer's kernel; ONNX export writes the decomposition (the per-step primitives) in their place.
+The backward ops are recorded whole too (only gradient rules emit them) and have no ONNX form.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from ..kernel_sets import supports
 from .elementwise import add, mul, relu, sigmoid, sub, tanh
 from .index import getitem
 from .linalg import matmul
-from .shape import cat, permute, reshape, transpose, unsqueeze
+from .shape import cat, reshape, transpose, unsqueeze
 
 __all__ = ["lstm_layer", "gru_layer", "rnn_layer"]
 
@@ -142,7 +144,7 @@ def _hidden_weight(ks, w, hs):
 def _kernel_lstm(ks, p, args, attrs, plan, device):
     if supports(ks, "recurrent"):
         return ks.lstm_forward(p[0], p[4] if len(p) == 5 else None, *p[1:4], attrs["reverse"])
-    # gate-major throughout: a step's pre-activations are (4, N, H), so every gate is a
+    # gate-major throughout: a step's pre-activations and gates are (4, N, H), each gate a
     # contiguous block and each elementwise call reads whole arrays
     h, c, w = p[1:4]
     t, n, h4 = args[0].shape
@@ -157,11 +159,13 @@ def _kernel_lstm(ks, p, args, attrs, plan, device):
     gates = (n, hs)
     for step in _order(t, attrs):
         s = ew("add", xs[step], matmul_(expand(reshape_(h, (1, n, hs)), (4, n, hs)), w4))
-        si, sf, sg, so = _unstack(ks, s, gates)
+        sg = _unstack(ks, s, gates)[2]
         gi, gf, _, go = _unstack(ks, ew("sigmoid", s), gates)
-        c = ew("add", ew("mul", gf, c), ew("mul", gi, ew("tanh", sg)))
+        gg = ew("tanh", sg)
+        c = ew("add", ew("mul", gf, c), ew("mul", gi, gg))
         h = ew("mul", go, ew("tanh", c))
-        ys[step], cs[step], ss[step] = reshape_(h, (1, n, hs)), reshape_(c, (1, n, hs)), s
+        ys[step], cs[step] = reshape_(h, (1, n, hs)), reshape_(c, (1, n, hs))
+        ss[step] = ks.cat([reshape_(a, (1, n, hs)) for a in (gi, gf, gg, go)], 0)
     return ks.cat(ys + [cs[_order(t, attrs)[-1]]] + cs + ss, 0)
 
 
@@ -176,10 +180,11 @@ def _decompose_lstm(args, attrs):
     for step in _order(t, attrs):
         s = add(getitem(xg, (step,)), matmul(h, wt))
         i, f, g, o = (getitem(s, (_ALL, slice(k * hs, (k + 1) * hs))) for k in range(4))
-        c = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)))
-        h = mul(sigmoid(o), tanh(c))
+        gi, gf, gg, go = sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)
+        c = add(mul(gf, c), mul(gi, gg))
+        h = mul(go, tanh(c))
         ys[step], cs[step] = unsqueeze(h, 0), unsqueeze(c, 0)
-        ss[step] = permute(reshape(s, (n, 4, hs)), (1, 0, 2))     # gate-major, as the kernel
+        ss[step] = cat([unsqueeze(a, 0) for a in (gi, gf, gg, go)], 0)    # gate-major
     return cat(ys + [cs[_order(t, attrs)[-1]]] + cs + ss, 0)
 
 
@@ -246,11 +251,10 @@ def _kernel_lstm_backward(ks, p, args, attrs, plan, device):
     def gate(a, k):                     # gate k of a (T, 4, N, H) array, a view
         return index(a, (slice(0, t, 1), k))
 
-    # what the forward saved: the cell states (T, N, H), pre-activations (T, 4, N, H)
+    # what the forward saved: the cell states (T, N, H), the gate values (T, 4, N, H)
     cs = index(ws, (slice(t + 1, 2 * t + 1, 1),))
-    sig = ks.unary("sigmoid", reshape_(index(ws, (slice(2 * t + 1, rows, 1),)), (t, 4, n, hs)), dt)
-    tg = ks.unary("tanh", gate(reshape_(index(ws, (slice(2 * t + 1, rows, 1),)), (t, 4, n, hs)),
-                               2), dt)
+    sig = reshape_(index(ws, (slice(2 * t + 1, rows, 1),)), (t, 4, n, hs))
+    tg = gate(sig, 2)                   # tanh(g); gates 0, 1, 3 are sigmoids
     tc = ks.unary("tanh", cs, dt)
     i, o = gate(sig, 0), gate(sig, 3)
     dsig = ew("sub", sig, ew("mul", sig, sig))           # sigmoid' = s - s^2
