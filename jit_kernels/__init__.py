@@ -299,9 +299,10 @@ CAPABILITIES = {
     # batch element (-1: none) instead of raising (see ``jit_kernels.cpu.linalg``)
     "linalg": ("linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_cholesky",
                "linalg_qr", "linalg_eigh", "linalg_svd"),
-    # an LSTM or GRU layer's recurrence and its backpropagation through time, in the layout
-    # of the ``lstm_layer`` and ``gru_layer`` ops (see ``jit_kernels.cpu.recurrent``)
-    "recurrent": ("lstm_forward", "lstm_backward", "gru_forward", "gru_backward"),
+    # a recurrent layer's recurrence and its backpropagation through time, in the layout of
+    # the ``lstm_layer``, ``gru_layer`` and ``rnn_layer`` ops (``jit_kernels.cpu.recurrent``)
+    "recurrent": ("lstm_forward", "lstm_backward", "gru_forward", "gru_backward",
+                  "rnn_forward", "rnn_backward"),
 }
 
 

@@ -199,6 +199,12 @@ class CpuKernels:
     def gru_backward(self, h0, w, saved, gy, reverse):
         return _recurrent.gru_backward(h0, w, saved, gy, reverse)
 
+    def rnn_forward(self, xg, b, h0, w, relu, reverse):
+        return _recurrent.rnn_forward(xg, b, h0, w, relu, reverse)
+
+    def rnn_backward(self, h0, w, ys, gy, relu, reverse):
+        return _recurrent.rnn_backward(h0, w, ys, gy, relu, reverse)
+
     # -- convolution
     def im2col(self, x, kernel, stride, padding, dilation, grid):
         return _conv.im2col(x, kernel, stride, padding, dilation, grid)

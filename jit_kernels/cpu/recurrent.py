@@ -1,5 +1,5 @@
-"""The recurrences of LSTM and GRU layers (cpu set): the time loop, one product and one fused
-cell kernel per step.
+"""The recurrences of LSTM, GRU and Elman RNN layers (cpu set): the time loop, one product and
+one fused cell kernel per step.
 
 ``lstm_forward(xg, b, h0, c0, w, reverse)``: ``xg`` (T, N, 4H) every step's input projection,
 ``b`` (4H,) the hidden bias or None, ``h0``/``c0`` (N, H) the initial state and ``w`` (4H, H)
@@ -24,6 +24,10 @@ gradient by time index (also the input projection's and the biases'), then
 (r, z, n, W_hn h + b_hn).  ``gru_backward(h0, w, saved, gy, reverse)`` returns (2T + 1, N, 3H):
 the input projection's gradient by time index, the hidden projection's (its ``n`` part reads
 through ``r``), then ``[dh0, 0, 0]``.
+
+``rnn_forward(xg, b, h0, w, relu, reverse)`` (``xg`` (T, N, H), ``w`` (H, H); tanh, or relu
+when ``relu``) returns the outputs (T, N, H); ``rnn_backward(h0, w, ys, gy, relu, reverse)``
+returns (T + 1, N, H): the pre-activations' gradient by time index, then ``dh0``.
 
 The cell kernels are serial: a step is N * H elements (a few thousand), where a parallel
 region's start costs about as much as the work; the products are the cost and run parallel.
@@ -227,4 +231,64 @@ def gru_backward(h0, w, saved, gy, reverse):
     last = out[2 * t]
     last[:, :hs] = carry + g
     last[:, hs:] = 0
+    return out
+
+
+# --------------------------------------------------------------------------- Elman RNN
+@njit(cache=True, error_model="numpy")
+def _rnn_cell(x, b, g, h_out, relu, zero):
+    # h_out = act((x + b) + g): x, g, h_out (N, H), b (H,); relu keeps NaN as the relu kernel
+    n, hs = h_out.shape
+    for r in range(n):
+        for j in range(hs):
+            v = (x[r, j] + b[j]) + g[r, j]
+            if relu:
+                h_out[r, j] = zero if v < zero else v
+            else:
+                h_out[r, j] = sm.tanh(v)
+
+
+@njit(cache=True, error_model="numpy")
+def _rnn_cell_backward(gy, dhn, y, ds, relu, one, zero):
+    # ds = (gy + dhn) * act'(y), act' read from the output y: 1 - y^2, or sign(y) for relu
+    n, hs = y.shape
+    for r in range(n):
+        for j in range(hs):
+            v = y[r, j]
+            if relu:
+                d = one if v > zero else (zero if v == zero else v)
+            else:
+                d = one - v * v
+            ds[r, j] = (gy[r, j] + dhn[r, j]) * d
+
+
+def rnn_forward(xg, b, h0, w, relu, reverse):
+    from jit_kernels.cpu import _matmul_fn, shape
+    t, n, hs = xg.shape
+    dt = xg.dtype
+    out = _pool.empty((t, n, hs), dt)
+    x = _c(xg)
+    b = np.zeros(hs, dt) if b is None else _c(b)
+    wt = shape.copy(w.T)
+    mm = _matmul_fn(n, hs, hs, dt)
+    h, zero = h0, dt.type(0)
+    for step in _order(t, reverse):
+        _rnn_cell(x[step], b, mm(h, wt), out[step], relu, zero)
+        h = out[step]
+    return out
+
+
+def rnn_backward(h0, w, ys, gy, relu, reverse):
+    from jit_kernels.cpu import _matmul_fn
+    t, n, hs = ys.shape
+    dt = ys.dtype
+    out = _pool.empty((t + 1, n, hs), dt)
+    ys, gy, w = _c(ys), _c(gy), _c(w)
+    mm = _matmul_fn(n, hs, hs, dt)
+    dhn = np.zeros((n, hs), dt)
+    one, zero = dt.type(1), dt.type(0)
+    for step in reversed(_order(t, reverse)):
+        _rnn_cell_backward(gy[step], dhn, ys[step], out[step], relu, one, zero)
+        dhn = mm(out[step], w)
+    out[t] = dhn
     return out

@@ -12,7 +12,7 @@ sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) as a gate-major (4, N, H) block); th
 to the first (a bidirectional layer's second direction).  ``gru_layer`` and ``rnn_layer`` are
 described at their records below.
 
-A kernel set with the ``recurrent`` capability (cpu) runs the LSTM and GRU recurrences itself:
+A kernel set with the ``recurrent`` capability (cpu) runs the recurrences itself:
 one product and one fused cell kernel per step, forward and backward.  Elsewhere the kernel
 loops over time calling the kernel set's product and its elementwise kernels, gate-major (each
 gate a contiguous block, so every elementwise call reads whole arrays).  The tape records one
@@ -507,6 +507,9 @@ def _infer_rnn(args, attrs):
 
 
 def _kernel_rnn(ks, p, args, attrs, plan, device):
+    if supports(ks, "recurrent"):
+        return ks.rnn_forward(p[0], p[3] if len(p) == 4 else None, p[1], p[2],
+                              attrs["nonlinearity"] == "relu", attrs["reverse"])
     h, w = p[1], p[2]
     t, n, hs = args[0].shape
     dt = plan.dtype.np
@@ -564,6 +567,8 @@ def _infer_rnn_backward(args, attrs):
 
 
 def _kernel_rnn_backward(ks, p, args, attrs, plan, device):
+    if supports(ks, "recurrent"):
+        return ks.rnn_backward(*p, attrs["nonlinearity"] == "relu", attrs["reverse"])
     h0, w, ys, gy = p
     t, n, hs = args[2].shape
     dt = plan.dtype.np

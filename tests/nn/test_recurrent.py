@@ -663,3 +663,31 @@ def test_gru_kernels_match_the_generic_path(reverse, dtype, bias):
     np.testing.assert_allclose(_kernel_gru_backward(ks, bops, bargs, attrs, bplan, None),
                                _kernel_gru_backward(generic, bops, bargs, attrs, bplan, None),
                                **tol)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("act", ["tanh", "relu"])
+@pytest.mark.parametrize("dtype,bias", [(rt.float32, True), (rt.float64, False)])
+def test_rnn_kernels_match_the_generic_path(reverse, act, dtype, bias):
+    """The cpu set's Elman recurrence and its backward against the generic path."""
+    from jit_kernels import kernel_set_for
+    from runtime.core.registry import Meta, Plan
+    from runtime.ops.recurrent import _kernel_rnn, _kernel_rnn_backward
+    ks = kernel_set_for("cpu")
+    generic = _Without(ks, "recurrent")
+    t, n, h = 6, 3, 5
+    ops = [a.astype(NP[dtype]) for a in _rnn_operands(t, n, h, seed=4)][:4 if bias else 3]
+    ops[1] = np.asfortranarray(ops[1])
+    args = [Meta(a.shape, dtype) for a in ops]
+    attrs = {"reverse": reverse, "nonlinearity": act}
+    plan = Plan((t, n, h), dtype, dtype)
+    tol = TOL[dtype]
+    fast = np.array(_kernel_rnn(ks, ops, args, attrs, plan, None))
+    np.testing.assert_allclose(fast, _kernel_rnn(generic, ops, args, attrs, plan, None), **tol)
+    gy = RNG.normal(size=(t, n, h)).astype(NP[dtype])
+    bops = [ops[1], ops[2], fast, gy]
+    bargs = [Meta(a.shape, dtype) for a in bops]
+    bplan = Plan((t + 1, n, h), dtype, dtype)
+    np.testing.assert_allclose(_kernel_rnn_backward(ks, bops, bargs, attrs, bplan, None),
+                               _kernel_rnn_backward(generic, bops, bargs, attrs, bplan, None),
+                               **tol)
