@@ -241,7 +241,7 @@ class _Builder:
         self.g = sub
         self.names = {tid: outer[1][t.id] for tid, t in zip(sub.inputs, tensors)}
         try:
-            self._emit_all(lambda tid: self.fresh("const_"))
+            self._emit_all(lambda tid: self.fresh("inlined_const_"))
             return self.names[sub.outputs[0]]
         finally:
             self.g, self.names = outer
