@@ -604,90 +604,50 @@ class _Without:
         return getattr(self._ks, name)
 
 
+# per layer op: its operands, the hidden weight's gate count, its attrs beyond ``reverse``,
+# its result's rows, the gradient's rows, the backward op's result rows (for T steps) and
+# how many state operands (h0[, c0]) lead the backward op's operands
+_GENERIC = {
+    "lstm_layer": (_lstm_operands, 4, {}, lambda t: 6 * t + 1, lambda t: t + 1, lambda t: t + 1, 2),
+    "gru_layer": (_gru_operands, 3, {}, lambda t: 5 * t, lambda t: t, lambda t: 2 * t + 1, 1),
+    "rnn_layer": (_rnn_operands, 1, {"nonlinearity": "tanh"}, lambda t: t, lambda t: t,
+                  lambda t: t + 1, 1),
+    "rnn_layer relu": (_rnn_operands, 1, {"nonlinearity": "relu"}, lambda t: t, lambda t: t,
+                       lambda t: t + 1, 1),
+}
+
+
+@pytest.mark.parametrize("layer", sorted(_GENERIC))
 @pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("dtype", [rt.float32, rt.float64])
-@pytest.mark.parametrize("bias", [True, False])
-def test_lstm_kernels_match_the_generic_path(reverse, dtype, bias):
-    """The cpu set's LSTM recurrence (one product and one fused cell a step) gives the op's
-    whole result (outputs, final cell, the saved cell states and gate-major pre-activations)
-    and its backward as the generic path built from the set's elementwise kernels does (the
-    path of a set without the capability); also from a strided initial state."""
+@pytest.mark.parametrize("dtype,bias", [(rt.float32, True), (rt.float32, False),
+                                        (rt.float64, True)])
+def test_layer_kernels_match_the_generic_path(layer, reverse, dtype, bias):
+    """The cpu set's recurrences (one product and one fused cell kernel a step) give the op's
+    whole result (the outputs and every saved row) and its backward as the generic path built
+    from the set's product and elementwise kernels does (the path of a set without the
+    capability); from a strided initial state."""
     from jit_kernels import kernel_set_for
     from runtime.core.registry import Meta, Plan
-    from runtime.ops.recurrent import _kernel_lstm, _kernel_lstm_backward
+    from runtime.ops.catalogue import CATALOGUE
+    operands, gates, extra, rows, grad_rows, back_rows, states = _GENERIC[layer]
+    name = layer.split()[0]
     ks = kernel_set_for("cpu")
     generic = _Without(ks, "recurrent")
     t, n, h = 6, 3, 5
-    ops = [a.astype(NP[dtype]) for a in _lstm_operands(t, n, h, seed=2)][:5 if bias else 4]
-    ops[1] = np.asfortranarray(ops[1])                       # a strided h0
-    args = [Meta(a.shape, dtype) for a in ops]
-    attrs = {"reverse": reverse}
-    plan = Plan((6 * t + 1, n, h), dtype, dtype)
-    tol = TOL[dtype]
-    fast = np.array(_kernel_lstm(ks, ops, args, attrs, plan, None))
-    slow = np.array(_kernel_lstm(generic, ops, args, attrs, plan, None))
-    np.testing.assert_allclose(fast, slow, **tol)
-    gy = RNG.normal(size=(t + 1, n, h)).astype(NP[dtype])
-    bops = [ops[1], ops[2], ops[3], fast, gy]
-    bargs = [Meta(a.shape, dtype) for a in bops]
-    bplan = Plan((t + 1, n, 4 * h), dtype, dtype)
-    np.testing.assert_allclose(_kernel_lstm_backward(ks, bops, bargs, attrs, bplan, None),
-                               _kernel_lstm_backward(generic, bops, bargs, attrs, bplan, None),
-                               **tol)
-
-
-@pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("dtype", [rt.float32, rt.float64])
-@pytest.mark.parametrize("bias", [True, False])
-def test_gru_kernels_match_the_generic_path(reverse, dtype, bias):
-    """As for the LSTM: the cpu set's GRU recurrence and its backward against the generic
-    path, the whole result (outputs and the saved r, z, n, hn) and every gradient row."""
-    from jit_kernels import kernel_set_for
-    from runtime.core.registry import Meta, Plan
-    from runtime.ops.recurrent import _kernel_gru, _kernel_gru_backward
-    ks = kernel_set_for("cpu")
-    generic = _Without(ks, "recurrent")
-    t, n, h = 6, 3, 5
-    ops = [a.astype(NP[dtype]) for a in _gru_operands(t, n, h, seed=3)][:4 if bias else 3]
-    ops[1] = np.asfortranarray(ops[1])                       # a strided h0
-    args = [Meta(a.shape, dtype) for a in ops]
-    attrs = {"reverse": reverse}
-    plan = Plan((5 * t, n, h), dtype, dtype)
-    tol = TOL[dtype]
-    fast = np.array(_kernel_gru(ks, ops, args, attrs, plan, None))
-    np.testing.assert_allclose(fast, _kernel_gru(generic, ops, args, attrs, plan, None), **tol)
-    gy = RNG.normal(size=(t, n, h)).astype(NP[dtype])
-    bops = [ops[1], ops[2], fast, gy]
-    bargs = [Meta(a.shape, dtype) for a in bops]
-    bplan = Plan((2 * t + 1, n, 3 * h), dtype, dtype)
-    np.testing.assert_allclose(_kernel_gru_backward(ks, bops, bargs, attrs, bplan, None),
-                               _kernel_gru_backward(generic, bops, bargs, attrs, bplan, None),
-                               **tol)
-
-
-@pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("act", ["tanh", "relu"])
-@pytest.mark.parametrize("dtype,bias", [(rt.float32, True), (rt.float64, False)])
-def test_rnn_kernels_match_the_generic_path(reverse, act, dtype, bias):
-    """The cpu set's Elman recurrence and its backward against the generic path."""
-    from jit_kernels import kernel_set_for
-    from runtime.core.registry import Meta, Plan
-    from runtime.ops.recurrent import _kernel_rnn, _kernel_rnn_backward
-    ks = kernel_set_for("cpu")
-    generic = _Without(ks, "recurrent")
-    t, n, h = 6, 3, 5
-    ops = [a.astype(NP[dtype]) for a in _rnn_operands(t, n, h, seed=4)][:4 if bias else 3]
+    ops = [a.astype(NP[dtype]) for a in operands(t, n, h, seed=2)]
+    ops = ops if bias else ops[:-1]
     ops[1] = np.asfortranarray(ops[1])
-    args = [Meta(a.shape, dtype) for a in ops]
-    attrs = {"reverse": reverse, "nonlinearity": act}
-    plan = Plan((t, n, h), dtype, dtype)
+    attrs = dict(extra, reverse=reverse)
     tol = TOL[dtype]
-    fast = np.array(_kernel_rnn(ks, ops, args, attrs, plan, None))
-    np.testing.assert_allclose(fast, _kernel_rnn(generic, ops, args, attrs, plan, None), **tol)
-    gy = RNG.normal(size=(t, n, h)).astype(NP[dtype])
-    bops = [ops[1], ops[2], fast, gy]
-    bargs = [Meta(a.shape, dtype) for a in bops]
-    bplan = Plan((t + 1, n, h), dtype, dtype)
-    np.testing.assert_allclose(_kernel_rnn_backward(ks, bops, bargs, attrs, bplan, None),
-                               _kernel_rnn_backward(generic, bops, bargs, attrs, bplan, None),
-                               **tol)
+
+    def both(op, operands, shape):
+        args = [Meta(a.shape, dtype) for a in operands]
+        plan = Plan(shape, dtype, dtype)
+        return [np.array(CATALOGUE[op].kernel(k, operands, args, attrs, plan, None))
+                for k in (ks, generic)]
+    fast, slow = both(name, ops, (rows(t), n, h))
+    np.testing.assert_allclose(fast, slow, **tol)
+    gy = RNG.normal(size=(grad_rows(t), n, h)).astype(NP[dtype])
+    back = ops[1:1 + states] + [ops[1 + states], fast, gy]
+    fast, slow = both(name + "_backward", back, (back_rows(t), n, gates * h))
+    np.testing.assert_allclose(fast, slow, **tol)
