@@ -31,7 +31,8 @@ returns (T + 1, N, H): the pre-activations' gradient by time index, then ``dh0``
 
 The cell kernels are serial: a step is N * H elements (a few thousand), where a parallel
 region's start costs about as much as the work; the products are the cost and run parallel.
-Both kernels take C-contiguous arrays (one specialisation per float dtype).
+They take C-contiguous arrays (one specialisation per float dtype): operands that are not are
+copied once per call.
 """
 from __future__ import annotations
 
@@ -122,8 +123,7 @@ def lstm_backward(h0, c0, w, saved, gy, reverse):
     t = (rows - 1) // 6
     dt = saved.dtype
     out = _pool.empty((t + 1, n, 4 * hs), dt)
-    gy = _c(gy)
-    w = _c(w)
+    saved, gy, w = _c(saved), _c(gy), _c(w)
     mm = _matmul_fn(n, 4 * hs, hs, dt)
     dc = gy[t].copy()
     dhn = np.zeros((n, hs), dt)
@@ -213,8 +213,7 @@ def gru_backward(h0, w, saved, gy, reverse):
     t = rows // 5
     dt = saved.dtype
     out = _pool.empty((2 * t + 1, n, 3 * hs), dt)
-    gy = _c(gy)
-    w = _c(w)
+    saved, gy, w = _c(saved), _c(gy), _c(w)
     mm = _matmul_fn(n, 3 * hs, hs, dt)
     carry = np.zeros((n, hs), dt)
     g = np.zeros((n, hs), dt)

@@ -625,7 +625,7 @@ def test_layer_kernels_match_the_generic_path(layer, reverse, dtype, bias):
     """The cpu set's recurrences (one product and one fused cell kernel a step) give the op's
     whole result (the outputs and every saved row) and its backward as the generic path built
     from the set's product and elementwise kernels does (the path of a set without the
-    capability); from a strided initial state."""
+    capability); from a strided initial state and a strided saved result."""
     from jit_kernels import kernel_set_for
     from runtime.core.registry import Meta, Plan
     from runtime.ops.catalogue import CATALOGUE
@@ -648,6 +648,6 @@ def test_layer_kernels_match_the_generic_path(layer, reverse, dtype, bias):
     fast, slow = both(name, ops, (rows(t), n, h))
     np.testing.assert_allclose(fast, slow, **tol)
     gy = RNG.normal(size=(grad_rows(t), n, h)).astype(NP[dtype])
-    back = ops[1:1 + states] + [ops[1 + states], fast, gy]
+    back = ops[1:1 + states] + [ops[1 + states], np.asfortranarray(fast), gy]   # strided too
     fast, slow = both(name + "_backward", back, (back_rows(t), n, gates * h))
     np.testing.assert_allclose(fast, slow, **tol)
