@@ -28,25 +28,6 @@ from jit_kernels.cpu import pool as _pooling
 from jit_kernels.cpu import winograd as _winograd
 
 
-def _matmul_fn(m, k, n, dt):
-    """``CpuKernels.matmul_fn``: a tiny product (``matmul``'s own test, a result below the
-    pool's size) calls ``matmul``'s small kernel straight away, on the same views into an
-    array of the same shape; any other goes through ``matmul``."""
-    if m * n * k < _matmul.GEMM_MIN and m * n and m * n * dt.itemsize < _pool.POOL_MIN_BYTES:
-        small, empty, shape = _matmul._mm_small, np.empty, (1, m, n)
-
-        def mm_small(a, b):
-            out = empty(shape, dt)
-            small(a[None], b[None], out)
-            return out[0]
-        return mm_small
-    mm = _matmul.matmul
-
-    def mm_any(a, b):
-        return mm(a[None], b[None])[0]
-    return mm_any
-
-
 class CpuKernels:
     """Kernel set for device kind ``"cpu"``; payloads are NumPy arrays."""
 
@@ -159,7 +140,7 @@ class CpuKernels:
         """A prepared ``matmul`` of an (m, k) by a (k, n) matrix of ``dtype`` (any strides),
         giving the (m, n) product: ``matmul`` on their (1, m, k) and (1, k, n) views, decided
         once (the runtime's small-op fast path caches it per shape)."""
-        return _matmul_fn(m, k, n, np.dtype(dtype))
+        return _matmul.prepared(m, k, n, np.dtype(dtype))
 
     # dense factorisations and solves: NumPy's LAPACK (see ``jit_kernels.cpu.linalg``)
     def linalg_inv(self, a):

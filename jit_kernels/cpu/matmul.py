@@ -358,6 +358,25 @@ def matmul(a, b):
     return out
 
 
+def prepared(m, k, n, dt):
+    """``mm(a, b)``: the (m, n) product of an (m, k) and a (k, n) matrix of dtype ``dt`` (any
+    strides), decided once (``CpuKernels.matmul_fn``).  A tiny product (``matmul``'s own test,
+    a result below the pool's size) calls the small kernel straight away, on the same views
+    into an array of the same shape; any other goes through ``matmul``."""
+    if m * n * k < GEMM_MIN and m * n and m * n * dt.itemsize < _pool.POOL_MIN_BYTES:
+        small, empty, shape = _mm_small, np.empty, (1, m, n)
+
+        def mm_small(a, b):
+            out = empty(shape, dt)
+            small(a[None], b[None], out)
+            return out[0]
+        return mm_small
+
+    def mm_any(a, b):
+        return matmul(a[None], b[None])[0]
+    return mm_any
+
+
 def _plan_gemm(dt, Bo, M, N, K):
     """(driver, ngroups): serial below GEMM_PAR_MIN multiply-adds; parallel over batch elements
     for batched small matrices; else over row panels (and column slivers)."""

@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from jit_kernels.cpu import _pool, scalar_math as sm
+from jit_kernels.cpu import _pool, scalar_math as sm, shape
 from jit_kernels.cpu._jit import njit
+from jit_kernels.cpu.matmul import prepared
 
 
 @njit(cache=True, error_model="numpy")
@@ -97,7 +98,6 @@ def _order(t, reverse):
 
 
 def lstm_forward(xg, b, h0, c0, w, reverse):
-    from jit_kernels.cpu import _matmul_fn, shape
     t, n, h4 = xg.shape
     hs = h4 // 4
     dt = xg.dtype
@@ -105,7 +105,7 @@ def lstm_forward(xg, b, h0, c0, w, reverse):
     x = _c(xg)
     b = np.zeros(h4, dt) if b is None else _c(b)
     wt = shape.copy(w.T)                            # (H, 4H): read once per step
-    mm = _matmul_fn(n, hs, h4, dt)
+    mm = prepared(n, hs, h4, dt)
     h, c = h0, _c(c0)
     order = _order(t, reverse)
     for step in order:
@@ -118,13 +118,12 @@ def lstm_forward(xg, b, h0, c0, w, reverse):
 
 
 def lstm_backward(h0, c0, w, saved, gy, reverse):
-    from jit_kernels.cpu import _matmul_fn
     rows, n, hs = saved.shape
     t = (rows - 1) // 6
     dt = saved.dtype
     out = _pool.empty((t + 1, n, 4 * hs), dt)
     saved, gy, w = _c(saved), _c(gy), _c(w)
-    mm = _matmul_fn(n, 4 * hs, hs, dt)
+    mm = prepared(n, 4 * hs, hs, dt)
     dc = gy[t].copy()
     dhn = np.zeros((n, hs), dt)
     c0 = _c(c0)
@@ -190,7 +189,6 @@ def _gru_cell_backward(gy, carry, g, s, hp, dx, dh, one):
 
 
 def gru_forward(xg, b, h0, w, reverse):
-    from jit_kernels.cpu import _matmul_fn, shape
     t, n, h3 = xg.shape
     hs = h3 // 3
     dt = xg.dtype
@@ -198,7 +196,7 @@ def gru_forward(xg, b, h0, w, reverse):
     x = _c(xg)
     b = np.zeros(h3, dt) if b is None else _c(b)
     wt = shape.copy(w.T)                            # (H, 3H)
-    mm = _matmul_fn(n, hs, h3, dt)
+    mm = prepared(n, hs, h3, dt)
     h = _c(h0)
     for step in _order(t, reverse):
         base = t + 4 * step
@@ -208,13 +206,12 @@ def gru_forward(xg, b, h0, w, reverse):
 
 
 def gru_backward(h0, w, saved, gy, reverse):
-    from jit_kernels.cpu import _matmul_fn
     rows, n, hs = saved.shape
     t = rows // 5
     dt = saved.dtype
     out = _pool.empty((2 * t + 1, n, 3 * hs), dt)
     saved, gy, w = _c(saved), _c(gy), _c(w)
-    mm = _matmul_fn(n, 3 * hs, hs, dt)
+    mm = prepared(n, 3 * hs, hs, dt)
     carry = np.zeros((n, hs), dt)
     g = np.zeros((n, hs), dt)
     one = dt.type(1)
@@ -262,14 +259,13 @@ def _rnn_cell_backward(gy, dhn, y, ds, relu, one, zero):
 
 
 def rnn_forward(xg, b, h0, w, relu, reverse):
-    from jit_kernels.cpu import _matmul_fn, shape
     t, n, hs = xg.shape
     dt = xg.dtype
     out = _pool.empty((t, n, hs), dt)
     x = _c(xg)
     b = np.zeros(hs, dt) if b is None else _c(b)
     wt = shape.copy(w.T)
-    mm = _matmul_fn(n, hs, hs, dt)
+    mm = prepared(n, hs, hs, dt)
     h, zero = h0, dt.type(0)
     for step in _order(t, reverse):
         _rnn_cell(x[step], b, mm(h, wt), out[step], relu, zero)
@@ -278,12 +274,11 @@ def rnn_forward(xg, b, h0, w, relu, reverse):
 
 
 def rnn_backward(h0, w, ys, gy, relu, reverse):
-    from jit_kernels.cpu import _matmul_fn
     t, n, hs = ys.shape
     dt = ys.dtype
     out = _pool.empty((t + 1, n, hs), dt)
     ys, gy, w = _c(ys), _c(gy), _c(w)
-    mm = _matmul_fn(n, hs, hs, dt)
+    mm = prepared(n, hs, hs, dt)
     dhn = np.zeros((n, hs), dt)
     one, zero = dt.type(1), dt.type(0)
     for step in reversed(_order(t, reverse)):
