@@ -283,17 +283,21 @@ def gemm_batch(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero):
 
 
 @njit(cache=True, error_model='numpy', nogil=True, parallel=True)
-def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, ngroups):
+def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, ngroups, Bk, pk):
     """Per batch element, per (NC, KC) block: B packed by prange over NR slivers, then a prange
     over tasks (row panel of MC rows) x (``ngroups`` groups of column slivers); each task packs
     its own A panel (a panel is packed ``ngroups`` times: use ngroups > 1 only when M has too
-    few panels to keep the threads busy)."""
+    few panels to keep the threads busy).  ``pk`` (one B: ``sbb`` 0 or B 1): 0 packs each
+    block into scratch; 1 packs every block into ``Bk`` (``packed_size(K, N)`` elements, the
+    (jc, pc) block at ``jc * K + pc * njr * NR``) and 2 reads them from there, as packed by
+    an earlier call with pk 1 (``b`` is not read): a caller multiplying many A by one B
+    packs it once.  The packed values, and so the sums, are the same either way."""
     nic = (M + MC - 1) // MC
     kmax = min(K, KC)
     ncmax = min(N, NC)
     ntask = nic * ngroups
     Ap = np.empty(ntask * MC * kmax, c.dtype)
-    Bp = np.empty(((ncmax + NR - 1) // NR) * NR * kmax, c.dtype)
+    Bp = np.empty(((ncmax + NR - 1) // NR) * NR * kmax if pk == 0 else 0, c.dtype)
     T = np.empty(ntask * MR * NR, c.dtype)
     for bi in range(B):
         abase = ao + bi * sab
@@ -304,14 +308,17 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
             njr = (nc + NR - 1) // NR
             for pc in range(0, K, KC):
                 kc = min(KC, K - pc)
-                if sbn == 1:
+                D = Bp if pk == 0 else Bk[jc * K + pc * njr * NR:]
+                if pk == 2:
+                    pass
+                elif sbn == 1:
                     nkq = min(kc, 2 * ntask)
                     for kq in prange(nkq):
-                        pack_b_rows(b, bbase + pc * sbk + jc, sbk, kc, nc, Bp,
+                        pack_b_rows(b, bbase + pc * sbk + jc, sbk, kc, nc, D,
                                     (kc * kq) // nkq, (kc * (kq + 1)) // nkq)
                 else:
                     for jr in prange(njr):
-                        pack_b(b, bbase + pc * sbk + jc * sbn, sbk, sbn, kc, nc, Bp, jr)
+                        pack_b(b, bbase + pc * sbk + jc * sbn, sbk, sbn, kc, nc, D, jr)
                 for t in prange(ntask):
                     ic = t // ngroups
                     g = t - ic * ngroups
@@ -322,7 +329,7 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
                     if jr1 > jr0:
                         pack_a(a, abase + i0 * sam + pc * sak, sam, sak, mc, kc, Ap,
                                t * MC * kmax)
-                        macro(Ap, t * MC * kmax, Bp, mc, nc, kc, c, cbase + i0 * N + jc, N,
+                        macro(Ap, t * MC * kmax, D, mc, nc, kc, c, cbase + i0 * N + jc, N,
                               pc == 0, zero, T[t * MR * NR:(t + 1) * MR * NR], jr0, jr1)
 
 

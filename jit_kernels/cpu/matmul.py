@@ -152,7 +152,9 @@ def _signature(dtype, name):
     if name.startswith("wino_fwd"):  # u, x, y, bias, hasb, pool, 10 ints (shapes, pads, grid, ntask), zero
         return (A, A, A, A, numba.boolean, numba.boolean) + (i,) * 10 + (T,)
     sig = (A, i, i, i, i, A, i, i, i, i, A, i, i, i, i, T)
-    return sig + (i,) if name in ("gemm_rows", "gemm_narrow_par") else sig
+    if name == "gemm_rows":         # + ngroups, the packed B and its mode (``_gemm``)
+        return sig + (i, A, i)
+    return sig + (i,) if name == "gemm_narrow_par" else sig
 
 
 def _types(dtype):
@@ -377,6 +379,39 @@ def prepared(m, k, n, dt):
     return mm_any
 
 
+def prepared_rhs(m, b):
+    """``mm(a)``: the (m, n) product of an (m, k) matrix and the (k, n) matrix ``b``, which
+    must not change while ``mm`` is in use (a recurrence's weights over its time steps).  A
+    product for the parallel packed gemm packs ``b`` on the first call that runs it and
+    reads the packed form afterwards (the same sums: the same bits as ``matmul``); any other
+    is ``prepared``'s."""
+    k, n = b.shape
+    dt = b.dtype
+    mm = prepared(m, k, n, dt)
+
+    def mm_b(a):
+        return mm(a, b)
+    if (dt not in GEMM_DTYPES or m < 4 or m * n * k < GEMM_PAR_MIN
+            or n <= gemm_config(dt)[1] // 2 and k <= KC):
+        return mm_b
+    driver, ngroups = _plan_gemm(dt, 1, m, n, k)
+    if driver != "gemm_rows":
+        return mm_b
+    Bk = np.empty(packed_size(dt, k, n), dt)
+    b3 = b[None]
+    state = [1]                           # gemm_rows' pk: 1 packs Bk, then 2 reads it
+
+    def mm_packed(a):
+        mod = _gemm_now(dt, driver)
+        if mod is None:                   # (building in the background)
+            return mm(a, b)
+        out = _pool.empty((1, m, n), dt)
+        _gemm(mod.gemm_rows, ngroups, a[None], b3, out, 1, m, n, k, Bk, state[0])
+        state[0] = 2
+        return out[0]
+    return mm_packed
+
+
 def _plan_gemm(dt, Bo, M, N, K):
     """(driver, ngroups): serial below GEMM_PAR_MIN multiply-adds; parallel over batch elements
     for batched small matrices; else over row panels (and column slivers)."""
@@ -395,7 +430,16 @@ def _plan_gemm(dt, Bo, M, N, K):
     return "gemm_rows", ngroups
 
 
-def _gemm(kernel, ngroups, a, b, out, Bo, M, N, K):
+_NO_PACK: dict = {}   # dtype -> the empty packed B of the gemm_rows calls that pack their own
+
+
+def packed_size(dt, K, N):
+    """Elements of B (K, N) of dtype ``dt`` packed whole for ``gemm_rows`` (its ``Bk``)."""
+    NR = gemm_config(dt)[1]
+    return ((N + NR - 1) // NR) * NR * K
+
+
+def _gemm(kernel, ngroups, a, b, out, Bo, M, N, K, Bk=None, pk=0):
     dt = out.dtype
     ab, ao, (sab, sam, sak) = flat_base(a)
     bb, bo, (sbb, sbk, sbn) = flat_base(b)
@@ -409,7 +453,13 @@ def _gemm(kernel, ngroups, a, b, out, Bo, M, N, K):
     if b.shape[0] == 1:
         sbb = 0
     args = (ab, ao, sab, sam, sak, bb, bo, sbb, sbk, sbn, out.reshape(-1), Bo, M, N, K, dt.type(0))
-    if ngroups:
+    if kernel.__name__ == "gemm_rows":
+        if Bk is None:
+            Bk = _NO_PACK.get(dt)
+            if Bk is None:
+                Bk = _NO_PACK[dt] = np.empty(0, dt)
+        kernel(*args, ngroups, Bk, pk)
+    elif ngroups:
         kernel(*args, ngroups)
     else:
         kernel(*args)

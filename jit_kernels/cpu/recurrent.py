@@ -40,7 +40,7 @@ import numpy as np
 
 from jit_kernels.cpu import _pool, scalar_math as sm, shape
 from jit_kernels.cpu._jit import njit
-from jit_kernels.cpu.matmul import prepared
+from jit_kernels.cpu.matmul import prepared_rhs
 
 
 @njit(cache=True, error_model="numpy")
@@ -105,11 +105,11 @@ def lstm_forward(xg, b, h0, c0, w, reverse):
     x = _c(xg)
     b = np.zeros(h4, dt) if b is None else _c(b)
     wt = shape.copy(w.T)                            # (H, 4H): read once per step
-    mm = prepared(n, hs, h4, dt)
+    mm = prepared_rhs(n, wt)
     h, c = h0, _c(c0)
     order = _order(t, reverse)
     for step in order:
-        g = mm(h, wt)
+        g = mm(h)
         base = 2 * t + 1 + 4 * step
         _cell(x[step], b, g, c, out[step], out[t + 1 + step], out[base:base + 4])
         h, c = out[step], out[t + 1 + step]
@@ -123,7 +123,7 @@ def lstm_backward(h0, c0, w, saved, gy, reverse):
     dt = saved.dtype
     out = _pool.empty((t + 1, n, 4 * hs), dt)
     saved, gy, w = _c(saved), _c(gy), _c(w)
-    mm = prepared(n, 4 * hs, hs, dt)
+    mm = prepared_rhs(n, w)
     dc = gy[t].copy()
     dhn = np.zeros((n, hs), dt)
     c0 = _c(c0)
@@ -136,7 +136,7 @@ def lstm_backward(h0, c0, w, saved, gy, reverse):
         prev = step + (1 if reverse else -1)
         cp = c0 if step == first else saved[t + 1 + prev]
         _cell_backward(gy[step], dhn, gates[step], tcs[step], cp, dc, out[step])
-        dhn = mm(out[step], w)
+        dhn = mm(out[step])
     last = out[t]
     last[:, :hs] = dhn
     last[:, hs:2 * hs] = dc
@@ -196,11 +196,11 @@ def gru_forward(xg, b, h0, w, reverse):
     x = _c(xg)
     b = np.zeros(h3, dt) if b is None else _c(b)
     wt = shape.copy(w.T)                            # (H, 3H)
-    mm = prepared(n, hs, h3, dt)
+    mm = prepared_rhs(n, wt)
     h = _c(h0)
     for step in _order(t, reverse):
         base = t + 4 * step
-        _gru_cell(x[step], b, mm(h, wt), h, out[step], out[base:base + 4])
+        _gru_cell(x[step], b, mm(h), h, out[step], out[base:base + 4])
         h = out[step]
     return out
 
@@ -211,7 +211,7 @@ def gru_backward(h0, w, saved, gy, reverse):
     dt = saved.dtype
     out = _pool.empty((2 * t + 1, n, 3 * hs), dt)
     saved, gy, w = _c(saved), _c(gy), _c(w)
-    mm = prepared(n, 3 * hs, hs, dt)
+    mm = prepared_rhs(n, w)
     carry = np.zeros((n, hs), dt)
     g = np.zeros((n, hs), dt)
     one = dt.type(1)
@@ -223,7 +223,7 @@ def gru_backward(h0, w, saved, gy, reverse):
         base = t + 4 * step
         _gru_cell_backward(gy[step], carry, g, saved[base:base + 4], hp, out[step],
                            out[t + step], one)
-        g = mm(out[t + step], w)
+        g = mm(out[t + step])
     last = out[2 * t]
     last[:, :hs] = carry + g
     last[:, hs:] = 0
@@ -265,10 +265,10 @@ def rnn_forward(xg, b, h0, w, relu, reverse):
     x = _c(xg)
     b = np.zeros(hs, dt) if b is None else _c(b)
     wt = shape.copy(w.T)
-    mm = prepared(n, hs, hs, dt)
+    mm = prepared_rhs(n, wt)
     h, zero = h0, dt.type(0)
     for step in _order(t, reverse):
-        _rnn_cell(x[step], b, mm(h, wt), out[step], relu, zero)
+        _rnn_cell(x[step], b, mm(h), out[step], relu, zero)
         h = out[step]
     return out
 
@@ -278,11 +278,11 @@ def rnn_backward(h0, w, ys, gy, relu, reverse):
     dt = ys.dtype
     out = _pool.empty((t + 1, n, hs), dt)
     ys, gy, w = _c(ys), _c(gy), _c(w)
-    mm = prepared(n, hs, hs, dt)
+    mm = prepared_rhs(n, w)
     dhn = np.zeros((n, hs), dt)
     one, zero = dt.type(1), dt.type(0)
     for step in reversed(_order(t, reverse)):
         _rnn_cell_backward(gy[step], dhn, ys[step], out[step], relu, one, zero)
-        dhn = mm(out[step], w)
+        dhn = mm(out[step])
     out[t] = dhn
     return out

@@ -267,3 +267,44 @@ def test_narrow_products_give_the_full_tiles_bits(M, N, K, batch, la, dtype):
     np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(got, np.matmul(a.astype(np.float64), b), rtol=0,
                                atol=1e-5 * np.sqrt(K) if dtype == np.float32 else 1e-12 * K)
+
+
+@pytest.mark.parametrize("M, K, N", [(32, 256, 1024), (8, 1100, 300), (70, 600, 2100), (5, 513, 4500)])
+@pytest.mark.parametrize("lb", LAYOUTS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_fixed_right_operand_is_packed_once_with_the_same_bits(M, K, N, lb, dtype):
+    """``prepared_rhs(m, b)`` packs b whole on its first parallel product and reads the packed
+    form afterwards (several KC blocks of K, NC blocks of N and edge slivers here): every
+    call gives ``matmul``'s bits, for new left operands, and b is no longer read."""
+    rng = np.random.default_rng(M + K + N)
+    b = _operand(rng, 1, K, N, dtype, lb, False)[0]
+    seen = []
+    orig = mm._gemm_now
+    mm._gemm_now = lambda dt, driver: seen.append(driver) or orig(dt, driver)
+    try:
+        fix = mm.prepared_rhs(M, b)
+        for i in range(3):
+            a = _operand(rng, 1, M, K, dtype, LAYOUTS[i], False)[0]
+            got = fix(a)
+            np.testing.assert_array_equal(got, mm.matmul(a[None], b[None])[0])
+    finally:
+        mm._gemm_now = orig
+    plan = mm._plan_gemm(np.dtype(dtype), 1, M, N, K)[0]   # gemm_rows unless single-threaded
+    assert fix.__name__ == ("mm_packed" if plan == "gemm_rows" else "mm_b")
+    assert seen[0] == plan, seen
+    if plan == "gemm_rows" and lb == "c":   # read from the packed form only: b's values no longer matter
+        want = fix(a)
+        b[...] = np.nan
+        np.testing.assert_array_equal(fix(a), want)
+
+
+def test_a_fixed_right_operand_too_small_to_pack_is_the_plain_product():
+    """Below the parallel gemm (or on integers) ``prepared_rhs`` is the plain product."""
+    rng = np.random.default_rng(1)
+    for dt, (M, K, N) in [(np.float32, (4, 16, 16)), (np.float32, (2, 300, 300)),
+                          (np.int64, (64, 64, 64))]:
+        a = rng.integers(-3, 4, (M, K)).astype(dt)
+        b = rng.integers(-3, 4, (K, N)).astype(dt)
+        fix = mm.prepared_rhs(M, b)
+        assert fix.__name__ == "mm_b"
+        np.testing.assert_array_equal(fix(a), mm.matmul(a[None], b[None])[0])
