@@ -14,7 +14,9 @@ contiguous, "0" broadcast, "s" any other inner stride) is fixed by the call's la
 strided kernel holds the one segment loop its pattern needs (one inlined copy of the op to
 compile).  For ops calling a transcendental (``_HEAVY``) the "s" operands of a segment are
 gathered in blocks into scratch, so the op runs in one contiguous, vectorised loop.  Negative
-strides are read in place.  Zero-size outputs are returned without calling a kernel.  Above
+strides are read in place.  Below ``PAR_THRESHOLD`` elements an operand view of the output's
+whole shape is copied first (``_copied``): views of one shape run the flat kernels, and the
+strided kernels see such an operand as contiguous.  Zero-size outputs are returned without calling a kernel.  Above
 ``PAR_THRESHOLD`` elements the work is split into contiguous chunks run with ``prange`` (from an
 empty cache the serial kernel serves meanwhile, the same bits, while the parallel one builds in
 the background: ``_background.parallel_ready``).
@@ -372,6 +374,19 @@ def _layout(out_shape, arrs):
     return lay
 
 
+def _copied(arrs, shape):
+    """``arrs`` with each non-C-contiguous array of the output's whole ``shape`` copied.
+
+    Below ``PAR_THRESHOLD`` a view (transposed, sliced, reversed) is copied by NumPy (nothing
+    to compile) rather than read in place by a strided kernel: its operands then run the flat
+    kernel, or a strided kernel whose pattern has only broadcast and contiguous operands, so
+    fewer kernels are compiled, and the copy costs less than the strided kernel's set-up
+    (``flat_base``).  Each element is computed by the same scalar function either way: the
+    same bits."""
+    return [a.copy() if isinstance(a, _ndarray) and a.shape == shape and not a.flags.c_contiguous
+            else a for a in arrs]
+
+
 def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
     """Apply ``op`` elementwise with broadcasting; ``operands`` are arrays or scalars.
 
@@ -384,15 +399,16 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
     arrs = []
     mask = ""
     out_shape = None
-    same = True
+    one_shape = True
+    contiguous = True
     for x in operands:
         if isinstance(x, _ndarray):
             if out_shape is None:
                 out_shape = x.shape
             elif x.shape != out_shape:
-                same = False
+                one_shape = False
             if not x.flags.c_contiguous:
-                same = False
+                contiguous = False
             mask += "a"
             arrs.append(x)
         else:
@@ -402,6 +418,10 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
         arrs[0] = scalar_array(arrs[0], cv_dts[0])
         mask = "a" + mask[1:]
         out_shape = ()
+    same = one_shape and contiguous
+    if one_shape and not same and size_of(out_shape) < PAR_THRESHOLD:
+        arrs = _copied(arrs, out_shape)
+        same = True
     if same:
         vals = [a if m == "a" else _scalar(a, cv) for a, m, cv in zip(arrs, mask, cv_dts)]
         in_dts = tuple(v.dtype if m == "a" else cv for v, m, cv in zip(vals, mask, cv_dts))
@@ -432,6 +452,8 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
             out_shape = np.broadcast_shapes(*shapes)
             break
     total = size_of(out_shape)
+    if total < PAR_THRESHOLD:
+        arrs = _copied(arrs, out_shape)
     out = _new(out_shape, total, out_dt)
     if total == 0:
         if pkey is not None:

@@ -205,19 +205,46 @@ def test_unary_views_and_edge_shapes():
 
 def test_strided_heavy_ops_give_the_contiguous_bits():
     """A transcendental on views (transposed, reversed, broadcast, rows longer than one gathered
-    block) gives bit for bit what it gives on the contiguous copy (the strided kernel gathers
-    blocks, then runs the same vectorised loop)."""
+    block) gives bit for bit what it gives on the contiguous copy, by ``run`` (which copies
+    small views) and by the strided kernel itself (which gathers blocks, then runs the same
+    vectorised loop)."""
     x = sample(F32, (3, 700), 5) / 3
     y = np.abs(sample(F32, (700,), 6)) + 0.5
     xt = np.ascontiguousarray(x.T).T                  # (3, 700) with strides (4, 12)
     for v in (xt, x[:, ::-1], x[::-1, 5:650:2], np.broadcast_to(x[1], (2, 700))):
         c = np.ascontiguousarray(v)
-        np.testing.assert_array_equal(K.unary("erf", v, F32, {}), K.unary("erf", c, F32, {}))
+        want = K.unary("erf", c, F32, {})
+        np.testing.assert_array_equal(K.unary("erf", v, F32, {}), want)
+        np.testing.assert_array_equal(_strided_serial("erf", v)[0], want)
         yb = np.broadcast_to(y[:v.shape[1]], v.shape)
-        np.testing.assert_array_equal(K.binary("pow", yb, v, F32, F32),
-                                      K.binary("pow", np.ascontiguousarray(yb), c, F32, F32))
+        want = K.binary("pow", np.ascontiguousarray(yb), c, F32, F32)
+        np.testing.assert_array_equal(K.binary("pow", yb, v, F32, F32), want)
+        np.testing.assert_array_equal(_strided_serial("pow", yb, v)[0], want)
         np.testing.assert_array_equal(K.binary("pow", v, np.float32(0.5), F32, F32),
                                       K.binary("pow", c, np.full(c.shape, 0.5, F32), F32, F32))
+
+
+def _strided_serial(op, *arrs):
+    """``op(*arrs)`` (float32) by the serial strided kernel of the operands' pattern, called
+    directly (``run`` copies small views of the whole shape first), and that pattern."""
+    from jit_kernels.cpu import elementwise as ew
+    from jit_kernels.cpu._layout import flat_base
+    out_shape = np.broadcast_shapes(*(a.shape for a in arrs))
+    shp, sts = ew._layout(out_shape, list(arrs))
+    pattern = ew._pattern(sts)
+    mod = ew._module(op, (F32,) * len(arrs), (F32,) * len(arrs), F32, pattern)
+    args = [shp]
+    for x, st in zip(arrs, sts):
+        base, off, _ = flat_base(x)
+        args += [base, off, st]
+    out = np.empty(out_shape, F32)
+    mod.strided_serial(*args, out.reshape(-1))
+    return out, pattern
+
+
+INNER = {"1": lambda a: a[:, :5],                         # rows not coalescable: "1"
+         "0": lambda a: np.broadcast_to(a[:, :1], (4, 5)),
+         "s": lambda a: np.ascontiguousarray(a[:, :5].T).T}
 
 
 def test_each_inner_stride_pattern_gets_its_own_strided_module():
@@ -225,21 +252,42 @@ def test_each_inner_stride_pattern_gets_its_own_strided_module():
     contiguous, "0" broadcast, "s" other): every pair of the three gives NumPy's answer from
     the module of its own pattern, and an "s" operand of a transcendental (gathered into
     scratch) gives the contiguous bits."""
+    x = sample(F32, (4, 6), 7)
+    y = sample(F32, (4, 6), 8)
+    for pa, fa in INNER.items():
+        for pb, fb in INNER.items():
+            a, b = fa(x), fb(y)
+            got, pattern = _strided_serial("add", a, b)
+            assert pattern == pa + pb
+            np.testing.assert_array_equal(got, a + b)
+    s, c = INNER["s"](x), np.ascontiguousarray(INNER["s"](x))
+    got, pattern = _strided_serial("atan2", s, INNER["1"](y))
+    assert pattern == "s1"
+    np.testing.assert_array_equal(got, K.binary("atan2", c, INNER["1"](y), F32, F32))
+
+
+def test_small_views_of_the_whole_shape_are_copied_not_read_in_place():
+    """Below PAR_THRESHOLD an operand view of the output's whole shape (sliced, transposed, a
+    broadcast_to view) is copied: views of one shape run the flat kernel (no strided module),
+    and beside an operand broadcast by its shape the strided module's pattern has "1" for
+    it.  NumPy's answers, and the contiguous bits."""
     from jit_kernels.cpu import elementwise as ew
     x = sample(F32, (4, 6), 7)
     y = sample(F32, (4, 6), 8)
-    inner = {"1": lambda a: a[:, :5],                         # rows not coalescable: "1"
-             "0": lambda a: np.broadcast_to(a[:, :1], (4, 5)),
-             "s": lambda a: np.ascontiguousarray(a[:, :5].T).T}
-    for pa, fa in inner.items():
-        for pb, fb in inner.items():
-            a, b = fa(x), fb(y)
-            np.testing.assert_array_equal(K.binary("add", a, b, F32, F32), a + b)
-            assert ("add", (F32, F32), (F32, F32), F32, pa + pb) in ew._MODS
-    s, c = inner["s"](x), np.ascontiguousarray(inner["s"](x))
-    np.testing.assert_array_equal(K.binary("atan2", s, inner["1"](y), F32, F32),
-                                  K.binary("atan2", c, inner["1"](y), F32, F32))
-    assert ("atan2", (F32, F32), (F32, F32), F32, "s1") in ew._MODS
+
+    def made_by(a, b):
+        before = set(ew._MODS)
+        got = K.binary("mul", a, b, F32, F32)
+        np.testing.assert_array_equal(got, a * b)
+        np.testing.assert_array_equal(
+            got, K.binary("mul", np.ascontiguousarray(np.broadcast_to(a, got.shape)),
+                          np.ascontiguousarray(np.broadcast_to(b, got.shape)), F32, F32))
+        return {k[4] for k in set(ew._MODS) - before if k[0] == "mul" and k[4]}
+    for fa in INNER.values():
+        for fb in INNER.values():
+            assert made_by(fa(x), fb(y)) == set()
+        assert made_by(fa(x), y[:, 1:2]) <= {"10"}
+        assert ("mul", (F32, F32), (F32, F32), F32, "10") in ew._MODS
 
 
 # -- binary ------------------------------------------------------------------------------------
