@@ -14,7 +14,8 @@ Kinds:
   chunks under ``prange``; while that kernel builds in the background, its serial twin runs the
   same chunks in order) and a strided path (inputs broadcast by strides; dims coalesced; the
   inner stride of each input — 1, 0 or other — is baked into the generated source, one module
-  per pattern; ``prange`` over (row, chunk) tasks).
+  per pattern; ``prange`` over (row, chunk) tasks).  Below ``PAR_THRESHOLD`` an input view of
+  the whole shape is copied first, as the elementwise kernels' are.
 - ``rows``: elementwise ops around last-axis reductions (sum/mean/max/min, softmax,
   log_softmax), row-parallel: per row, one pass per reduction over its (recomputed) prologue
   values into a scratch buffer, then one pass computing and storing the elementwise outputs.
@@ -190,7 +191,14 @@ def run_elementwise(prog, arrays):
     scs = _scalar_values(prog)
     flats = [r.reshape(-1) for r in res]
     par = total >= PAR_THRESHOLD
-    if all(a.shape == S and a.flags.c_contiguous for a in arrays):
+    flat = all(a.shape == S and a.flags.c_contiguous for a in arrays)
+    if not (flat or par):
+        # small views of the whole shape copied, as the elementwise kernels' are
+        # (``elementwise._copied``): the flat kernel for views of one shape, and fewer stride
+        # patterns to compile otherwise
+        arrays = [a.copy() if a.shape == S and not a.flags.c_contiguous else a for a in arrays]
+        flat = all(a.shape == S for a in arrays)
+    if flat:
         mod = _module(prog, "flat", lambda: _ew_flat_source(prog))
         args = [a.reshape(-1) for a in arrays] + scs + flats
         if not par:
