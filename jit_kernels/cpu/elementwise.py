@@ -15,8 +15,9 @@ strided kernel holds the one segment loop its pattern needs (one inlined copy of
 compile).  For ops calling a transcendental (``_HEAVY``) the "s" operands of a segment are
 gathered in blocks into scratch, so the op runs in one contiguous, vectorised loop.  Negative
 strides are read in place.  Below ``PAR_THRESHOLD`` elements an operand view of the output's
-whole shape is copied first (``_copied``): views of one shape run the flat kernels, and the
-strided kernels see such an operand as contiguous.  Zero-size outputs are returned without calling a kernel.  Above
+whole shape is copied first, and an operand broadcast by size-1 dims only is reshaped
+(``whole_operands``): operands of one shape run the flat kernels, and the strided kernels see
+such an operand as contiguous.  Zero-size outputs are returned without calling a kernel.  Above
 ``PAR_THRESHOLD`` elements the work is split into contiguous chunks run with ``prange`` (from an
 empty cache the serial kernel serves meanwhile, the same bits, while the parallel one builds in
 the background: ``_background.parallel_ready``).
@@ -374,17 +375,26 @@ def _layout(out_shape, arrs):
     return lay
 
 
-def _copied(arrs, shape):
-    """``arrs`` with each non-C-contiguous array of the output's whole ``shape`` copied.
+def whole_operands(arrs, shape, total):
+    """``arrs`` (arrays and scalars) as operands of the output's whole ``shape`` where that
+    costs no kernel: an array broadcast by size-1 dims only (as many elements as the output)
+    reshaped to it, and below ``PAR_THRESHOLD`` elements a view of the whole shape that is not
+    C-contiguous (transposed, sliced, reversed, a ``broadcast_to``) copied by NumPy.
 
-    Below ``PAR_THRESHOLD`` a view (transposed, sliced, reversed) is copied by NumPy (nothing
-    to compile) rather than read in place by a strided kernel: its operands then run the flat
-    kernel, or a strided kernel whose pattern has only broadcast and contiguous operands, so
-    fewer kernels are compiled, and the copy costs less than the strided kernel's set-up
-    (``flat_base``).  Each element is computed by the same scalar function either way: the
-    same bits."""
-    return [a.copy() if isinstance(a, _ndarray) and a.shape == shape and not a.flags.c_contiguous
-            else a for a in arrs]
+    Operands of one shape run the flat kernels, and otherwise the strided kernels see more
+    operands as contiguous (fewer stride patterns to compile); a copy costs less than the
+    strided kernel's set-up for a view (``flat_base``).  Each element is computed by the same
+    scalar function either way: the same bits."""
+    small = total < PAR_THRESHOLD
+    res = []
+    for a in arrs:
+        if isinstance(a, _ndarray):
+            if a.shape != shape and a.size == total and (small or a.flags.c_contiguous):
+                a = a.reshape(shape)
+            if small and a.shape == shape and not a.flags.c_contiguous:
+                a = a.copy()
+        res.append(a)
+    return res
 
 
 def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
@@ -419,8 +429,8 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
         mask = "a" + mask[1:]
         out_shape = ()
     same = one_shape and contiguous
-    if one_shape and not same and size_of(out_shape) < PAR_THRESHOLD:
-        arrs = _copied(arrs, out_shape)
+    if one_shape and not same and (n := size_of(out_shape)) < PAR_THRESHOLD:
+        arrs = whole_operands(arrs, out_shape, n)
         same = True
     if same:
         vals = [a if m == "a" else _scalar(a, cv) for a, m, cv in zip(arrs, mask, cv_dts)]
@@ -452,8 +462,9 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
             out_shape = np.broadcast_shapes(*shapes)
             break
     total = size_of(out_shape)
-    if total < PAR_THRESHOLD:
-        arrs = _copied(arrs, out_shape)
+    arrs = whole_operands(arrs, out_shape, total)
+    if total and all(a.shape == out_shape and a.flags.c_contiguous for a in arrs):
+        return run(op, arrs, cv_dts, out_dt)    # (the flat kernels)
     out = _new(out_shape, total, out_dt)
     if total == 0:
         if pkey is not None:

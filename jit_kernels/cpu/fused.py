@@ -14,8 +14,8 @@ Kinds:
   chunks under ``prange``; while that kernel builds in the background, its serial twin runs the
   same chunks in order) and a strided path (inputs broadcast by strides; dims coalesced; the
   inner stride of each input — 1, 0 or other — is baked into the generated source, one module
-  per pattern; ``prange`` over (row, chunk) tasks).  Below ``PAR_THRESHOLD`` an input view of
-  the whole shape is copied first, as the elementwise kernels' are.
+  per pattern; ``prange`` over (row, chunk) tasks).  Inputs are first made whole-shape where
+  that costs no kernel, as the elementwise kernels' are (``elementwise.whole_operands``).
 - ``rows``: elementwise ops around last-axis reductions (sum/mean/max/min, softmax,
   log_softmax), row-parallel: per row, one pass per reduction over its (recomputed) prologue
   values into a scratch buffer, then one pass computing and storing the elementwise outputs.
@@ -36,7 +36,7 @@ from jit_kernels.cpu._pool import empty as _pool_empty
 from jit_kernels.cpu._background import parallel_ready
 from jit_kernels.cpu._layout import (PAR_THRESHOLD, broadcast_strides, coalesce, flat_base, i64,
                                      nthreads, scalar_array, size_of)
-from jit_kernels.cpu.elementwise import _body
+from jit_kernels.cpu.elementwise import _body, whole_operands
 from jit_kernels.optable import ROW_OPS
 
 BOOL = np.dtype(np.bool_)
@@ -192,12 +192,12 @@ def run_elementwise(prog, arrays):
     flats = [r.reshape(-1) for r in res]
     par = total >= PAR_THRESHOLD
     flat = all(a.shape == S and a.flags.c_contiguous for a in arrays)
-    if not (flat or par):
-        # small views of the whole shape copied, as the elementwise kernels' are
-        # (``elementwise._copied``): the flat kernel for views of one shape, and fewer stride
-        # patterns to compile otherwise
-        arrays = [a.copy() if a.shape == S and not a.flags.c_contiguous else a for a in arrays]
-        flat = all(a.shape == S for a in arrays)
+    if not flat:
+        # as the elementwise kernels' operands (``elementwise.whole_operands``): small views of
+        # the whole shape copied, operands broadcast by size-1 dims only reshaped; the flat
+        # kernel when they all have the whole shape, and fewer stride patterns otherwise
+        arrays = whole_operands(arrays, S, total)
+        flat = all(a.shape == S and a.flags.c_contiguous for a in arrays)
     if flat:
         mod = _module(prog, "flat", lambda: _ew_flat_source(prog))
         args = [a.reshape(-1) for a in arrays] + scs + flats

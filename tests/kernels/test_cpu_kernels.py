@@ -234,9 +234,9 @@ def _strided_serial(op, *arrs):
     pattern = ew._pattern(sts)
     mod = ew._module(op, (F32,) * len(arrs), (F32,) * len(arrs), F32, pattern)
     args = [shp]
-    for x, st in zip(arrs, sts):
+    for x, xs in zip(arrs, sts):
         base, off, _ = flat_base(x)
-        args += [base, off, st]
+        args += [base, off, xs]
     out = np.empty(out_shape, F32)
     mod.strided_serial(*args, out.reshape(-1))
     return out, pattern
@@ -288,6 +288,11 @@ def test_small_views_of_the_whole_shape_are_copied_not_read_in_place():
             assert made_by(fa(x), fb(y)) == set()
         assert made_by(fa(x), y[:, 1:2]) <= {"10"}
         assert ("mul", (F32, F32), (F32, F32), F32, "10") in ew._MODS
+    # broadcast by size-1 dims only (as many elements as the output): reshaped, no strides
+    for a, b in [(x[0], y[None, 1]), (x[:, :1], y[None, :, 2, None]), (x[0, 0], y[None, :1, 0]),
+                 (np.float32(2.5) * np.ones((1, 1), F32), np.array(1.5, F32)),
+                 (x.T[None, :, 1], y[0])]:
+        assert made_by(a, b) == set(), (a.shape, b.shape)
 
 
 # -- binary ------------------------------------------------------------------------------------
