@@ -300,7 +300,8 @@ _pool_empty = _pool.empty
 _FLAT: dict = {}     # (op, in dtypes, cv dtypes, out dtype, mask) -> (serial, parallel, out dtype)
 _LAYOUT: dict = {}   # (out shape, ((shape, strides) per operand)) -> (shape i64, [strides i64])
 _BPLANS: dict = {}   # (op, (shape, strides, dtype) per array operand, cv dtypes, out dtype) ->
-#                      (out shape, size, module, layout shape, layout strides)
+#                      (out shape, size, module, layout shape, layout strides), or
+#                      (out shape, size, flat kernels, None, None): operands only reshaped
 
 
 def _flat_fns(op, in_dts, cv_dts, out_dt, mask):
@@ -444,6 +445,8 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
         plan = _BPLANS.get(pkey)
         if plan is not None and all(a.flags.c_contiguous and a.flags.writeable for a in arrs):
             out_shape, total, mod, shp, sts = plan
+            if shp is None and mod is not None:     # broadcast by size-1 dims only: flat
+                return _flat(mod, out_shape, total, *[a.reshape(out_shape) for a in arrs])
             out = _new(out_shape, total, out_dt)
             if mod is None:                 # empty output
                 return out
@@ -464,7 +467,12 @@ def run(op: str, operands, cv_dts, out_dt) -> np.ndarray:
     total = size_of(out_shape)
     arrs = whole_operands(arrs, out_shape, total)
     if total and all(a.shape == out_shape and a.flags.c_contiguous for a in arrs):
-        return run(op, arrs, cv_dts, out_dt)    # (the flat kernels)
+        fns = _flat_fns(op, tuple(a.dtype for a in arrs), cv_dts, out_dt, "a" * len(arrs))
+        if pkey is not None:
+            if len(_BPLANS) > 4096:
+                _BPLANS.clear()
+            _BPLANS[pkey] = (out_shape, total, fns, None, None)
+        return _flat(fns, out_shape, total, *arrs)
     out = _new(out_shape, total, out_dt)
     if total == 0:
         if pkey is not None:
