@@ -25,6 +25,10 @@ each output in the gemm's order (an FMA chain per KC block, the blocks added in 
 switch changes no bit, only the speed (slower meanwhile).  ``warmup()`` waits for
 every driver.
 
+``prepared(m, k, n, dt)`` is a product decided once for its sizes; ``prepared_rhs(m, b)`` one
+with a fixed right operand, which the parallel gemm packs once and then reads packed (a
+recurrence's per-step products).
+
 K = 0 gives zeros.  Importing this module compiles nothing.
 """
 from __future__ import annotations
