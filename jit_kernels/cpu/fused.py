@@ -14,8 +14,8 @@ Kinds:
   chunks under ``prange``; while that kernel builds in the background, its serial twin runs the
   same chunks in order) and a strided path (inputs broadcast by strides; dims coalesced; the
   inner stride of each input — 1, 0 or other — is baked into the generated source, one module
-  per pattern; ``prange`` over (row, chunk) tasks).  Inputs are first made whole-shape where
-  that costs no kernel, as the elementwise kernels' are (``elementwise.whole_operands``).
+  per pattern; ``prange`` over (row, chunk) tasks).  Small inputs are first made whole-shape
+  where that costs no kernel, as the elementwise kernels' are (``elementwise.whole_operands``).
 - ``rows``: elementwise ops around last-axis reductions (sum/mean/max/min, softmax,
   log_softmax), row-parallel: per row, one pass per reduction over its (recomputed) prologue
   values into a scratch buffer, then one pass computing and storing the elementwise outputs.
@@ -192,10 +192,11 @@ def run_elementwise(prog, arrays):
     flats = [r.reshape(-1) for r in res]
     par = total >= PAR_THRESHOLD
     flat = all(a.shape == S and a.flags.c_contiguous for a in arrays)
-    if not flat:
-        # as the elementwise kernels' operands (``elementwise.whole_operands``): small views of
+    if not (flat or par):
+        # small operands as the elementwise kernels' (``elementwise.whole_operands``): views of
         # the whole shape copied, operands broadcast by size-1 dims only reshaped; the flat
-        # kernel when they all have the whole shape, and fewer stride patterns otherwise
+        # kernel when they all have the whole shape, and fewer stride patterns otherwise (a
+        # large call goes straight to its cached strided plan: a compiled step's hot path)
         arrays = whole_operands(arrays, S, total)
         flat = all(a.shape == S and a.flags.c_contiguous for a in arrays)
     if flat:
