@@ -330,16 +330,7 @@ def matmul(a, b):
     dt = out.dtype
     standin = False
     if dt in GEMM_DTYPES and M >= 4:
-        MR, NR = gemm_config(dt)[:2]
-        if N <= NR // 2 and K <= KC:
-            # at most one vector of columns: a tile one vector wide, A read in place (the
-            # full tile pads N to NR and packs A, much slower for so few columns), the same
-            # sums in the same order
-            par = Bo * M * N * K >= GEMM_PAR_MIN
-            driver = "gemm_narrow_par" if par else "gemm_narrow"
-            ngroups = min(nthreads(), Bo * ((M + MR - 1) // MR)) if par else 0
-        else:
-            driver, ngroups = _plan_gemm(dt, Bo, M, N, K)
+        driver, ngroups = _plan_gemm(dt, Bo, M, N, K)
         mod = _gemm_now(dt, driver)
         if mod is not None:
             return _gemm(getattr(mod, driver), ngroups, a, b, out, Bo, M, N, K)
@@ -395,8 +386,7 @@ def prepared_rhs(m, b):
 
     def mm_b(a):
         return mm(a, b)
-    if (dt not in GEMM_DTYPES or m < 4 or m * n * k < GEMM_PAR_MIN
-            or n <= gemm_config(dt)[1] // 2 and k <= KC):
+    if dt not in GEMM_DTYPES or m < 4 or m * n * k < GEMM_MIN:
         return mm_b
     driver, ngroups = _plan_gemm(dt, 1, m, n, k)
     if driver != "gemm_rows":
@@ -417,11 +407,19 @@ def prepared_rhs(m, b):
 
 
 def _plan_gemm(dt, Bo, M, N, K):
-    """(driver, ngroups): serial below GEMM_PAR_MIN multiply-adds; parallel over batch elements
-    for batched small matrices; else over row panels (and column slivers)."""
+    """(driver, ngroups) of the packed gemm (M >= 4): the narrow drivers for at most one
+    vector of columns; else serial below GEMM_PAR_MIN multiply-adds; parallel over batch
+    elements for batched small matrices; else over row panels (and column slivers)."""
+    MR, NR, MC = gemm_config(dt)[:3]
+    if N <= NR // 2 and K <= KC:
+        # at most one vector of columns: a tile one vector wide, A read in place (the full
+        # tile pads N to NR and packs A, much slower for so few columns), the same sums in the
+        # same order
+        if Bo * M * N * K >= GEMM_PAR_MIN:
+            return "gemm_narrow_par", min(nthreads(), Bo * ((M + MR - 1) // MR))
+        return "gemm_narrow", 0
     if Bo * M * N * K < GEMM_PAR_MIN:
         return "gemm_serial", 0
-    MR, NR, MC = gemm_config(dt)[:3]
     nic = (M + MC - 1) // MC
     nt = nthreads()
     if Bo >= nt and nic < 2 * nt:

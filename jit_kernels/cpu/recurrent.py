@@ -104,7 +104,7 @@ def lstm_forward(xg, b, h0, c0, w, reverse):
     out = _pool.empty((6 * t + 1, n, hs), dt)
     x = _c(xg)
     b = np.zeros(h4, dt) if b is None else _c(b)
-    wt = shape.copy(w.T)                            # (H, 4H): read once per step
+    wt = shape.copy(w.T)           # (H, 4H) contiguous: packed once, or read each step
     mm = prepared_rhs(n, wt)
     h, c = h0, _c(c0)
     order = _order(t, reverse)
