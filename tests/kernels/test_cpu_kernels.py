@@ -106,6 +106,35 @@ print("ok", n)
     assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr
 
 
+@pytest.mark.parametrize("setting, frozen", [(None, True), ("0", False)])
+def test_import_freezes_the_objects_alive_then_out_of_the_collectors_way(setting, frozen):
+    """Importing the cpu set moves the objects alive then (Numba's, the kernel modules') into
+    the collector's permanent generation (``gc.freeze``); ``JIT_KERNELS_GC_FREEZE=0`` leaves
+    them where they were.  A cycle made afterwards is still collected."""
+    code = r"""
+import gc, weakref
+import jit_kernels.cpu
+class Node:
+    pass
+a, b = Node(), Node()
+a.other, b.other = b, a
+dead = weakref.ref(a)
+del a, b
+gc.collect()
+print(gc.get_freeze_count(), dead() is None)
+"""
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("JIT_KERNELS_GC_FREEZE", None)
+    if setting is not None:
+        env["JIT_KERNELS_GC_FREEZE"] = setting
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    count, collected = r.stdout.split()
+    assert (int(count) > 10_000) is frozen and (int(count) == 0) is not frozen, count
+    assert collected == "True"
+
+
 def test_generated_module_cached_in_file(tmp_path):
     from jit_kernels.codegen import load_generated_module
     m1 = load_generated_module("X = 1\n", "unit test")
