@@ -33,9 +33,9 @@ def _freeze_imports() -> None:
     # tracked by the cyclic garbage collector; every full collection walks them, and so do
     # the ones at interpreter exit (a fifth of a short warm process's time: see the docs'
     # first-run page).  ``gc.freeze`` moves every object alive now into the permanent
-    # generation, which no collection visits: they live to the end of the process anyway.  (An object of the caller's alive now and later
-    # dropped in a reference cycle is then freed only at exit; JIT_KERNELS_GC_FREEZE=0 keeps
-    # the collector as it was.)
+    # generation, which no collection visits: they live to the end of the process anyway.
+    # (An object of the caller's alive now and later dropped in a reference cycle is then
+    # freed only at exit; JIT_KERNELS_GC_FREEZE=0 keeps the collector as it was.)
     if os.environ.get("JIT_KERNELS_GC_FREEZE", "1") != "0":
         import gc
         gc.freeze()
