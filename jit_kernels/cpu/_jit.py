@@ -31,7 +31,8 @@ over it vectorise); any other layout or a read-only array is typed as an any-lay
 (read-only for ``"in"``), indexed through its strides, so every such view of a dtype shares
 one specialisation: at most two per named argument and dtype instead of six.
 
-Their disk cache loads a kernel without first refreshing Numba's target context: Numba's own
+Their disk cache is made on its first use, not when the function is decorated, and loads a
+kernel without first refreshing Numba's target context: Numba's own
 ``load_overload`` imports and installs every typing and lowering registry it has (most of a
 warm process's first kernel call) though a cached kernel is machine code that needs only
 the runtime's allocator (``rtsys``) and its own init functions (the thread pool of a
@@ -61,9 +62,37 @@ class _KernelCache(FunctionCache):
             return self._load_overload(sig, target_context)
 
 
+class _LazyKernelCache:
+    """A dispatcher's ``_KernelCache``, made on its first use (a load, a save, anything else
+    Numba asks of it).  Numba makes its cache when it decorates the function, and making one
+    finds the cache directory and proves it writable by creating and deleting a temporary
+    file there: at import, for every kernel and helper of the package (most of which a
+    process never calls)."""
+
+    __slots__ = ("_py_func", "_made")
+
+    def __init__(self, py_func):
+        self._py_func = py_func
+        self._made = None
+
+    def _cache(self):
+        made = self._made
+        if made is None:    # (two threads may both make one: equal, and the last is kept)
+            made = self._made = _KernelCache(self._py_func)
+        return made
+
+    def load_overload(self, sig, target_context):
+        return self._cache().load_overload(sig, target_context)
+
+    def save_overload(self, sig, data):
+        return self._cache().save_overload(sig, data)
+
+    def __getattr__(self, name):
+        return getattr(self._cache(), name)
+
+
 def _cached(disp):
-    if type(getattr(disp, "_cache", None)) is FunctionCache:
-        disp._cache.__class__ = _KernelCache    # (same fields: only the load changes)
+    disp._cache = _LazyKernelCache(disp.py_func)
     return disp
 
 
@@ -137,9 +166,11 @@ def _jit(defaults: dict, args, opts: dict):
     if opts.get("parallel") and "pipeline_class" not in opts:
         opts["pipeline_class"] = _ParallelCompiler
     arrays = opts.pop("arrays", None)
+    cache = opts.pop("cache", False)    # (Numba's would make its cache now: ``_cached``)
 
     def made_of(disp):
-        disp = _cached(disp)
+        if cache:
+            disp = _cached(disp)
         return disp if arrays is None else _any_layout(disp, arrays)
     if args and callable(args[0]):          # bare ``@njit``
         return made_of(_numba_njit(args[0], **opts))

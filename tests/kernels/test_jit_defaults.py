@@ -171,6 +171,25 @@ def test_cached_kernels_load_without_refreshing_numbas_context(tmp_path):
     assert run() == ["2", "0", "False", "1"]  # loaded: nothing compiled, nothing refreshed
 
 
+def test_a_kernels_disk_cache_is_made_on_its_first_use(tmp_path, monkeypatch):
+    """``cache=True`` gives a kernel a disk cache that is made when it is first used (a load,
+    a save, Numba's ``stats``), not when the function is decorated; a kernel without
+    ``cache`` gets none."""
+    import numba
+    from jit_kernels.cpu import _jit
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+
+    def tripled(x):
+        return 3 * x
+    k = njit(cache=True)(tripled)
+    assert type(k._cache) is _jit._LazyKernelCache and k._cache._made is None
+    assert k(2) == 6
+    assert type(k._cache._made) is _jit._KernelCache
+    assert len(k.stats.cache_misses) == 1          # compiled here, and saved
+    assert any(tmp_path.rglob("*.nbi"))
+    assert type(njit(tripled)._cache).__name__ == "NullCache"
+
+
 @njit(arrays=("in", "out"))
 def _doubled(a, out):
     for i in range(a.shape[0]):
