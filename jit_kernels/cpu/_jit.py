@@ -81,13 +81,7 @@ class _LazyKernelCache:
             made = self._made = _KernelCache(self._py_func)
         return made
 
-    def load_overload(self, sig, target_context):
-        return self._cache().load_overload(sig, target_context)
-
-    def save_overload(self, sig, data):
-        return self._cache().save_overload(sig, data)
-
-    def __getattr__(self, name):
+    def __getattr__(self, name):    # (``load_overload``, ``save_overload``, ``cache_path``...)
         return getattr(self._cache(), name)
 
 
