@@ -32,12 +32,14 @@ FMAs.
 from __future__ import annotations
 
 
-def _uk(name: str, tile: str) -> list:
+def _uk(name: str, tile: str, chained: bool = False) -> list:
     """``uk`` (``ukn``): the packed A sliver times the packed B sliver, the explicit vector
-    micro-kernel ``tile`` (``jit_kernels.cpu._simd``) on the arrays' elements."""
+    micro-kernel ``tile`` (``jit_kernels.cpu._simd``) on the arrays' elements; ``uk`` is the
+    chained form (its accumulators start from, or are parked in, the tile at ``Pk[po:]``)."""
+    park = ", Pk, po, cont, park" if chained else ""
     return ["@njit(cache=True, error_model='numpy', nogil=True)",
-            f"def {name}(kc, Ap, ao, Bp, bo, C, co, ldc, first, zero):",
-            f"    {tile}(kc, Ap, ao, Bp, bo, C, co, ldc, first)"]
+            f"def {name}(kc, Ap, ao, Bp, bo, C, co, ldc, first{park}, zero):",
+            f"    {tile}(kc, Ap, ao, Bp, bo, C, co, ldc, first{park})"]
 
 
 def _ukd() -> list:
@@ -92,6 +94,7 @@ NR = {NR}
 MC = {MC}
 KC = {KC}
 NC = {NC}
+KI = {KI}
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
@@ -107,6 +110,9 @@ def pack_b(b, boff, sbk, sbn, kc, nc, Bp, jr):
             d = Bp[dst + k * NR:dst + k * NR + NR]
             for j in range(NR):
                 d[j] = s[j]
+    elif nv == NR and sbk == 1:
+        for h in range(0, NR, NR // 2):
+            vpack_brows(kc, b, base + h * sbn, sbn, Bp, dst + h, NR)
     elif sbk == 1:
         for j in range(nv):
             s = b[base + j * sbn:base + j * sbn + kc]
@@ -156,7 +162,11 @@ def pack_a(a, aoff, sam, sak, mc, kc, Ap, dst0):
         r0 = ir * MR
         mv = min(MR, mc - r0)
         dst = dst0 + ir * kc * MR
-        if sak == 1:
+        if mv == MR and sak == 1:
+            vpack_rows(kc, a, aoff + r0 * sam, sam, Ap, dst, MR)
+        elif mv == MR and sam == 1:
+            vpack_cols(kc, a, aoff + r0, sak, Ap, dst, MR)
+        elif sak == 1:
             for i in range(mv):
                 p = aoff + (r0 + i) * sam
                 s = a[p:p + kc]
@@ -200,20 +210,29 @@ def tile_out(c, co, ldc, T, mv, nv, first):
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
-def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T, jr0, jr1):
+def macro(Ap, aoff, Bp, mc, nc, kc, c, coff, ldc, first, zero, T, jr0, jr1, Pk):
     """C[coff: mc x nc, row stride ldc] (+)= packed A block @ packed B block, for the NR-wide
-    column slivers jr0 <= jr < jr1."""
+    column slivers jr0 <= jr < jr1.  A sliver's k loop runs in parts of KI steps, each part
+    of the B sliver used by every row sliver in turn while it is in L1 (a whole KC x NR
+    sliver is larger than L1); between parts each tile's accumulators are parked in Pk (MR x
+    NR per row sliver: ``mc`` rounded up to MR, times NR), and the next part goes on from
+    them: each C element is the same FMA chain over the block as in one call."""
     nir = (mc + MR - 1) // MR
     for jr in range(jr0, jr1):
         nv = min(NR, nc - jr * NR)
-        for ir in range(nir):
-            mv = min(MR, mc - ir * MR)
-            co = coff + ir * MR * ldc + jr * NR
-            # One call site with non-literal argument types: one specialisation of ``uk``.
-            D, do, dl, f = tile_dest(c, co, ldc, first, T, mv == MR and nv == NR)
-            uk(kc, Ap, aoff + ir * kc * MR, Bp, jr * kc * NR, D, do, dl, f, zero)
-            if mv < MR or nv < NR:
-                tile_out(c, co, ldc, T, mv, nv, first)
+        for k0 in range(0, kc, KI):
+            ki = min(KI, kc - k0)
+            cont = k0 > 0
+            park = k0 + ki < kc
+            for ir in range(nir):
+                mv = min(MR, mc - ir * MR)
+                co = coff + ir * MR * ldc + jr * NR
+                # One call site with non-literal argument types: one specialisation of ``uk``.
+                D, do, dl, f = tile_dest(c, co, ldc, first, T, mv == MR and nv == NR)
+                uk(ki, Ap, aoff + ir * kc * MR + k0 * MR, Bp, jr * kc * NR + k0 * NR, D, do, dl,
+                   f, Pk, ir * MR * NR, cont, park, zero)
+                if not park and (mv < MR or nv < NR):
+                    tile_out(c, co, ldc, T, mv, nv, first)
 
 
 # inlined into conv_fwd's loop: a call increfs and decrefs each of its six arrays (12 atomic
@@ -241,7 +260,7 @@ def macrox(Ap, aoff, x, offs, oo, xb0, xb1, mc, kc, c, S, direct, coff, ldc, fir
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
-def gemm_one(a, ao, sam, sak, b, bo, sbk, sbn, c, co, M, N, K, zero, Ap, Bp, T):
+def gemm_one(a, ao, sam, sak, b, bo, sbk, sbn, c, co, M, N, K, zero, Ap, Bp, T, Pk):
     """One (M, K) @ (K, N) product into c[co:] (row stride N), serially."""
     z = M - M  # a non-literal 0: literal arguments would compile extra specialisations
     for jc in range(0, N, NC):
@@ -257,7 +276,8 @@ def gemm_one(a, ao, sam, sak, b, bo, sbk, sbn, c, co, M, N, K, zero, Ap, Bp, T):
             for ic in range(0, M, MC):
                 mc = min(MC, M - ic)
                 pack_a(a, ao + ic * sam + pc * sak, sam, sak, mc, kc, Ap, z)
-                macro(Ap, z, Bp, mc, nc, kc, c, co + ic * N + jc, N, pc == 0, zero, T, z, njr)
+                macro(Ap, z, Bp, mc, nc, kc, c, co + ic * N + jc, N, pc == 0, zero, T, z, njr,
+                      Pk)
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
@@ -265,9 +285,10 @@ def gemm_serial(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero)
     Ap = np.empty(((min(M, MC) + MR - 1) // MR) * MR * min(K, KC), c.dtype)
     Bp = np.empty(((min(N, NC) + NR - 1) // NR) * NR * min(K, KC), c.dtype)
     T = np.empty(MR * NR, c.dtype)
+    Pk = np.empty(MC * NR, c.dtype)
     for bi in range(B):
         gemm_one(a, ao + bi * sab, sam, sak, b, bo + bi * sbb, sbk, sbn, c, bi * M * N,
-                 M, N, K, zero, Ap, Bp, T)
+                 M, N, K, zero, Ap, Bp, T, Pk)
 
 
 @njit(cache=True, error_model='numpy', nogil=True, parallel=True)
@@ -278,8 +299,9 @@ def gemm_batch(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero):
         Ap = np.empty(na, c.dtype)
         Bp = np.empty(nb, c.dtype)
         T = np.empty(MR * NR, c.dtype)
+        Pk = np.empty(MC * NR, c.dtype)
         gemm_one(a, ao + bi * sab, sam, sak, b, bo + bi * sbb, sbk, sbn, c, bi * M * N,
-                 M, N, K, zero, Ap, Bp, T)
+                 M, N, K, zero, Ap, Bp, T, Pk)
 
 
 @njit(cache=True, error_model='numpy', nogil=True, parallel=True)
@@ -299,6 +321,7 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
     Ap = np.empty(ntask * MC * kmax, c.dtype)
     Bp = np.empty(((ncmax + NR - 1) // NR) * NR * kmax if pk == 0 else 0, c.dtype)
     T = np.empty(ntask * MR * NR, c.dtype)
+    Pk = np.empty(ntask * MC * NR, c.dtype)
     for bi in range(B):
         abase = ao + bi * sab
         bbase = bo + bi * sbb
@@ -330,7 +353,8 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
                         pack_a(a, abase + i0 * sam + pc * sak, sam, sak, mc, kc, Ap,
                                t * MC * kmax)
                         macro(Ap, t * MC * kmax, D, mc, nc, kc, c, cbase + i0 * N + jc, N,
-                              pc == 0, zero, T[t * MR * NR:(t + 1) * MR * NR], jr0, jr1)
+                              pc == 0, zero, T[t * MR * NR:(t + 1) * MR * NR], jr0, jr1,
+                              Pk[t * MC * NR:(t + 1) * MC * NR])
 
 
 # -- implicit-gemm convolution (``jit_kernels.cpu.conv``) ----------------------------------
@@ -539,6 +563,7 @@ def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, d
         Bp = np.empty(kmax * NR, y.dtype)
         T = np.empty(MR * NR, y.dtype)
         S = np.empty(Mp * NR, y.dtype)
+        Pk = np.empty(Mp * NR, y.dtype)
         R = np.empty((5, NR), np.int64)
         Sg = np.empty((5, NR), np.int64)
         for s in range(s0, s1):
@@ -580,7 +605,8 @@ def conv_fwd(a, x, y, bias, hasb, rows, N, C, H, W, O, kh, kw, sh, sw, pt, pl, d
                         pack_b_cols(x, R, nr, nv, pc, kc, Bp, C, H, W, kh, kw, sh, sw, pt, pl,
                                     dh, dw, ow)
                     # one call site: each inlines the whole micro-kernel (compile time)
-                    macro(Ap, pc * Mp, Bp, O, nv, kc, D, do, dl, pc == 0, zero, T, z, z + 1)
+                    macro(Ap, pc * Mp, Bp, O, nv, kc, D, do, dl, pc == 0, zero, T, z, z + 1,
+                          Pk)
             if direct:
                 if hasb:
                     # offsets, not a view per row (a reference count pair each), and nv (= NR)
@@ -740,6 +766,7 @@ def conv_wgrad(g, x, c, Ap, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw, oh, o
             nv = min(NR, Kc - j0)
             Bp = np.empty(KC * NR, c.dtype)
             T = np.empty(MR * NR, c.dtype)
+            Pk = np.empty(Mp * NR, c.dtype)
             R = np.empty((5, KC), np.int64)
             for pc in range(0, P, KC):
                 kc = min(KC, P - pc)
@@ -747,7 +774,7 @@ def conv_wgrad(g, x, c, Ap, N, C, H, W, O, kh, kw, sh, sw, pt, pl, dh, dw, oh, o
                 pack_b_colsT(x, R, nr, kc, j0, nv, Bp, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw,
                              ow)
                 macro(Ap, pc * Mp + ir0 * kc * MR, Bp, mc, nv, kc, c, r0 * Kc + j0, Kc, pc == 0,
-                      zero, T, z, z + 1)
+                      zero, T, z, z + 1, Pk)
 '''
 
 
@@ -997,7 +1024,7 @@ def wino_fwd(u, x, y, bias, hasb, pool, N, C, H, W, O, pt, pl, oh, ow, ntask, ze
                                 kc = min(KC, C - pc)
                                 uk(kc, Ap, xi * Mp * C + pc * Mp + ir * kc * MR, Vb,
                                    xi * CN + pc * NR, Mb, xi * MN + ir * MR * NR, NR + z,
-                                   pc == 0, zero)
+                                   pc == 0, Mb, z, z < z, z < z, zero)
                     two_r = ty + 1 < oh
                     two_c = tx + 1 < ow
                     for oc in range(O):
@@ -1020,32 +1047,36 @@ def wino_fwd(u, x, y, bias, hasb, pool, N, C, H, W, O, pt, pl, oh, ow, ntask, ze
 
 
 
-def source(MR: int, NR: int, MC: int, KC: int, NC: int) -> str:
-    assert MC % MR == 0
+def source(MR: int, NR: int, MC: int, KC: int, NC: int, KI: int) -> str:
+    assert MC % MR == 0 and 0 < KI <= KC
     head = ["# Generated by jit_kernels.cpu._matmul_gen: the packed float gemm "
-            f"(MR={MR}, NR={NR}, MC={MC}, KC={KC}, NC={NC}).",
+            f"(MR={MR}, NR={NR}, MC={MC}, KC={KC}, NC={NC}, KI={KI}).",
             "import numpy as np", "from numba import prange, uint64",
             "from jit_kernels.cpu._jit import njit",
             "from jit_kernels.cpu.conv import _span  # im2col's in-image column range",
             "from jit_kernels.cpu.scalar_math import fmax_nan  # NaN-propagating max"]
     V = NR // 2  # one vector register (matmul.gemm_config)
     head += ["from jit_kernels.cpu._simd import tile_kernel",
-             f"tile_uk = tile_kernel({MR}, 2, {V})",
+             f"tile_uk = tile_kernel({MR}, 2, {V}, chained=True)",
              f"tile_ukn = tile_kernel({MR}, 1, {V})  # (the narrow path's: one vector wide)",
              f"tile_ukd = tile_kernel({MR}, 1, {V}, 'strided')",
              f"tile_ukx = tile_kernel({MR}, 2, {V}, 'packed', 'shifted')",
              "from jit_kernels.cpu._simd import copy_kernel, dot_kernel",
              f"vcopy = copy_kernel({V})",
+             "from jit_kernels.cpu._simd import pack_kernel",
+             f"vpack_rows = pack_kernel({MR}, 'rows')",
+             f"vpack_cols = pack_kernel({MR}, 'cols')",
+             f"vpack_brows = pack_kernel({V}, 'rows')",
              f"vdot = dot_kernel({DOT_MO}, {DOT_MK}, {V})",
              "from jit_kernels.cpu._simd import wino_kernels",
              f"vwin_in, vwin_out, vwin_pool = wino_kernels({V}, {NR})", "", ""]
     ukn = _uk("ukn", "tile_ukn")
     lanesum = _tree_sum([f"acc[q + {e}]" for e in range(V)])
-    body = (head + _uk("uk", "tile_uk") + ["", ""] + ukn + ["", ""] + _ukd() + ["", ""]
+    body = (head + _uk("uk", "tile_uk", chained=True) + ["", ""] + ukn + ["", ""] + _ukd() + ["", ""]
             + _ukx() + ["", ""]
             + _copy_run() + ["", ""]
             + _udot(DOT_MO, DOT_MK) + ["", ""] + _wino())
-    return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC)
+    return ("\n".join(body) + "\n\n" + _DRIVER.format(MR=MR, NR=NR, MC=MC, KC=KC, NC=NC, KI=KI)
             + _WDOT.format(DMO=DOT_MO, DMK=DOT_MK, DV=V)
             + "".join(_WDOT_DRIVER.format(NAME=name, PAR=par, LANESUM=lanesum)
                       for name, par in (("conv_wdot", True), ("conv_wdot_loop", False)))

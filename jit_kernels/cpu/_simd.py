@@ -84,7 +84,7 @@ def _arg_ptr(context, builder, sig, args, k, off=None):
                      ir.Constant(_I64, 0) if off is None else off)
 
 
-def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
+def _define(module, name, T, MR, NV, LANES, a_mode, b_mode, chained=False):
     """The tile function ``name`` in ``module`` (defined once per module)."""
     P = T.as_pointer()
     params = [_I64, P]                       # kc, A
@@ -94,6 +94,8 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
     if b_mode == "shifted":
         params += [_I64.as_pointer(), _I64, _I64]   # offs, xb0, xb1
     params += [P, _I64, ir.IntType(1)]      # C, ldc, first
+    if chained:
+        params += [P, ir.IntType(1), ir.IntType(1)]   # S, cont, park
     fn, b = _new_fn(module, name, params)
     if b is None:
         return fn
@@ -108,13 +110,32 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
     if b_mode == "shifted":
         offs, xb0, xb1 = rest[0], rest[1], rest[2]
         rest = rest[3:]
-    C, ldc, first = rest
+    C, ldc, first = rest[:3]
+    if chained:
+        S, cont, park = rest[3:]
 
     V = ir.VectorType(T, LANES)
     VP = V.as_pointer()
     align = _align(T)
     zero = ir.Constant(V, [ir.Constant(T, 0.0)] * LANES)
 
+    init = [[zero] * NV for _ in range(MR)]
+    if chained:   # the accumulators start from the tile parked in S by the call before
+        start = b.block
+        resume = fn.append_basic_block("resume")
+        begin = fn.append_basic_block("begin")
+        b.cbranch(cont, resume, begin)
+        b.position_at_end(resume)
+        parked = [[_vload(b, S, ir.Constant(_I64, (i * NV + v) * LANES), VP, align)
+                   for v in range(NV)] for i in range(MR)]
+        b.branch(begin)
+        b.position_at_end(begin)
+        phis = [[b.phi(V) for _ in range(NV)] for _ in range(MR)]
+        for i in range(MR):
+            for v in range(NV):
+                phis[i][v].add_incoming(parked[i][v], resume)
+                phis[i][v].add_incoming(zero, start)
+        init = phis
     entry = b.block
     loop = fn.append_basic_block("loop")
     done = fn.append_basic_block("done")
@@ -148,7 +169,7 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
     k.add_incoming(k1, loop)
     for i in range(MR):
         for v in range(NV):
-            accs[i][v].add_incoming(zero, entry)
+            accs[i][v].add_incoming(init[i][v], entry)
             accs[i][v].add_incoming(new[i][v], loop)
     b.cbranch(b.icmp_unsigned("<", k1, kc), loop, done)
 
@@ -156,8 +177,18 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
     fin = [[b.phi(V) for _ in range(NV)] for _ in range(MR)]
     for i in range(MR):
         for v in range(NV):
-            fin[i][v].add_incoming(zero, entry)
+            fin[i][v].add_incoming(init[i][v], entry)
             fin[i][v].add_incoming(new[i][v], loop)
+    if chained:   # park the accumulators in S for the next call to go on from
+        parking = fn.append_basic_block("parking")
+        out = fn.append_basic_block("out")
+        b.cbranch(park, parking, out)
+        b.position_at_end(parking)
+        for i in range(MR):
+            for v in range(NV):
+                _vstore(b, fin[i][v], S, ir.Constant(_I64, (i * NV + v) * LANES), VP, align)
+        b.ret_void()
+        b.position_at_end(out)
     ptrs = []
     for i in range(MR):
         row = b.gep(C, [b.mul(ir.Constant(_I64, i), ldc)])
@@ -178,7 +209,8 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode):
 
 
 @functools.lru_cache(maxsize=None)
-def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: str = "packed"):
+def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: str = "packed",
+                chained: bool = False):
     """The micro-kernel intrinsic for one tile shape and operand layout (see the module doc).
 
     Call forms (ints of any width, arrays 1-d of one float dtype, offsets in elements):
@@ -188,6 +220,7 @@ def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: st
     - shifted B: ``..., x, offs, oo, xb0, xb1, C, co, ldc, first`` in place of ``B, bo``.
     """
     assert a_mode in ("packed", "strided") and b_mode in ("packed", "shifted")
+    assert not chained or (a_mode, b_mode) == ("packed", "packed")
     if b_mode == "shifted":
         assert NV == 2
 
@@ -201,7 +234,8 @@ def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: st
 
         def codegen(context, builder, signature, args):
             T = context.get_value_type(dt)
-            name = (f"jk_tile_{dt}_{MR}x{NV}x{LANES}_{a_mode}_{b_mode}")
+            name = (f"jk_tile_{dt}_{MR}x{NV}x{LANES}_{a_mode}_{b_mode}"
+                    + ("_chained" if chained else ""))
             c = (context, builder, signature, args)
             call = [_arg_i64(*c, 0), _arg_ptr(*c, 1, _arg_i64(*c, 2))]     # kc, A at ao
             k = 3
@@ -217,7 +251,11 @@ def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: st
                 k += 2
             call += [_arg_ptr(*c, k, _arg_i64(*c, k + 1)), _arg_i64(*c, k + 2),   # C at co, ldc
                      context.cast(builder, args[k + 3], signature.args[k + 3], types.boolean)]
-            fn = _define(builder.module, name, T, MR, NV, LANES, a_mode, b_mode)
+            if chained:                                    # S at so, cont, park
+                call += [_arg_ptr(*c, k + 4, _arg_i64(*c, k + 5))] + [
+                    context.cast(builder, args[q], signature.args[q], types.boolean)
+                    for q in (k + 6, k + 7)]
+            fn = _define(builder.module, name, T, MR, NV, LANES, a_mode, b_mode, chained)
             builder.call(fn, call)
             return context.get_dummy_value()
 
@@ -227,6 +265,9 @@ def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: st
     if b_mode == "shifted":
         def tile(typingctx, kc, A, ao, x, offs, oo, xb0, xb1, C, co, ldc, first):
             return impl((kc, A, ao, x, offs, oo, xb0, xb1, C, co, ldc, first))
+    elif chained:
+        def tile(typingctx, kc, A, ao, B, bo, C, co, ldc, first, S, so, cont, park):
+            return impl((kc, A, ao, B, bo, C, co, ldc, first, S, so, cont, park))
     elif a_mode == "strided":
         def tile(typingctx, kc, A, ao, sam, sak, B, bo, C, co, ldc, first):
             return impl((kc, A, ao, sam, sak, B, bo, C, co, ldc, first))
@@ -363,6 +404,90 @@ def copy_kernel(LANES: int):
         return sig, codegen
 
     return copy
+
+
+def _transpose(b, rows):
+    """The columns of the square matrix whose rows are the ``n`` vectors ``rows`` (n a power
+    of two): log2(n) rounds of interleaving row i with row i + n/2 (the perfect shuffle)."""
+    n = len(rows)
+    half = n // 2
+    lo = ir.Constant(ir.VectorType(ir.IntType(32), n), [e for j in range(half) for e in (j, n + j)])
+    hi = ir.Constant(ir.VectorType(ir.IntType(32), n),
+                     [e for j in range(half, n) for e in (j, n + j)])
+    for _ in range(n.bit_length() - 1):
+        nxt = []
+        for i in range(half):
+            nxt += [b.shuffle_vector(rows[i], rows[i + half], lo),
+                    b.shuffle_vector(rows[i], rows[i + half], hi)]
+        rows = nxt
+    return rows
+
+
+def _define_pack(module, name, T, MR, mode):
+    """``dst[k * sd + i] = src[i * st + k]`` (``"rows"``: each row contiguous along k) or
+    ``dst[k * sd + i] = src[k * st + i]`` (``"cols"``: each k step's MR elements contiguous)
+    for k < n and i < MR: MR rows of an operand into the gemm's k-major packed form."""
+    P = T.as_pointer()
+    fn, b = _new_fn(module, name, [_I64, P, _I64, P, _I64])
+    if b is None:
+        return fn
+    n, src, st, dst, sd = fn.args
+    V = ir.VectorType(T, MR)
+    VP = V.as_pointer()
+    align = _align(T)
+    umr = ir.Constant(_I64, MR)
+    if mode == "cols":
+        with cgutils.for_range(b, n) as loop:
+            k = loop.index
+            _vstore(b, _vload(b, src, b.mul(k, st), VP, align), dst, b.mul(k, sd), VP, align)
+        b.ret_void()
+        return fn
+    # MR x MR blocks: MR row vectors in, transposed, MR k-step vectors out
+    nblk = b.udiv(n, umr)
+    with cgutils.for_range(b, nblk) as loop:
+        k0 = b.mul(loop.index, umr)
+        rows = [_vload(b, src, b.add(b.mul(ir.Constant(_I64, i), st), k0), VP, align)
+                for i in range(MR)]
+        for j, col in enumerate(_transpose(b, rows)):
+            _vstore(b, col, dst, b.mul(b.add(k0, ir.Constant(_I64, j)), sd), VP, align)
+    with cgutils.for_range(b, b.sub(n, b.mul(nblk, umr))) as loop:   # the last k < MR steps
+        k = b.add(b.mul(nblk, umr), loop.index)
+        for i in range(MR):
+            x = b.load(b.gep(src, [b.add(b.mul(ir.Constant(_I64, i), st), k)]), align=align)
+            b.store(x, b.gep(dst, [b.add(b.mul(k, sd), ir.Constant(_I64, i))]), align=align)
+    b.ret_void()
+    return fn
+
+
+@functools.lru_cache(maxsize=None)
+def pack_kernel(MR: int, mode: str):
+    """``p(n, src, s, st, dst, d, sd)``: MR rows of an operand from ``src[s:]`` into the
+    packed form at ``dst[d:]``, k steps ``sd`` apart (``_define_pack``; MR a power of two;
+    unchecked offsets).  ``"rows"`` (rows contiguous along k, ``st`` their stride) transposes
+    MR x MR blocks in registers; ``"cols"`` (``st`` the k stride) copies one MR-element vector
+    per k step.  Element by element, the gemm's packers stored every element alone."""
+    assert mode in ("rows", "cols") and MR & (MR - 1) == 0
+
+    @intrinsic
+    def pack(typingctx, n, src, s, st, dst, d, sd):
+        if not (isinstance(dst, types.Array) and isinstance(src, types.Array)
+                and dst.dtype == src.dtype):
+            return None
+        dt = dst.dtype
+        sig = types.none(n, src, s, st, dst, d, sd)
+
+        def codegen(context, builder, signature, args):
+            c = (context, builder, signature, args)
+            fn = _define_pack(builder.module, f"jk_pack_{mode}_{dt}_{MR}",
+                              context.get_value_type(dt), MR, mode)
+            builder.call(fn, [_arg_i64(*c, 0), _arg_ptr(*c, 1, _arg_i64(*c, 2)),
+                              _arg_i64(*c, 3), _arg_ptr(*c, 4, _arg_i64(*c, 5)),
+                              _arg_i64(*c, 6)])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return pack
 
 
 # -- the Winograd F(2x2, 3x3) transforms (``_matmul_gen``'s ``wino_fwd``), LANES tiles at once --

@@ -185,7 +185,7 @@ def test_gemm_kernels_vectorised_in_fresh_process():
         for dt, ty in ((np.float32, "float"), (np.float64, "double")):
             mr, nr = mm.gemm_config(np.dtype(dt))[:2]
             m = mm._GEMM[np.dtype(dt)]
-            tile = f"jk_tile_{np.dtype(dt).name}_{mr}x2x{nr // 2}_packed_packed"
+            tile = f"jk_tile_{np.dtype(dt).name}_{mr}x2x{nr // 2}_packed_packed_chained"
             for f in (m.gemm_serial, m.gemm_batch, m.gemm_rows):
                 ir = str(f.overloads[f.signatures[0]].library._get_module_for_linking())
                 body = ir[re.search(r"define [^\\n]*@" + tile + r"\\(", ir).start():]

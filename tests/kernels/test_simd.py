@@ -1,19 +1,23 @@
 """The explicit vector micro-kernels (``jit_kernels.cpu._simd``) against scalar references,
-bit for bit: the tile kernel's FMA chain over k, the dot block, the vector-block copy and the
-Winograd transforms (same operations in the same order)."""
+bit for bit: the tile kernel's FMA chain over k (in one call or in parts), the dot block, the
+vector-block copy, the packers' register transposition and the Winograd transforms (same
+operations in the same order)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from numba import njit
 
-from jit_kernels.cpu._simd import copy_kernel, dot_kernel, tile_kernel, wino_kernels
+from jit_kernels.cpu._simd import copy_kernel, dot_kernel, pack_kernel, tile_kernel, wino_kernels
 
 MR, NV, LANES = 2, 2, 4
 NR = NV * LANES
 TILE = tile_kernel(MR, NV, LANES)
 TILE_STRIDED = tile_kernel(MR, 1, LANES, "strided")
 TILE_SHIFTED = tile_kernel(MR, 2, LANES, "packed", "shifted")
+TILE_CHAINED = tile_kernel(MR, NV, LANES, chained=True)
+PACK_ROWS = pack_kernel(LANES, "rows")
+PACK_COLS = pack_kernel(LANES, "cols")
 DOT = dot_kernel(4, 4, LANES)
 COPY = copy_kernel(LANES)
 WIN_IN, WIN_OUT, WIN_POOL = wino_kernels(LANES, NR)
@@ -32,6 +36,21 @@ def _tile_strided(kc, A, ao, sam, sak, B, bo, C, co, ldc, first):
 @njit
 def _tile_shifted(kc, A, ao, x, offs, oo, xb0, xb1, C, co, ldc, first):
     TILE_SHIFTED(kc, A, ao, x, offs, oo, xb0, xb1, C, co, ldc, first)
+
+
+@njit
+def _tile_chained(kc, A, ao, B, bo, C, co, ldc, first, S, so, cont, park):
+    TILE_CHAINED(kc, A, ao, B, bo, C, co, ldc, first, S, so, cont, park)
+
+
+@njit
+def _pack_rows(n, src, s, st, dst, d, sd):
+    PACK_ROWS(n, src, s, st, dst, d, sd)
+
+
+@njit
+def _pack_cols(n, src, s, st, dst, d, sd):
+    PACK_COLS(n, src, s, st, dst, d, sd)
 
 
 @njit(fastmath={"contract"})
@@ -63,6 +82,55 @@ def test_tile_is_an_fma_chain_written_or_added(dt, kc):
     assert C[0] == C[1] == 7.0
     _tile(kc, Ap, 3, Bp, 5, C, 2, ldc, False)              # added onto C
     np.testing.assert_array_equal(C[2:].reshape(MR, ldc)[:, :NR], want + want)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("parts", [(5,), (3, 4), (1, 6, 2), (0, 4, 0, 3)])
+def test_chained_tile_goes_on_from_its_parked_accumulators(dt, parts):
+    # a k loop cut into parts (accumulators parked between them) is the one FMA chain of a
+    # single call: the same bits, written or added to C only by the last part
+    kc = sum(parts)
+    Ap, Bp = _rng_arrays(dt, 3 + kc * MR, 5 + kc * NR)
+    ldc = NR + 3
+    for first in (True, False):
+        want = np.full(2 + MR * ldc, 7.0, dt)
+        _tile(kc, Ap, 3, Bp, 5, want, 2, ldc, first)
+        C = np.full(2 + MR * ldc, 7.0, dt)
+        S = np.full(4 + MR * NR, np.nan, dt)
+        k0 = 0
+        for q, ki in enumerate(parts):
+            last = q == len(parts) - 1
+            _tile_chained(ki, Ap, 3 + k0 * MR, Bp, 5 + k0 * NR, C, 2, ldc, first, S, 4,
+                          q > 0, not last)
+            if not last:                   # parked, C untouched
+                np.testing.assert_array_equal(C, 7.0)
+            k0 += ki
+        np.testing.assert_array_equal(C, want)
+        assert np.isnan(S[:4]).all()       # nothing parked outside the tile
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 3, LANES, 2 * LANES + 3])
+def test_packers_lay_rows_out_k_major(dt, n):
+    src = np.arange(400, dtype=dt)
+    want = np.full(3 + max(n, 1) * 6, -1.0, dt)
+    for k in range(n):
+        for i in range(LANES):
+            want[3 + k * 6 + i] = src[7 + i * 30 + k]     # rows 30 apart, contiguous along k
+    got = np.full_like(want, -1.0)
+    _pack_rows(n, src, 7, 30, got, 3, 6)
+    np.testing.assert_array_equal(got, want)
+    for k in range(n):
+        for i in range(LANES):
+            want[3 + k * 6 + i] = src[7 + k * 30 + i]     # k steps 30 apart, contiguous rows
+    got = np.full_like(want, -1.0)
+    _pack_cols(n, src, 7, 30, got, 3, 6)
+    np.testing.assert_array_equal(got, want)
+    got = np.full_like(want, -1.0)                          # a negative stride
+    _pack_rows(n, src, 7 + 3 * 30, -30, got, 3, 6)
+    for k in range(n):
+        for i in range(LANES):
+            assert got[3 + k * 6 + i] == src[7 + (3 - i) * 30 + k]
 
 
 def test_tile_strided_a_and_shifted_b():
