@@ -95,6 +95,7 @@ MC = {MC}
 KC = {KC}
 NC = {NC}
 KI = {KI}
+BMAX = 1 << 21  # elements of gemm_rows' packed B scratch (a column block's KC blocks)
 
 
 @njit(cache=True, error_model='numpy', nogil=True)
@@ -306,54 +307,66 @@ def gemm_batch(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero):
 
 @njit(cache=True, error_model='numpy', nogil=True, parallel=True)
 def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, ngroups, Bk, pk):
-    """Per batch element, per (NC, KC) block: B packed by prange over NR slivers, then a prange
-    over tasks (row panel of MC rows) x (``ngroups`` groups of column slivers); each task packs
-    its own A panel (a panel is packed ``ngroups`` times: use ngroups > 1 only when M has too
-    few panels to keep the threads busy).  ``pk`` (one B: ``sbb`` 0 or B 1): 0 packs each
-    block into scratch; 1 packs every block into ``Bk`` (``packed_size(K, N)`` elements, the
-    (jc, pc) block at ``jc * K + pc * njr * NR``) and 2 reads them from there, as packed by
-    an earlier call with pk 1 (``b`` is not read): a caller multiplying many A by one B
-    packs it once.  The packed values, and so the sums, are the same either way."""
+    """Per batch element, per block of columns: every KC block of B for those columns packed
+    (by prange over pieces of rows or over NR slivers), then a prange over tasks (row panel of
+    MC rows) x (``ngroups`` groups of column slivers); each task runs the KC blocks of its
+    panel in order, packing its own A panel per block, so its part of C stays in cache from
+    one block to the next (a block at a time for all panels read and wrote the whole of C
+    again per block).  A panel is packed ``ngroups`` times: use ngroups > 1 only when M has
+    too few panels to keep the threads busy.  The column block is NC wide, narrower where K
+    is so deep that all of its KC blocks would pass ``BMAX`` elements.  ``pk`` (one B: ``sbb``
+    0 or B 1): 0 packs into scratch; 1 packs every block into ``Bk`` (``packed_size(K, N)``
+    elements, the (jc, pc) block at ``jc * K + pc * njr * NR``) and 2 reads them from there,
+    as packed by an earlier call with pk 1 (``b`` is not read): a caller multiplying many A by
+    one B packs it once.  The packed values, and so the sums, are the same either way."""
     nic = (M + MC - 1) // MC
     kmax = min(K, KC)
-    ncmax = min(N, NC)
+    ncb = min(NC, max(NR, (BMAX // K) // NR * NR))
+    ncmax = min(N, ncb)
     ntask = nic * ngroups
+    npc = (K + KC - 1) // KC
     Ap = np.empty(ntask * MC * kmax, c.dtype)
-    Bp = np.empty(((ncmax + NR - 1) // NR) * NR * kmax if pk == 0 else 0, c.dtype)
+    Bp = np.empty(((ncmax + NR - 1) // NR) * NR * K if pk == 0 else 0, c.dtype)
     T = np.empty(ntask * MR * NR, c.dtype)
     Pk = np.empty(ntask * MC * NR, c.dtype)
     for bi in range(B):
         abase = ao + bi * sab
         bbase = bo + bi * sbb
         cbase = bi * M * N
-        for jc in range(0, N, NC):
-            nc = min(NC, N - jc)
+        for jc in range(0, N, ncb):
+            nc = min(ncb, N - jc)
             njr = (nc + NR - 1) // NR
-            for pc in range(0, K, KC):
-                kc = min(KC, K - pc)
-                D = Bp if pk == 0 else Bk[jc * K + pc * njr * NR:]
-                if pk == 2:
-                    pass
-                elif sbn == 1:
-                    nkq = min(kc, 2 * ntask)
-                    for kq in prange(nkq):
-                        pack_b_rows(b, bbase + pc * sbk + jc, sbk, kc, nc, D,
-                                    (kc * kq) // nkq, (kc * (kq + 1)) // nkq)
-                else:
-                    for jr in prange(njr):
-                        pack_b(b, bbase + pc * sbk + jc * sbn, sbk, sbn, kc, nc, D, jr)
-                for t in prange(ntask):
-                    ic = t // ngroups
-                    g = t - ic * ngroups
-                    i0 = ic * MC
-                    mc = min(MC, M - i0)
-                    jr0 = (njr * g) // ngroups
-                    jr1 = (njr * (g + 1)) // ngroups
-                    if jr1 > jr0:
+            D = Bp if pk == 0 else Bk[jc * K:]
+            if pk == 2:
+                pass
+            elif sbn == 1:
+                nkq = min(kmax, 2 * ntask)
+                for q in prange(npc * nkq):
+                    pc = (q // nkq) * KC
+                    kq = q % nkq
+                    kc = min(KC, K - pc)
+                    pack_b_rows(b, bbase + pc * sbk + jc, sbk, kc, nc, D[pc * njr * NR:],
+                                (kc * kq) // nkq, (kc * (kq + 1)) // nkq)
+            else:
+                for q in prange(npc * njr):
+                    pc = (q // njr) * KC
+                    pack_b(b, bbase + pc * sbk + jc * sbn, sbk, sbn, min(KC, K - pc), nc,
+                           D[pc * njr * NR:], q % njr)
+            for t in prange(ntask):
+                ic = t // ngroups
+                g = t - ic * ngroups
+                i0 = ic * MC
+                mc = min(MC, M - i0)
+                jr0 = (njr * g) // ngroups
+                jr1 = (njr * (g + 1)) // ngroups
+                if jr1 > jr0:
+                    for pc in range(0, K, KC):
+                        kc = min(KC, K - pc)
                         pack_a(a, abase + i0 * sam + pc * sak, sam, sak, mc, kc, Ap,
                                t * MC * kmax)
-                        macro(Ap, t * MC * kmax, D, mc, nc, kc, c, cbase + i0 * N + jc, N,
-                              pc == 0, zero, T[t * MR * NR:(t + 1) * MR * NR], jr0, jr1,
+                        macro(Ap, t * MC * kmax, D[pc * njr * NR:], mc, nc, kc, c,
+                              cbase + i0 * N + jc, N, pc == 0, zero,
+                              T[t * MR * NR:(t + 1) * MR * NR], jr0, jr1,
                               Pk[t * MC * NR:(t + 1) * MC * NR])
 
 

@@ -66,6 +66,23 @@ def _vstore(b, v, P, off, VP, align):
     b.store(v, b.bitcast(b.gep(P, [off]), VP), align=align)
 
 
+def _prefetch_tile(b, C, ldc, MR, width, T):
+    """Hint the MR rows of ``width`` elements at C (rows ``ldc`` apart) into L1 for writing:
+    the tile's lines are cold after its k loop, and loading them then stalled the store."""
+    module = b.module
+    fn = module.globals.get("llvm.prefetch.p0")
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer()]
+                                                 + [ir.IntType(32)] * 3), "llvm.prefetch.p0")
+    step = 64 // (8 if isinstance(T, ir.DoubleType) else 4)     # elements per cache line
+    i32 = ir.IntType(32)
+    for i in range(MR):
+        row = b.gep(C, [b.mul(ir.Constant(_I64, i), ldc)])
+        for e in range(0, width, step):
+            p = b.bitcast(b.gep(row, [ir.Constant(_I64, e)]), ir.IntType(8).as_pointer())
+            b.call(fn, [p, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+
+
 def _splat(b, x, V, LANES):
     undef = ir.Constant(V, ir.Undefined)
     mask = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
@@ -120,6 +137,11 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode, chained=False):
     zero = ir.Constant(V, [ir.Constant(T, 0.0)] * LANES)
 
     init = [[zero] * NV for _ in range(MR)]
+    if chained:   # only the last part writes C
+        with b.if_then(b.not_(park)):
+            _prefetch_tile(b, C, ldc, MR, NV * LANES, T)
+    else:
+        _prefetch_tile(b, C, ldc, MR, NV * LANES, T)
     if chained:   # the accumulators start from the tile parked in S by the call before
         start = b.block
         resume = fn.append_basic_block("resume")

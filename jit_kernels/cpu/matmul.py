@@ -102,7 +102,7 @@ def _mm_par(a, ao, sab, sam, sak, b, bo, sbb, sbk, c, B, M, N, K):
 
 #: the dtypes of the packed gemm
 GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-MC, KC, NC = 64, KB, 2048  # KC == KB: the blocked kernel sums like the gemm
+MC, KC, NC = 128, KB, 2048  # KC == KB: the blocked kernel sums like the gemm
 _CFG: dict = {}
 
 
