@@ -353,8 +353,8 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
                     pack_b(b, bbase + pc * sbk + jc * sbn, sbk, sbn, min(KC, K - pc), nc,
                            D[pc * njr * NR:], q % njr)
             for t in prange(ntask):
-                ic = t // ngroups
-                g = t - ic * ngroups
+                g = t // nic
+                ic = t - g * nic
                 i0 = ic * MC
                 mc = min(MC, M - i0)
                 jr0 = (njr * g) // ngroups

@@ -435,10 +435,16 @@ def _plan_gemm(dt, Bo, M, N, K):
     if Bo >= nt and nic < 2 * nt:
         return "gemm_batch", 0
     ngroups = 1
+    njr = (min(N, gemm_config(dt)[4]) + NR - 1) // NR
     if nic < nt:  # fewer row panels than threads: split the column slivers of each too
         # (at one panel per thread a split only packs each A panel twice, which is slower)
-        njr = (min(N, gemm_config(dt)[4]) + NR - 1) // NR
         ngroups = max(1, min(njr // 4, (2 * nt + nic - 1) // nic))
+    elif nic % nt and nic < 4 * nt:
+        # a few panels that the threads do not share evenly (7 on 2: one thread runs 4, the
+        # other waits a panel): column groups too, the fewest that even the tasks out
+        def idle(g):
+            return -(-nic * g // nt) * nt / (nic * g)
+        ngroups = min((g for g in range(1, 5) if njr // g >= 2), key=idle, default=1)
     return "gemm_rows", ngroups
 
 
