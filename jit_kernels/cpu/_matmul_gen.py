@@ -10,8 +10,12 @@
 - ``pack_a`` / ``pack_b`` / ``macro``: BLIS-style packing of strided inputs (any strides,
   including transposed and negative views, read in place) and the loop over micro-tiles of one
   MC x NC block; partial tiles at the M/N edges go through a small MR x NR scratch tile.
-- ``gemm_rows`` (parallel: B panels packed by ``prange`` over NR slivers, row panels of MC
-  rows by ``prange``), ``gemm_batch`` (parallel over batch elements, each serial) and
+  ``macro`` runs each sliver's k loop in L1-sized parts (KI steps) chained through parked
+  accumulators (the same FMA chain); a full sliver is packed by the register-transposing
+  vector kernels of ``_simd.pack_kernel``.
+- ``gemm_rows`` (parallel: every KC block of a column block of B packed by ``prange``, then
+  row panels of MC rows by ``prange``, each running its KC blocks in order so that its part
+  of C stays in cache), ``gemm_batch`` (parallel over batch elements, each serial) and
   ``gemm_serial``.
 
 - ``ukx`` / ``macrox``: ``uk`` reading B straight from the row-shifted planes of a stride-1

@@ -9,10 +9,12 @@ Three paths, chosen per call:
   read straight from the strided inputs (transposed, sliced, negative-stride and stride-0
   batch views are never copied); an MR x NR register-blocked micro-kernel (``gemm_config``:
   8x32 float32 in 16 zmm accumulators, 8x16 where the host's code uses ymm) written as
-  explicit vector IR (``_simd``); M/N edges via
-  zero-padded packing and a scratch tile.  Parallel (prange) over row panels
-  (and column slivers when M has too few panels), or over batch elements for batched small
-  matrices; serial below ``GEMM_PAR_MIN`` multiply-adds.  No ``fastmath`` reassociation:
+  explicit vector IR (``_simd``), its k loop in L1-sized parts (``k_part``) chained through
+  parked accumulators; slivers packed by transposing in registers; M/N edges via
+  zero-padded packing and a scratch tile.  Parallel (prange) over row panels, each running
+  its KC blocks in order (and column groups when M has too few panels, or panels the threads
+  cannot share evenly), or over batch elements for batched small matrices; serial below
+  ``GEMM_PAR_MIN`` multiply-adds.  No ``fastmath`` reassociation:
   every output is an in-order FMA sum over each KC block, the blocks added in order.
 - ints (and M < 4): a blocked kernel (tasks of MB rows with ``prange``; KB x NB panels of ``b``
   in L2; the inner loop ``c_row[j] += a_ik * b_row[j]`` vectorises).  ``b`` needs a contiguous
