@@ -441,12 +441,22 @@ def _plan_gemm(dt, Bo, M, N, K):
     if nic < nt:  # fewer row panels than threads: split the column slivers of each too
         # (at one panel per thread a split only packs each A panel twice, which is slower)
         ngroups = max(1, min(njr // 4, (2 * nt + nic - 1) // nic))
-    elif nic % nt and nic < 4 * nt:
+    elif nic < 4 * nt:
         # a few panels that the threads do not share evenly (7 on 2: one thread runs 4, the
-        # other waits a panel): column groups too, the fewest that even the tasks out
-        def idle(g):
-            return -(-nic * g // nt) * nt / (nic * g)
-        ngroups = min((g for g in range(1, 5) if njr // g >= 2), key=idle, default=1)
+        # other 3; 192 rows: a panel of 128 and one of 64): column groups too, the fewest that
+        # even the threads' rows x columns out (prange gives each thread a contiguous run of
+        # tasks, and task t is panel t % nic of column group t // nic)
+        rows = [min(MC, M - i * MC) for i in range(nic)]
+
+        def worst(g):
+            loads = [0] * nt
+            run = -(-nic * g // nt)
+            for t in range(nic * g):
+                gi = t // nic
+                loads[t // run] += rows[t % nic] * ((njr * (gi + 1)) // g - (njr * gi) // g)
+            return max(loads)
+
+        ngroups = min((g for g in range(1, 5) if njr // g >= 2), key=worst, default=1)
     return "gemm_rows", ngroups
 
 
