@@ -418,10 +418,24 @@ def prepared_rhs(m, b):
     return mm_packed
 
 
+_PLANS: dict = {}   # (dtype, Bo, M, N, K, threads, GEMM_PAR_MIN) -> _plan_gemm's answer
+
+
 def _plan_gemm(dt, Bo, M, N, K):
     """(driver, ngroups) of the packed gemm (M >= 4): the narrow drivers for at most one
     vector of columns; else serial below GEMM_PAR_MIN multiply-adds; parallel over batch
-    elements for batched small matrices; else over row panels (and column slivers)."""
+    elements for batched small matrices; else over row panels (and column slivers).
+    Decided once per shape (a model's products repeat)."""
+    key = (dt, Bo, M, N, K, nthreads(), GEMM_PAR_MIN)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        plan = _PLANS[key] = _new_plan(dt, Bo, M, N, K)
+    return plan
+
+
+def _new_plan(dt, Bo, M, N, K):
     MR, NR, MC = gemm_config(dt)[:3]
     if N <= NR // 2 and K <= KC:
         # at most one vector of columns: a tile one vector wide, A read in place (the full
@@ -438,14 +452,12 @@ def _plan_gemm(dt, Bo, M, N, K):
         return "gemm_batch", 0
     ngroups = 1
     njr = (min(N, gemm_config(dt)[4]) + NR - 1) // NR
-    if nic < nt:  # fewer row panels than threads: split the column slivers of each too
-        # (at one panel per thread a split only packs each A panel twice, which is slower)
-        ngroups = max(1, min(njr // 4, (2 * nt + nic - 1) // nic))
-    elif nic < 4 * nt:
-        # a few panels that the threads do not share evenly (7 on 2: one thread runs 4, the
-        # other 3; 192 rows: a panel of 128 and one of 64): column groups too, the fewest that
-        # even the threads' rows x columns out (prange gives each thread a contiguous run of
-        # tasks, and task t is panel t % nic of column group t // nic)
+    if nic < 4 * nt:
+        # fewer row panels than threads, or a few that the threads do not share evenly (7 on
+        # 2: one thread runs 4, the other 3; 192 rows: a panel of 128 and one of 64): column
+        # groups too, the fewest that even the threads' rows x columns out (prange gives each
+        # thread a contiguous run of tasks, and task t is panel t % nic of column group
+        # t // nic); each group packs its own copy of its panels, so no more groups than that
         rows = [min(MC, M - i * MC) for i in range(nic)]
 
         def worst(g):
