@@ -333,6 +333,7 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
     Bp = np.empty(((ncmax + NR - 1) // NR) * NR * K if pk == 0 else 0, c.dtype)
     T = np.empty(ntask * MR * NR, c.dtype)
     Pk = np.empty(ntask * MC * NR, c.dtype)
+    z = M - M   # a non-literal 0
     for bi in range(B):
         abase = ao + bi * sab
         bbase = bo + bi * sbb
@@ -341,7 +342,10 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
             nc = min(ncb, N - jc)
             njr = (nc + NR - 1) // NR
             D = Bp if pk == 0 else Bk[jc * K:]
-            if pk == 2:
+            # one panel: each task packs the slivers of its own column group itself (no
+            # separate parallel pass, and they are packed on the core that reads them)
+            own = nic == 1 and pk != 2
+            if pk == 2 or own:
                 pass
             elif sbn == 1:
                 nkq = min(kmax, 2 * ntask)
@@ -366,6 +370,15 @@ def gemm_rows(a, ao, sab, sam, sak, b, bo, sbb, sbk, sbn, c, B, M, N, K, zero, n
                 if jr1 > jr0:
                     for pc in range(0, K, KC):
                         kc = min(KC, K - pc)
+                        if own:
+                            Dg = D[pc * njr * NR + jr0 * kc * NR:]
+                            if sbn == 1:
+                                pack_b_rows(b, bbase + pc * sbk + jc + jr0 * NR, sbk, kc,
+                                            min(nc - jr0 * NR, (jr1 - jr0) * NR), Dg, z, kc)
+                            else:
+                                for jr in range(jr1 - jr0):
+                                    pack_b(b, bbase + pc * sbk + (jc + jr0 * NR) * sbn, sbk,
+                                           sbn, kc, nc - jr0 * NR, Dg, jr)
                         pack_a(a, abase + i0 * sam + pc * sak, sam, sak, mc, kc, Ap,
                                t * MC * kmax)
                         macro(Ap, t * MC * kmax, D[pc * njr * NR:], mc, nc, kc, c,
