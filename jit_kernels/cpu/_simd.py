@@ -9,6 +9,11 @@ needs none of LLVM's SLP vectoriser (which took seconds per micro-kernel over th
 accumulator form, and more again in every caller that inlined its output), and it comes out the
 same on every CPU whose vector unit holds ``LANES`` elements.
 
+``tile_kernel(..., chained=True)`` runs a k loop in parts: each call starts from the
+accumulators the call before parked in a scratch tile, and only the last writes C (the gemm's
+``macro`` keeps each part of a B sliver in L1).  ``pack_kernel`` packs whole slivers of an
+operand, transposing MR x MR blocks in registers.
+
 The multiply and the add carry only the ``contract`` flag, as Numba's code for
 ``c += a * b`` under ``fastmath={'contract'}`` does: the backend fuses them into one FMA
 exactly where it fuses the scalar form, so every C element is the same in-order FMA chain over
@@ -238,6 +243,10 @@ def tile_kernel(MR: int, NV: int, LANES: int, a_mode: str = "packed", b_mode: st
     - packed A: ``t(kc, A, ao, B, bo, C, co, ldc, first)``
     - strided A: ``t(kc, A, ao, sam, sak, B, bo, C, co, ldc, first)``
     - shifted B: ``..., x, offs, oo, xb0, xb1, C, co, ldc, first`` in place of ``B, bo``.
+    - ``chained`` (packed A and B): ``t(kc, A, ao, B, bo, C, co, ldc, first, S, so, cont,
+      park)``: the accumulators start from the MR x NR tile at ``S[so:]`` when ``cont`` (else
+      from zero) and are parked there instead of written to C when ``park``: a k loop run in
+      parts is the one FMA chain of a single call.
     """
     assert a_mode in ("packed", "strided") and b_mode in ("packed", "shifted")
     assert not chained or (a_mode, b_mode) == ("packed", "packed")
