@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from bench import user_env
+
 SNIPPET = "import runtime as rt; (rt.randn(64, 64) @ rt.randn(64, 64)).sum().item()"
 
 PROFILER = r'''
@@ -86,7 +88,7 @@ def main(argv=None) -> int:
     print(f"host CPU: {ll.get_host_cpu_name()}, {os.cpu_count()} cores")
     for what in (["snippet"] + (["demo"] if args.demo else [])):
         with tempfile.TemporaryDirectory() as jk, tempfile.TemporaryDirectory() as nb:
-            env = dict(os.environ, JIT_KERNELS_CACHE_DIR=jk, NUMBA_CACHE_DIR=nb)
+            env = user_env(JIT_KERNELS_CACHE_DIR=jk, NUMBA_CACHE_DIR=nb)
             cmd = ([sys.executable, "-c", SNIPPET] if what == "snippet"
                    else [sys.executable, "-m", "runtime", "demo"])
             _run(f"{what}: cold (empty caches)", cmd, env, profile=args.profile)
