@@ -3,10 +3,11 @@ empty cache -- its first call, the time until it runs at full speed, and its war
 
 For each family a fresh process with empty ``JIT_KERNELS_CACHE_DIR`` and ``NUMBA_CACHE_DIR``
 (what a new venv on a new machine has) makes the family's first call, then calls it again and
-again for ``--limit`` seconds (or until the background builds it started are done and a few
-more calls are made), recording when each call ended and how long it took.  A second fresh
-process on the filled caches then measures the warm time (the median call of the later half
-of at least two seconds of calls).  "Full speed" is the first moment after which the calls ran
+again for ``--limit`` seconds (or until the background builds it started are done and three
+more seconds of calls are made), recording when each call ended and how long it took.  A
+second fresh process on the filled caches then measures the warm time (the median call of the
+later half of at least two seconds of calls).  The children run with the user's OpenMP
+settings (``bench.user_env``).  "Full speed" is the first moment after which the calls ran
 within 1.3x the warm time, judged per second of calls (its median call: the host is shared and
 noisy); it counts from the start of the first call.  Prints one row per family and the host CPU.
 """
@@ -81,7 +82,7 @@ limit, cache, warm = float(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
 calls = []
 t0 = time.perf_counter()
 t_check = 0.0
-j = 0   # calls[j:] ended in the last second
+t_done = None   # when no build was left
 while True:
     t_a = time.perf_counter()
     call()
@@ -93,15 +94,15 @@ while True:
         continue
     if t_b - t0 > limit:
         break
-    # (the builds are looked for ten times a second, not between every two calls: a
-    # directory listing per call evicted the product's data and slowed the calls it measured)
-    while calls[j][0] <= t_b - t0 - 1:
-        j += 1
-    if t_b - t0 > 1 and t_b - t_check > 0.1:
+    # the builds are looked for ten times a second, not between every two calls (a listing
+    # per call slowed the calls it measured); three seconds of calls after the last one landed
+    # show whether the process runs at full speed (it settles over a second or two)
+    if t_done is None and t_b - t0 > 1 and t_b - t_check > 0.1:
         t_check = t_b
         if not glob.glob(os.path.join(cache, "*.building")):
-            if len(calls) - j >= 9 and t_b - t0 > 3:   # a second of calls after the builds
-                break
+            t_done = t_b
+    if t_done is not None and t_b - t_done > 3 and t_b - t0 > 4:
+        break
 print("RESULT " + json.dumps({"import": t0 - t_start, "calls": calls}))
 '''
 
