@@ -142,10 +142,11 @@ def _define(module, name, T, MR, NV, LANES, a_mode, b_mode, chained=False):
     zero = ir.Constant(V, [ir.Constant(T, 0.0)] * LANES)
 
     init = [[zero] * NV for _ in range(MR)]
-    if chained:   # only the last part writes C; a short one would wait on the hint
+    if chained:
+        # only the last part writes C (a short one would wait on the hint); the accumulators
+        # start from the tile parked in S by the call before
         with b.if_then(b.and_(b.not_(park), b.icmp_unsigned(">=", kc, ir.Constant(_I64, 64)))):
             _prefetch_tile(b, C, ldc, MR, NV * LANES, T)
-    if chained:   # the accumulators start from the tile parked in S by the call before
         start = b.block
         resume = fn.append_basic_block("resume")
         begin = fn.append_basic_block("begin")
