@@ -301,6 +301,9 @@ CAPABILITIES = {
                "linalg_qr", "linalg_eigh", "linalg_svd"),
     # a recurrent layer's recurrence and its backpropagation through time, in the layout of
     # the ``lstm_layer``, ``gru_layer`` and ``rnn_layer`` ops (``jit_kernels.cpu.recurrent``)
+    # the logits gradient of softmax cross-entropy in one pass, bit for bit the softmax,
+    # scatter_add and binary kernels it replaces; returns None to decline (a size those serve)
+    "cross_entropy_grad": ("cross_entropy_grad",),
     "recurrent": ("lstm_forward", "lstm_backward", "gru_forward", "gru_backward",
                   "rnn_forward", "rnn_backward"),
 }

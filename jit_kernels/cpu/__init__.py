@@ -50,7 +50,7 @@ class CpuKernels:
     kind = "cpu"
     capabilities = frozenset(("fused", "prepared", "prepared_matmul", "split", "winograd",
                               "max_pool2d_relu", "synchronize", "empty_cache", "dlpack", "linalg",
-                              "recurrent"))
+                              "recurrent", "cross_entropy_grad"))
 
     # -- memory
     def from_host(self, array, index=0):
@@ -147,6 +147,9 @@ class CpuKernels:
 
     def softmax(self, x, axis, log):
         return _reduce.softmax(x, axis, log)
+
+    def cross_entropy_grad(self, x, target, scale, reduction):
+        return _reduce.cross_entropy_grad(x, target, scale, reduction)
 
     # -- linear algebra
     def matmul(self, a, b):

@@ -715,6 +715,56 @@ def _softmax_par(xb, xoff, oshape, xostr, sx, ob, oostr, so, K, log):
                      _row_pos(np.int64(0), oshape, oostr, ri), so, K, log)
 
 
+@njit(cache=True, error_model="numpy")
+def _ce_grad_serial(xf, t, sc, per_row, n_div, neg1, K, out):
+    N = t.shape[0]
+    for i in range(N):
+        k = t[i]
+        if k < 0:
+            k += K
+        if k < 0 or k >= K:
+            return i
+    s = sc[0]
+    if n_div > 0:
+        s = s / n_div
+    for i in range(N):
+        # the softmax kernel's row (the same bits), then scatter_add's -1 at the target and
+        # the multiplication by the scale, each one rounding as the separate kernels round
+        _softmax_row(xf, i * K, 1, out, i * K, 1, K, False)
+        k = t[i]
+        if k < 0:
+            k += K
+        out[i * K + k] = out[i * K + k] + neg1
+        if per_row:
+            s = sc[i]
+        for j in range(i * K, i * K + K):
+            out[j] = out[j] * s
+    return -1
+
+
+def cross_entropy_grad(x, target, scale, reduction):
+    """``(softmax(x, 1) - onehot(target)) * s`` for logits ``x`` (N, C), float32 or float64:
+    ``s = scale / N`` ("mean"), ``scale`` ("sum"; both 0-d) or ``scale[i]`` per row ("none";
+    shape (N,)), ``scale`` of ``x``'s dtype; bit for bit the softmax, ``scatter_add`` and
+    ``binary`` kernels applied in turn.  Targets outside [-C, C) raise ``IndexError``.  Returns
+    None where those kernels are the better path (a parallel softmax's size)."""
+    if x.size >= PAR_THRESHOLD or x.ndim != 2 or x.shape[1] == 0:
+        return None
+    N, K = x.shape
+    out = np.empty((N, K), dtype=x.dtype)
+    if N == 0:
+        return out
+    xf = x.reshape(-1) if (x.flags.c_contiguous and x.flags.writeable) else x.copy().reshape(-1)
+    t = target if target.flags.c_contiguous else target.copy()
+    dt = x.dtype.type
+    n_div = dt(max(N, 1)) if reduction == "mean" else dt(0)
+    bad = _ce_grad_serial(xf, t, scale.reshape(-1), reduction == "none", n_div, dt(-1), K,
+                          out.reshape(-1))
+    if bad >= 0:
+        raise _plan.index_error(target[bad], 1, K)
+    return out
+
+
 _SPLANS: dict = {}   # (shape, dtype, axis, log) of a C-contiguous input -> layout arguments
 
 

@@ -19,6 +19,7 @@ from .elementwise import add, binary_dtypes, cast, div, eq, mul, neg
 from .index import scatter_add
 from .linalg import infer_matmul, kernel_matmul, matmul
 from .reduce import log_softmax, mean, softmax, sum
+from ..kernel_sets import supports
 from ..core.registry import CATALOGUE, Meta, OpSpec, Plan, register, shape_of
 from .shape import reshape, transpose, unsqueeze
 from ..core.shapes import broadcast_shapes, prod
@@ -183,6 +184,11 @@ def _kernel_cross_entropy_backward(ks, p, args, attrs, plan, device):
     logits, _, g = args
     n = logits.shape[0]
     dt = logits.dtype if logits.dtype.is_float else D.float32
+    if (logits.dtype is dt and g.dtype is dt and plan.dtype is dt and dt in (D.float32, D.float64)
+            and supports(ks, "cross_entropy_grad")):
+        out = ks.cross_entropy_grad(p[0], p[1], p[2], attrs["reduction"])
+        if out is not None:
+            return out
     x = p[0] if logits.dtype is dt else ks.cast(p[0], dt.np)
     prob = ks.softmax(x, 1, False)
     d = ks.scatter_add(prob, ks.reshape(p[1], (n, 1)), ks.full((n, 1), -1, dt.np, device.index), 1)
