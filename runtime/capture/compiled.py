@@ -135,8 +135,9 @@ class CompiledGraph:
 
     # ---- compile time ---------------------------------------------------------------
     def _fold(self, graph: CapturedGraph) -> CapturedGraph:
-        """Evaluate ops whose tensor operands are all constants; they become constants.  The
-        folded ops run once, as one plan, through the same runner as every call."""
+        """Evaluate ops whose tensor operands are all constants, and the operand-less ops whose
+        value their attrs fix (``OpSpec.constant``); they become constants.  The folded ops run
+        once, as one plan, through the same runner as every call."""
         inputs = set(graph.inputs)
         values = graph.values
         known = set(values) - inputs          # constants, and the results folded so far
@@ -147,8 +148,8 @@ class CompiledGraph:
                 ops_out.append(op)
                 continue
             spec = _spec(op.op)
-            if (op.inputs and spec.family not in _NO_FOLD
-                    and all(t.id in known for t in op.inputs)):
+            if ((op.inputs and spec.family not in _NO_FOLD
+                 and all(t.id in known for t in op.inputs)) or (not op.inputs and spec.constant)):
                 folded.append(op)
                 known.add(op.outputs[0].id)
                 ops_out.append(OperationIr("init", (), (op.outputs[0],), {}))

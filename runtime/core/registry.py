@@ -115,6 +115,10 @@ class OpSpec:
     # True when the op's second operand is an index tensor that ``runtime.lowprec`` refuses as
     # uint64 (DTypeError saying to cast the indices to int64): take, gather, put, scatter_add.
     uint64_index: bool = False
+    # True for an op without operands whose value depends on its attrs alone (``full``,
+    # ``arange``, ``eye``; not the random draws): a compiled graph computes it once, as a
+    # constant, instead of on every call.
+    constant: bool = False
 
     @property
     def onnx_lowering(self) -> Optional[Callable]:

@@ -114,11 +114,11 @@ def _random(name, onnx, onnx_lower):
 # a graph's constants and inputs are ``init`` ops; the exporter writes them as initializers
 register(OpSpec("init", "create", _infer_init, _kernel_init, differentiable=False,
                 onnx_skip="exported as a graph initializer or input, not as a node"))
-register(OpSpec("full", "create", _infer_create, _kernel_full, differentiable=False,
+register(OpSpec("full", "create", _infer_create, _kernel_full, differentiable=False, constant=True,
                 onnx="Constant", onnx_lower=_onnx_full, uint64="modular"))
-register(OpSpec("arange", "create", _infer_create, _kernel_arange, differentiable=False,
+register(OpSpec("arange", "create", _infer_create, _kernel_arange, differentiable=False, constant=True,
                 onnx="Constant", onnx_lower=_onnx_arange, uint64="modular"))
-register(OpSpec("eye", "create", _infer_create, _kernel_eye, differentiable=False,
+register(OpSpec("eye", "create", _infer_create, _kernel_eye, differentiable=False, constant=True,
                 onnx="Constant", onnx_lower=_onnx_eye, uint64="modular"))
 _random("rand", "RandomUniform", _onnx_rand)
 _random("randn", "RandomNormal", _onnx_randn)
