@@ -286,6 +286,9 @@ class KernelSet(Protocol):
 #: test checks that each declared feature's methods exist and that no undeclared one does.
 CAPABILITIES = {
     "fused": ("fused",),                        # generated fused programs (graph.compile)
+    # ``fused_fn(program) -> run(arrays)``: ``fused`` for a program run many times (a
+    # compiled graph's step), its per-layout decisions made once
+    "fused_fn": ("fused_fn",),
     "prepared": ("unary_fn", "binary_fn"),      # prepared elementwise kernels (small-op path)
     "prepared_matmul": ("matmul_fn",),          # a prepared product of two matrices (same path)
     "split": ("split",),                        # several views of one array in one call

@@ -48,9 +48,9 @@ class CpuKernels:
     """Kernel set for device kind ``"cpu"``; payloads are NumPy arrays."""
 
     kind = "cpu"
-    capabilities = frozenset(("fused", "prepared", "prepared_matmul", "split", "winograd",
-                              "max_pool2d_relu", "synchronize", "empty_cache", "dlpack", "linalg",
-                              "recurrent", "cross_entropy_grad"))
+    capabilities = frozenset(("fused", "fused_fn", "prepared", "prepared_matmul", "split",
+                              "winograd", "max_pool2d_relu", "synchronize", "empty_cache",
+                              "dlpack", "linalg", "recurrent", "cross_entropy_grad"))
 
     # -- memory
     def from_host(self, array, index=0):
@@ -332,6 +332,10 @@ class CpuKernels:
     def fused(self, program, arrays):
         from jit_kernels.cpu import fused as _fused
         return _fused.fused(program, arrays)
+
+    def fused_fn(self, program):
+        from jit_kernels.cpu import fused as _fused
+        return _fused.prepared(program)
 
 
 __all__ = ["CpuKernels"]

@@ -475,6 +475,154 @@ def run_matmul(prog, arrays):
     return _Epilogue.of(prog).outputs(prog, c, arrays, run_elementwise)
 
 
+# ------------------------------------------------------------------------------ prepared runners
+# A compiled graph runs each program on operands of the same shapes and, nearly always, the
+# same layouts every call.  ``prepared(prog)`` makes the per-layout decisions (kernel, coalesced
+# shapes and strides, split, pattern) once per layout, keyed by the operands' strides; a call
+# then only finds its operands' memory and launches.  The kernels and their arguments are
+# those ``fused`` picks, so the results are the same bits.
+
+def _contiguous_strides(shape, itemsize) -> tuple:
+    st, acc = [], itemsize
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(st))
+
+
+def _prepared_elementwise(prog):
+    S = tuple(prog.shape)
+    total = size_of(S)
+    if total == 0:
+        return lambda arrays: run_elementwise(prog, arrays)
+    out_dts = [np.dtype(prog.ops[j].dtype) for j in prog.outputs]
+    oshapes = tuple(prog.output_shapes)
+    scs = _scalar_values(prog)
+    par = total >= PAR_THRESHOLD
+    recipes: dict = {}
+
+    def recipe(arrays):
+        # the direct paths where ``run_elementwise`` would take them with no operand changed:
+        # every operand C-contiguous; all of the whole shape (flat), or any (strided)
+        if not all(a.flags.c_contiguous for a in arrays):
+            return None
+        if all(a.shape == S for a in arrays):
+            return ("flat", _module(prog, "flat", lambda: _ew_flat_source(prog)))
+        if not par and any(w is not a for w, a in zip(whole_operands(arrays, S, total), arrays)):
+            return None      # (small operands ``whole_operands`` reshapes: the general path)
+        return ("strided", _strided_plan(prog, arrays, S, total, par))
+
+    def run(arrays):
+        key = tuple([a.strides for a in arrays])
+        r = recipes.get(key)
+        if r is None:
+            r = recipes[key] = recipe(arrays) or ("any",)
+        kind = r[0]
+        if kind == "any":
+            return run_elementwise(prog, arrays)
+        res = [_empty(S, dt) for dt in out_dts]
+        flats = [x.reshape(-1) for x in res]
+        if kind == "flat":
+            mod = r[1]
+            args = [a.reshape(-1) for a in arrays] + scs + flats
+            if not par:
+                mod.flat_serial(*args, 1)
+            elif parallel_ready(mod.flat_par, (*args, nt := nthreads())):
+                mod.flat_par(*args, nt)
+            else:
+                mod.flat_serial(*args, nt)
+        else:
+            kernel, shp, sts, split = r[1]
+            args = [shp]
+            for a, st in zip(arrays, sts):
+                if a.flags.writeable:
+                    args += [a.reshape(-1), 0, st]
+                else:
+                    b, off, _ = flat_base(a)
+                    args += [b, off, st]
+            kernel(*args, *scs, *flats, split)
+        return [x.reshape(s) for x, s in zip(res, oshapes)]
+    return run
+
+
+def _prepared_rows(prog):
+    S = tuple(prog.shape)
+    K = S[-1]
+    R = size_of(S[:-1])
+    if R == 0 or K == 0:
+        return lambda arrays: run_rows(prog, arrays)
+    outs = [((R * K,) if prog.ops[j].level == "elem" else (R,), np.dtype(prog.ops[j].dtype))
+            for j in prog.outputs]
+    oshapes = tuple(prog.output_shapes)
+    scs = _scalar_values(prog)
+    recipes: dict = {}
+
+    def recipe(arrays):
+        outer, inner = [], []
+        for a in arrays:
+            st = broadcast_strides(a.shape, S, [x // a.itemsize for x in a.strides])
+            outer.append(st[:-1])
+            inner.append(st[-1])
+        if len(S) > 1:
+            oshape, osts = coalesce(S[:-1], outer)
+        else:
+            oshape, osts = [1], [[0] for _ in arrays]
+        pattern = "".join("1" if x == 1 else ("0" if x == 0 else "s") for x in inner)
+        mod = _module(prog, "r" + pattern, lambda: _rows_source(prog, pattern))
+        if R * K >= PAR_THRESHOLD and R > 1:
+            kern, last = mod.rows_par, min(R, 4 * nthreads())
+        else:
+            kern, last = mod.rows_serial, 1
+        return kern, i64(oshape), [i64(st) for st in osts], inner, last
+
+    def run(arrays):
+        key = tuple([a.strides for a in arrays])
+        r = recipes.get(key)
+        if r is None:
+            r = recipes[key] = recipe(arrays)
+        kern, oshape, osts, inner, last = r
+        res = [_empty(shp, dt) for shp, dt in outs]
+        args = [oshape]
+        for a, st, x in zip(arrays, osts, inner):
+            if a.flags.c_contiguous and a.flags.writeable:
+                args += [a.reshape(-1), 0, st, x]
+            else:
+                b, off, _ = flat_base(a)
+                args += [b, off, st, x]
+        kern(*args, *scs, *res, K, last)
+        return [x.reshape(s) for x, s in zip(res, oshapes)]
+    return run
+
+
+def _prepared_matmul(prog):
+    epi = Epilogue(prog)
+    shape = tuple(prog.shape)
+    mm = _matmul.matmul
+    tail = _prepared_elementwise(epi.prog) if epi.prog.outputs else None
+    used = epi.used
+    at = list(prog.outputs).index(0) if epi.mm_is_output else -1
+
+    def run(arrays):
+        c = mm(arrays[0][None], arrays[1][None]).reshape(shape)
+        res = tail([c] + [arrays[k] for k in used]) if tail is not None else []
+        if at >= 0:
+            res.insert(at, c)
+        return res
+    return run
+
+
+def prepared(prog):
+    """``run(arrays)``: ``fused(prog, arrays)`` for a program run many times (a compiled
+    graph's step), its layout decisions made once per operand layout."""
+    if prog.kind == "elementwise":
+        return _prepared_elementwise(prog)
+    if prog.kind == "rows":
+        return _prepared_rows(prog)
+    if prog.kind == "matmul":
+        return _prepared_matmul(prog)
+    raise ValueError(f"unknown fused program kind {prog.kind!r}")
+
+
 # ------------------------------------------------------------------------------ entry point
 def fused(prog, arrays):
     """Run fused program ``prog`` on NumPy ``arrays`` (one per ``prog.inputs``); returns one

@@ -23,6 +23,7 @@ in its namespace.
 from __future__ import annotations
 
 from ..core.errors import CaptureError
+from ..kernel_sets import supports
 from ..ops.catalogue import CATALOGUE, _Meta
 from ..tensor import Tensor
 from .ir import TensorIr
@@ -134,11 +135,13 @@ def build_plan(device, units, inputs, params, outputs) -> GraphPlan:
             dead[k].append(s)
     out_meta = [(t.shape, t.dtype) for t in outputs] if plain else None
     run = _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta,
-                    execute, ks.fused if plain else None)
+                    execute, ks.fused if plain else None,
+                    ks.fused_fn if plain and supports(ks, "fused_fn") else None)
     return GraphPlan(device, plain, run, len(lowered), len(arg_slots))
 
 
-def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, execute, fused):
+def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, execute, fused,
+              fused_fn=None):
     ns: dict = {"X": execute, "FU": fused}
     lines = [f"def run({', '.join(f'a{i}' for i in range(len(arg_slots)))}):"]
     for i, s in enumerate(arg_slots):
@@ -157,6 +160,9 @@ def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, e
         elif kind == "exec":        # device.execute(spec, args, attrs, plan)
             ns[f"p{k}"], ns[f"t{k}"], ns[f"h{k}"] = what
             lines.append(f"    s{outs[0]} = X(p{k}, ({args}{',' if refs else ''}), t{k}, h{k})")
+        elif fused_fn is not None:  # a fused program's prepared runner: g(payloads)
+            ns[f"g{k}"] = fused_fn(what)
+            lines.append(f"    {''.join(f's{o}, ' for o in outs)}= g{k}([{args}])")
         else:                       # a fused program: kernel set's fused(program, payloads)
             ns[f"g{k}"] = what
             lines.append(f"    {''.join(f's{o}, ' for o in outs)}= FU(g{k}, [{args}])")
