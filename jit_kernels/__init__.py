@@ -289,6 +289,10 @@ CAPABILITIES = {
     # ``fused_fn(program) -> run(arrays)``: ``fused`` for a program run many times (a
     # compiled graph's step), its per-layout decisions made once
     "fused_fn": ("fused_fn",),
+    # ``keep_warm()``: a no-op parallel region that keeps the set's worker threads awake
+    # through a run of serial kernels; ``keep_warm_s`` (seconds) how long they stay awake after
+    # a parallel kernel, ``parallel_min`` the fewest output elements a kernel runs in parallel for
+    "keep_warm": ("keep_warm",),
     "prepared": ("unary_fn", "binary_fn"),      # prepared elementwise kernels (small-op path)
     "prepared_matmul": ("matmul_fn",),          # a prepared product of two matrices (same path)
     "split": ("split",),                        # several views of one array in one call

@@ -21,6 +21,7 @@ import numpy as np
 from jit_kernels.cpu import _host
 
 from jit_kernels.cpu import _pool, elementwise, matmul as _matmul, memory, random as _random, reduce as _reduce, shape
+from jit_kernels.cpu import _layout, _warm
 from jit_kernels.cpu import conv as _conv
 from jit_kernels.cpu import linalg as _linalg
 from jit_kernels.cpu import recurrent as _recurrent
@@ -50,7 +51,8 @@ class CpuKernels:
     kind = "cpu"
     capabilities = frozenset(("fused", "fused_fn", "prepared", "prepared_matmul", "split",
                               "winograd", "max_pool2d_relu", "synchronize", "empty_cache",
-                              "dlpack", "linalg", "recurrent", "cross_entropy_grad"))
+                              "dlpack", "linalg", "recurrent", "cross_entropy_grad",
+                              "keep_warm"))
 
     # -- memory
     def from_host(self, array, index=0):
@@ -332,6 +334,15 @@ class CpuKernels:
     def fused(self, program, arrays):
         from jit_kernels.cpu import fused as _fused
         return _fused.fused(program, arrays)
+
+    #: the fewest output elements a kernel runs in parallel for (``_layout.PAR_THRESHOLD``)
+    parallel_min = _layout.PAR_THRESHOLD
+    #: seconds after a parallel kernel within which its workers are still awake
+    keep_warm_s = _warm.SPIN_S
+
+    def keep_warm(self):
+        """A no-op parallel region: the workers spin afresh (see ``_warm``)."""
+        _warm.keep_warm()
 
     def fused_fn(self, program):
         from jit_kernels.cpu import fused as _fused

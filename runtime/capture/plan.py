@@ -22,6 +22,8 @@ in its namespace.
 """
 from __future__ import annotations
 
+import time
+
 from ..core.errors import CaptureError
 from ..kernel_sets import supports
 from ..ops.catalogue import CATALOGUE, _Meta
@@ -63,6 +65,13 @@ class GraphPlan:
         return self.n_steps
 
 
+def _size(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _metas(operands) -> tuple:
     return tuple(_Meta(a.shape, a.dtype) if type(a) is TensorIr else a for a in operands)
 
@@ -97,6 +106,7 @@ def build_plan(device, units, inputs, params, outputs) -> GraphPlan:
     lowered = []             # (kind, what, operand refs, out slots); kind "call": what(*refs),
     #                          "exec": device.execute(*what with the refs as args), "fused"
     reads: list = []         # per unit: the tensor ids it reads
+    big: list = []           # per unit: how large a parallel kernel it may run (elements)
     for unit in units:
         if unit[0] == "op":
             op = unit[1]
@@ -113,6 +123,7 @@ def build_plan(device, units, inputs, params, outputs) -> GraphPlan:
             else:
                 lowered.append(("exec", (spec, attrs, plan), refs, (slot_of(out.id),)))
             reads.append([t.id for t in op.inputs])
+            big.append(max([_size(out.shape)] + [_size(t.shape) for t in op.inputs]))
         else:
             _, prog, in_ids, out_ids = unit
             if not plain:
@@ -121,6 +132,7 @@ def build_plan(device, units, inputs, params, outputs) -> GraphPlan:
             lowered.append(("fused", prog, tuple(("s", slot_of(t)) for t in in_ids),
                             tuple(slot_of(t) for t in out_ids)))
             reads.append(list(in_ids))
+            big.append(_size(prog.shape))      # (a fused product's operands say little)
     out_slots = [slot_of(t.id) for t in outputs]
 
     # a value dies after its last read unless the caller passes or receives it
@@ -134,26 +146,42 @@ def build_plan(device, units, inputs, params, outputs) -> GraphPlan:
         if s not in keep:
             dead[k].append(s)
     out_meta = [(t.shape, t.dtype) for t in outputs] if plain else None
+    warm = None
+    if plain and supports(ks, "keep_warm"):
+        # units that may run a parallel kernel: an op with a large operand or result, a fused
+        # program with a large result
+        warm = (ks.keep_warm, ks.keep_warm_s, [n >= ks.parallel_min for n in big])
     run = _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta,
                     execute, ks.fused if plain else None,
-                    ks.fused_fn if plain and supports(ks, "fused_fn") else None)
+                    ks.fused_fn if plain and supports(ks, "fused_fn") else None, warm)
     return GraphPlan(device, plain, run, len(lowered), len(arg_slots))
 
 
 def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, execute, fused,
-              fused_fn=None):
+              fused_fn=None, warm=None):
     ns: dict = {"X": execute, "FU": fused}
     lines = [f"def run({', '.join(f'a{i}' for i in range(len(arg_slots)))}):"]
     for i, s in enumerate(arg_slots):
         lines.append(f"    s{s} = a{i}")
     for k, v in literals.items():
         ns[f"k{k}"] = v
+    if warm is not None:
+        # the kernel set's workers sleep a while after a parallel kernel, and waking them costs
+        # more than a small kernel: between the units that may run one, a serial unit starts
+        # with a no-op parallel region (``keep_warm``) once that while is nearly over
+        ns["KW"], ns["KWS"], par = warm
+        ns["CLK"] = time.perf_counter
+        lines.append("    T = CLK()")
 
     def ref(r):
         return f"s{r[1]}" if r[0] == "s" else f"k{r[1]}"
 
     for k, ((kind, what, refs, outs), d) in enumerate(zip(lowered, dead)):
         args = ", ".join(ref(r) for r in refs)
+        if warm is not None and not par[k]:
+            lines.append("    if CLK() - T > KWS:")
+            lines.append("        KW()")
+            lines.append("        T = CLK()")
         if kind == "call":          # a prepared step: f(*payloads)
             ns[f"f{k}"] = what
             lines.append(f"    s{outs[0]} = f{k}({args})")
@@ -166,6 +194,8 @@ def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, e
         else:                       # a fused program: kernel set's fused(program, payloads)
             ns[f"g{k}"] = what
             lines.append(f"    {''.join(f's{o}, ' for o in outs)}= FU(g{k}, [{args}])")
+        if warm is not None and par[k]:
+            lines.append("    T = CLK()")
         for x in d:
             lines.append(f"    s{x} = None")
     if out_meta is None:

@@ -79,3 +79,30 @@ def test_matmul_with_an_epilogue_and_its_product_as_an_output(m, k, n):
     progs = _programs(f, a, w, b)
     assert [p.kind for p in progs] == ["matmul"]
     _check(progs[0], [a, w, b])
+
+
+def test_a_plan_keeps_the_workers_warm_before_each_serial_unit(monkeypatch):
+    """With the window below zero every unit too small to run in parallel starts with one
+    no-op parallel region (``keep_warm``), none of the large ones does, and the results are
+    the bits of the plan without it."""
+    from runtime import dispatch
+    ks = dispatch.kernels_for(rt.cpu())
+    x = RNG.standard_normal((200, 300)).astype(np.float32)
+    w = RNG.standard_normal((300, 4)).astype(np.float32)
+
+    def f(t, u):
+        h = rt.relu(t * 2.0)                 # large: may run in parallel
+        return rt.sum(h @ u, axis=0) * 3.0   # a small product and a small reduction
+    g = rt.capture(f, x, w)
+    want = g.compile()(x, w)[0].numpy()
+    calls = []
+    real = ks.keep_warm
+    monkeypatch.setattr(type(ks), "keep_warm_s", -1.0)
+    monkeypatch.setattr(type(ks), "keep_warm", lambda self: (calls.append(1), real())[1])
+    exe = g.compile()
+    got = exe(x, w)[0].numpy()
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    # the relu (60,000 elements) and the product (it reads them) may run in parallel; the sum
+    # and the product by 3 (4 elements) each start with one
+    assert [s[0] for s in exe.steps] == ["fused", "op", "op", "op"]
+    assert len(calls) == 2
