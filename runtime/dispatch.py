@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as _np
+
 from . import lowprec as _lowprec
 from .core import dtypes as D
 from .core.errors import DeviceError, DeviceMismatchError, ShapeError
@@ -492,6 +494,14 @@ def create(name: str, device: Device, attrs: dict) -> Tensor:
     """Run a creation op (no tensor operands) on ``device``."""
     spec = CATALOGUE[name]
     return device.execute(spec, (), attrs, spec.infer((), attrs))
+
+
+def scalar(device: PlainDevice, value: float, dtype) -> Tensor:
+    """A 0-d tensor of the float ``value`` on plain ``device`` (float32 or float64): the kernel
+    set's ``from_host`` of one NumPy value, without an op's dispatch (a compiled step makes
+    its changing optimiser scalars so, every call)."""
+    ks = kernels_for_kind(device.kind)
+    return Tensor._wrap(ks.from_host(_np.array(value, dtype.np), device.index), (), dtype, device)
 
 
 def run_fused(device: PlainDevice, program, tensors) -> tuple:

@@ -27,6 +27,7 @@ import functools
 import threading
 from contextlib import contextmanager
 
+from . import dispatch
 from .autodiff.device import from_inner
 from .capture import active as _active
 from .capture.device import CaptureDevice
@@ -249,6 +250,7 @@ class _Entry:
         self._held: list = []            # the slots' values the last call left
         self.state_sizes = [len(before) for _, _, _, before in tr.states]
         self._scalars: dict = {}         # (value, dtype) -> 0-d tensor, reused between calls
+        self._sets: dict = {}            # (values, dtype) -> their 0-d tensors
 
     def guards_hold(self) -> bool:
         held = self._held
@@ -259,14 +261,30 @@ class _Entry:
             return all(m.training is t for m, t in zip(self.modules, self.guards[2]))
         return _guards(self.slots, self.states, self.modules) == self.guards
 
-    def _scalar(self, value: float, dtype):
-        cache = self._scalars
-        t = cache.get((value, dtype))
-        if t is None:
-            if len(cache) >= 1024:
-                cache.clear()
-            t = cache[(value, dtype)] = api.full((), value, dtype, self.exec_device)
-        return t
+    def _scalar_set(self, vals, dtype) -> list:
+        """The 0-d tensors of one update's scalars ``vals``: the parameters of one optimiser
+        step mostly share theirs (the same step count and hyperparameters), so the set is
+        kept whole as well as each value."""
+        key = (vals, dtype)
+        got = self._sets.get(key)
+        if got is None:
+            cache = self._scalars
+            got = []
+            for v in vals:
+                v = float(v)
+                t = cache.get((v, dtype))
+                if t is None:
+                    if len(cache) >= 1024:
+                        cache.clear()
+                    t = cache[(v, dtype)] = (
+                        dispatch.scalar(self.exec_device, v, dtype)
+                        if dtype.is_float and not dtype.is_half and self.exec_device.family == "plain"
+                        else api.full((), v, dtype, self.exec_device))
+                got.append(t)
+            if len(self._sets) >= 64:
+                self._sets.clear()
+            self._sets[key] = got
+        return got
 
     def run(self, args):
         # this step's optimiser scalars, computed as eager Optimizer.step computes them
@@ -279,7 +297,7 @@ class _Entry:
                     state.clear()
                     state.update(before)
                 return _RETRACE
-            values += [self._scalar(float(v), dtype) for v in vals]
+            values += self._scalar_set(vals, dtype)
         inputs = []
         for kind, ref in self.sources:
             if kind == "argument":

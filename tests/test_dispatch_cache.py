@@ -245,3 +245,12 @@ def test_prepared_kernels_given_the_shape_match_the_general_ones():
         want = ks.matmul(a[None], b[None])[0]
         assert got.shape == (mm, n)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [rt.float32, rt.float64])
+@pytest.mark.parametrize("value", [0.1, -3.0, 1e30, 1e-45, float("inf")])
+def test_dispatch_scalar_is_full_without_the_dispatch(dtype, value):
+    got = dispatch.scalar(rt.cpu(), value, dtype)
+    want = rt.full((), value, dtype=dtype)
+    assert got.shape == () and got.dtype is dtype and got.device == rt.cpu()
+    assert got.numpy().tobytes() == want.numpy().tobytes()

@@ -198,6 +198,11 @@ def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, e
             lines.append("    T = CLK()")
         for x in d:
             lines.append(f"    s{x} = None")
+    if warm is not None and lowered and not par[-1]:
+        # ending on serial units: the caller's Python between two calls (a training loop's)
+        # then starts from workers that spin afresh
+        lines.append("    if CLK() - T > KWS:")
+        lines.append("        KW()")
     if out_meta is None:
         lines.append(f"    return ({''.join(f's{x}, ' for x in out_slots)})")
     else:
