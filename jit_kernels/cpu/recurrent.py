@@ -29,8 +29,10 @@ through ``r``), then ``[dh0, 0, 0]``.
 when ``relu``) returns the outputs (T, N, H); ``rnn_backward(h0, w, ys, gy, relu, reverse)``
 returns (T + 1, N, H): the pre-activations' gradient by time index, then ``dh0``.
 
-The cell kernels are serial: a step is N * H elements (a few thousand), where a parallel
-region's start costs about as much as the work; the products are the cost and run parallel.
+The LSTM and GRU cell kernels split a step's rows between the threads from ``CELL_PAR_MIN``
+cells (the step's product has just woken them; each element is computed alone, so the split
+changes no bit); below that, and for the Elman cells, they are serial: a parallel region's
+start costs about as much as the work.
 They take C-contiguous arrays (one specialisation per float dtype): operands that are not are
 copied once per call.
 """
@@ -38,16 +40,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from numba import prange
+
 from jit_kernels.cpu import _pool, scalar_math as sm, shape
-from jit_kernels.cpu._jit import njit
+from jit_kernels.cpu._background import parallel_ready
+from jit_kernels.cpu._jit import helper, njit
+from jit_kernels.cpu._layout import nthreads
 from jit_kernels.cpu.matmul import prepared_rhs
 
+#: a step's cells (N * H) from which the LSTM and GRU cell kernels split rows between threads
+CELL_PAR_MIN = 4096
 
-@njit(cache=True, error_model="numpy")
-def _cell(x, b, g, c, h_out, c_out, s_out):
+
+@helper(error_model="numpy")
+def _cell_rows(x, b, g, c, h_out, c_out, s_out, r0, r1):
     # x, g (N, 4H); b (4H,); c, h_out, c_out (N, H); s_out (4, N, H): the gates' values
-    n, hs = c.shape
-    for r in range(n):
+    hs = c.shape[1]
+    for r in range(r0, r1):
         for j in range(hs):
             si = (x[r, j] + b[j]) + g[r, j]
             sf = (x[r, hs + j] + b[hs + j]) + g[r, hs + j]
@@ -64,6 +73,19 @@ def _cell(x, b, g, c, h_out, c_out, s_out):
 
 
 @njit(cache=True, error_model="numpy")
+def _cell(x, b, g, c, h_out, c_out, s_out, parts):
+    # (``parts``: the parallel twin's split, ignored: the same rows, in order)
+    _cell_rows(x, b, g, c, h_out, c_out, s_out, 0, c.shape[0])
+
+
+@njit(cache=True, error_model="numpy", parallel=True)
+def _cell_par(x, b, g, c, h_out, c_out, s_out, parts):
+    n = c.shape[0]
+    for k in prange(parts):
+        _cell_rows(x, b, g, c, h_out, c_out, s_out, k * n // parts, (k + 1) * n // parts)
+
+
+@njit(cache=True, error_model="numpy")
 def _tanh(c, out):
     # every step's tanh(c_t) at once (the per-step kernel is then arithmetic only)
     cv, ov = c.reshape(c.size), out.reshape(out.size)
@@ -71,13 +93,13 @@ def _tanh(c, out):
         ov[k] = sm.tanh(cv[k])
 
 
-@njit(cache=True, error_model="numpy")
-def _cell_backward(gy, dhn, a, tcs, cp, dc, ds):
+@helper(error_model="numpy")
+def _cell_backward_rows(gy, dhn, a, tcs, cp, dc, ds, r0, r1):
     # gy, dhn (N, H): h_t's gradient from the output and from step t + 1; a (4, N, H) the
     # step's gates; tcs (N, H) tanh(c_t); cp (N, H) the cell state before; dc (N, H) in: c_t's
     # gradient from later steps, out: c_{t-1}'s; ds (N, 4H) out
-    n, hs = cp.shape
-    for r in range(n):
+    hs = cp.shape[1]
+    for r in range(r0, r1):
         for j in range(hs):
             i, f, g, o, tc = a[0, r, j], a[1, r, j], a[2, r, j], a[3, r, j], tcs[r, j]
             dh = gy[r, j] + dhn[r, j]
@@ -87,6 +109,33 @@ def _cell_backward(gy, dhn, a, tcs, cp, dc, ds):
             ds[r, 2 * hs + j] = d * (i - i * g * g)
             ds[r, 3 * hs + j] = dh * (tc * (o - o * o))
             dc[r, j] = d * f
+
+
+@njit(cache=True, error_model="numpy")
+def _cell_backward(gy, dhn, a, tcs, cp, dc, ds, parts):
+    _cell_backward_rows(gy, dhn, a, tcs, cp, dc, ds, 0, cp.shape[0])
+
+
+@njit(cache=True, error_model="numpy", parallel=True)
+def _cell_backward_par(gy, dhn, a, tcs, cp, dc, ds, parts):
+    n = cp.shape[0]
+    for k in prange(parts):
+        _cell_backward_rows(gy, dhn, a, tcs, cp, dc, ds, k * n // parts, (k + 1) * n // parts)
+
+
+def _parts(n, hs):
+    """Row parts of a step's cell kernel: one per thread where the step is large enough to pay
+    for a parallel region (the product before it has just woken the threads), else 0: serial."""
+    nt = nthreads()
+    return min(nt, n) if nt > 1 and n > 1 and n * hs >= CELL_PAR_MIN else 0
+
+
+def _cell_kernel(serial, par, args, parts):
+    """The parallel twin when ``parts`` asks for it and it is built (the same bits: every
+    element is computed alone), else the serial kernel."""
+    if parts and parallel_ready(par, args + (parts,)):
+        return par
+    return serial
 
 
 def _c(a):
@@ -108,10 +157,15 @@ def lstm_forward(xg, b, h0, c0, w, reverse):
     mm = prepared_rhs(n, wt)
     h, c = h0, _c(c0)
     order = _order(t, reverse)
+    parts = _parts(n, hs)
+    cell = None
     for step in order:
         g = mm(h)
         base = 2 * t + 1 + 4 * step
-        _cell(x[step], b, g, c, out[step], out[t + 1 + step], out[base:base + 4])
+        args = (x[step], b, g, c, out[step], out[t + 1 + step], out[base:base + 4])
+        if cell is not _cell_par:
+            cell = _cell_kernel(_cell, _cell_par, args, parts)
+        cell(*args, parts)
         h, c = out[step], out[t + 1 + step]
     out[t] = c
     return out
@@ -132,10 +186,15 @@ def lstm_backward(h0, c0, w, saved, gy, reverse):
     gates = saved[2 * t + 1:].reshape(t, 4, n, hs)
     order = _order(t, reverse)
     first = order[0]
+    parts = _parts(n, hs)
+    cell = None
     for step in reversed(order):
         prev = step + (1 if reverse else -1)
         cp = c0 if step == first else saved[t + 1 + prev]
-        _cell_backward(gy[step], dhn, gates[step], tcs[step], cp, dc, out[step])
+        args = (gy[step], dhn, gates[step], tcs[step], cp, dc, out[step])
+        if cell is not _cell_backward_par:
+            cell = _cell_kernel(_cell_backward, _cell_backward_par, args, parts)
+        cell(*args, parts)
         dhn = mm(out[step])
     last = out[t]
     last[:, :hs] = dhn
@@ -145,11 +204,11 @@ def lstm_backward(h0, c0, w, saved, gy, reverse):
 
 
 # --------------------------------------------------------------------------- GRU
-@njit(cache=True, error_model="numpy")
-def _gru_cell(x, b, g, h, h_out, s_out):
+@helper(error_model="numpy")
+def _gru_cell_rows(x, b, g, h, h_out, s_out, r0, r1):
     # x, g (N, 3H); b (3H,); h, h_out (N, H); s_out (4, N, H): r, z, n, W_hn h + b_hn
-    n, hs = h.shape
-    for r in range(n):
+    hs = h.shape[1]
+    for r in range(r0, r1):
         for j in range(hs):
             hr = g[r, j] + b[j]
             hz = g[r, hs + j] + b[hs + j]
@@ -165,13 +224,25 @@ def _gru_cell(x, b, g, h, h_out, s_out):
 
 
 @njit(cache=True, error_model="numpy")
-def _gru_cell_backward(gy, carry, g, s, hp, dx, dh, one):
+def _gru_cell(x, b, g, h, h_out, s_out, parts):
+    _gru_cell_rows(x, b, g, h, h_out, s_out, 0, h.shape[0])
+
+
+@njit(cache=True, error_model="numpy", parallel=True)
+def _gru_cell_par(x, b, g, h, h_out, s_out, parts):
+    n = h.shape[0]
+    for k in prange(parts):
+        _gru_cell_rows(x, b, g, h, h_out, s_out, k * n // parts, (k + 1) * n // parts)
+
+
+@helper(error_model="numpy")
+def _gru_cell_backward_rows(gy, carry, g, s, hp, dx, dh, one, r0, r1):
     # gy (N, H): h_t's gradient from the output; carry (N, H) in: the part of h_t's gradient
     # from step t + 1 that skips the product (dh_{t+1} z_{t+1}), out: this step's; g (N, H) the
     # product part; s (4, N, H) the saved r, z, n, hn; hp (N, H) the state before; dx, dh
     # (N, 3H) out: the input and hidden projections' gradients; one: 1 of their dtype
-    n, hs = hp.shape
-    for r in range(n):
+    hs = hp.shape[1]
+    for r in range(r0, r1):
         for j in range(hs):
             rr, zz, nn, hn = s[0, r, j], s[1, r, j], s[2, r, j], s[3, r, j]
             d = gy[r, j] + (carry[r, j] + g[r, j])
@@ -188,6 +259,19 @@ def _gru_cell_backward(gy, carry, g, s, hp, dx, dh, one):
             carry[r, j] = d * zz
 
 
+@njit(cache=True, error_model="numpy")
+def _gru_cell_backward(gy, carry, g, s, hp, dx, dh, one, parts):
+    _gru_cell_backward_rows(gy, carry, g, s, hp, dx, dh, one, 0, hp.shape[0])
+
+
+@njit(cache=True, error_model="numpy", parallel=True)
+def _gru_cell_backward_par(gy, carry, g, s, hp, dx, dh, one, parts):
+    n = hp.shape[0]
+    for k in prange(parts):
+        _gru_cell_backward_rows(gy, carry, g, s, hp, dx, dh, one, k * n // parts,
+                                (k + 1) * n // parts)
+
+
 def gru_forward(xg, b, h0, w, reverse):
     t, n, h3 = xg.shape
     hs = h3 // 3
@@ -198,9 +282,14 @@ def gru_forward(xg, b, h0, w, reverse):
     wt = shape.copy(w.T)                            # (H, 3H)
     mm = prepared_rhs(n, wt)
     h = _c(h0)
+    parts = _parts(n, hs)
+    cell = None
     for step in _order(t, reverse):
         base = t + 4 * step
-        _gru_cell(x[step], b, mm(h), h, out[step], out[base:base + 4])
+        args = (x[step], b, mm(h), h, out[step], out[base:base + 4])
+        if cell is not _gru_cell_par:
+            cell = _cell_kernel(_gru_cell, _gru_cell_par, args, parts)
+        cell(*args, parts)
         h = out[step]
     return out
 
@@ -218,11 +307,15 @@ def gru_backward(h0, w, saved, gy, reverse):
     h0 = _c(h0)
     order = _order(t, reverse)
     first = order[0]
+    parts = _parts(n, hs)
+    cell = None
     for step in reversed(order):
         hp = h0 if step == first else saved[step + (1 if reverse else -1)]
         base = t + 4 * step
-        _gru_cell_backward(gy[step], carry, g, saved[base:base + 4], hp, out[step],
-                           out[t + step], one)
+        args = (gy[step], carry, g, saved[base:base + 4], hp, out[step], out[t + step], one)
+        if cell is not _gru_cell_backward_par:
+            cell = _cell_kernel(_gru_cell_backward, _gru_cell_backward_par, args, parts)
+        cell(*args, parts)
         g = mm(out[t + step])
     last = out[2 * t]
     last[:, :hs] = carry + g
