@@ -213,7 +213,9 @@ def wait(name: str | None = None, timeout: float = 300.0) -> None:
 def parallel_ready(fn, args) -> bool:
     """Whether the ``prange`` kernel ``fn`` may be called with ``args`` now; False while its
     build runs in the worker (the caller runs the serial variant, which gives the same bits).
-    Only for kernels whose serial variant computes every output the same way."""
+    Only for kernels whose serial variant computes every output the same way; also for a
+    serial kernel that replaces several others whose composition gives its bits (the caller
+    runs the composition meanwhile)."""
     if fn in _READY_FNS:
         return True
     got = _FN_JOBS.get(fn)
