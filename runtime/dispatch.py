@@ -504,6 +504,15 @@ def scalar(device: PlainDevice, value: float, dtype) -> Tensor:
     return Tensor._wrap(ks.from_host(_np.array(value, dtype.np), device.index), (), dtype, device)
 
 
+def keep_warm(device: PlainDevice) -> None:
+    """Keep ``device``'s kernel-set worker threads awake a while longer (a no-op parallel region:
+    see ``jit_kernels.cpu._warm``); nothing on a set without them.  A caller about to run
+    parallel kernels after some Python of its own (a compiled step's call) calls it first."""
+    ks = kernels_for_kind(device.kind)
+    if supports(ks, "keep_warm"):
+        ks.keep_warm()
+
+
 def run_fused(device: PlainDevice, program, tensors) -> tuple:
     """Run a fused program (``runtime.capture.fuse``) on ``device``'s kernel set; one tensor
     per program output.  DeviceError when the kernel set has no fused kernels."""

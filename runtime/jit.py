@@ -251,6 +251,7 @@ class _Entry:
         self.state_sizes = [len(before) for _, _, _, before in tr.states]
         self._scalars: dict = {}         # (value, dtype) -> 0-d tensor, reused between calls
         self._sets: dict = {}            # (values, dtype) -> their 0-d tensors
+        self._warm = self.exec_device.family == "plain"
 
     def guards_hold(self) -> bool:
         held = self._held
@@ -287,6 +288,10 @@ class _Entry:
         return got
 
     def run(self, args):
+        if self._warm:
+            # the previous call's workers are still spinning if the caller's loop was short:
+            # spinning afresh, they are awake when the graph's first parallel kernel comes
+            dispatch.keep_warm(self.exec_device)
         # this step's optimiser scalars, computed as eager Optimizer.step computes them
         saved = [(state, dict(state)) for _, _, state in self.states]
         values = []

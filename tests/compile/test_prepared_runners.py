@@ -83,8 +83,8 @@ def test_matmul_with_an_epilogue_and_its_product_as_an_output(m, k, n):
 
 def test_a_plan_keeps_the_workers_warm_before_each_serial_unit(monkeypatch):
     """With the window below zero every unit too small to run in parallel starts with one
-    no-op parallel region (``keep_warm``), none of the large ones does, and the results are
-    the bits of the plan without it."""
+    no-op parallel region (``keep_warm``), none of the large ones does, a plan that ends on a
+    small one ends with one, and the results are the bits of the plan without them."""
     from runtime import dispatch
     ks = dispatch.kernels_for(rt.cpu())
     x = RNG.standard_normal((200, 300)).astype(np.float32)
@@ -103,6 +103,22 @@ def test_a_plan_keeps_the_workers_warm_before_each_serial_unit(monkeypatch):
     got = exe(x, w)[0].numpy()
     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
     # the relu (60,000 elements) and the product (it reads them) may run in parallel; the sum
-    # and the product by 3 (4 elements) each start with one
+    # and the product by 3 (4 elements) each start with one, and the plan, ending on a serial
+    # unit, ends with one
     assert [s[0] for s in exe.steps] == ["fused", "op", "op", "op"]
-    assert len(calls) == 2
+    assert len(calls) == 3
+
+
+def test_a_compiled_function_wakes_the_workers_before_its_graph(monkeypatch):
+    from runtime import dispatch
+    ks = dispatch.kernels_for(rt.cpu())
+    calls = []
+    real = ks.keep_warm
+    monkeypatch.setattr(type(ks), "keep_warm", lambda self: (calls.append(1), real())[1])
+    f = rt.compile(lambda t: rt.relu(t) * 2.0)
+    x = rt.tensor(RNG.standard_normal((300, 200)).astype(np.float32))
+    f(x)
+    before = len(calls)
+    got = f(x)
+    assert len(calls) > before                     # the call's start, before the graph runs
+    np.testing.assert_array_equal(got.numpy(), np.maximum(x.numpy(), 0) * np.float32(2.0))
