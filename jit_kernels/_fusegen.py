@@ -142,6 +142,8 @@ class Epilogue:
             return ("in", 0) if r[1] == 0 else ("op", r[1] - 1)
 
         new_ops = tuple(replace(o, args=tuple(remap(r) for r in o.args)) for o in ops[1:])
+        # the product's operands (one input twice for ``x @ x``)
+        self.operands = tuple(r[1] for r in ops[0].args)
         self.used = used
         self.mm_is_output = 0 in prog.outputs
         outs = [j - 1 for j in prog.outputs if j != 0]

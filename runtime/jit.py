@@ -251,7 +251,7 @@ class _Entry:
         self.state_sizes = [len(before) for _, _, _, before in tr.states]
         self._scalars: dict = {}         # (value, dtype) -> 0-d tensor, reused between calls
         self._sets: dict = {}            # (values, dtype) -> their 0-d tensors
-        self._warm = self.exec_device.family == "plain"
+        self._warm = self.exec_device.family == "plain" and runner.parallel
 
     def guards_hold(self) -> bool:
         held = self._held

@@ -470,9 +470,10 @@ _Epilogue = Epilogue
 
 
 def run_matmul(prog, arrays):
-    a, b = arrays[0], arrays[1]
+    epi = _Epilogue.of(prog)
+    a, b = (arrays[k] for k in epi.operands)
     c = _matmul.matmul(a[None], b[None]).reshape(prog.shape)
-    return _Epilogue.of(prog).outputs(prog, c, arrays, run_elementwise)
+    return epi.outputs(prog, c, arrays, run_elementwise)
 
 
 # ------------------------------------------------------------------------------ prepared runners
@@ -600,10 +601,11 @@ def _prepared_matmul(prog):
     mm = _matmul.matmul
     tail = _prepared_elementwise(epi.prog) if epi.prog.outputs else None
     used = epi.used
+    ia, ib = epi.operands
     at = list(prog.outputs).index(0) if epi.mm_is_output else -1
 
     def run(arrays):
-        c = mm(arrays[0][None], arrays[1][None]).reshape(shape)
+        c = mm(arrays[ia][None], arrays[ib][None]).reshape(shape)
         res = tail([c] + [arrays[k] for k in used]) if tail is not None else []
         if at >= 0:
             res.insert(at, c)

@@ -320,11 +320,12 @@ def run_rows(prog, arrays):
 def run_matmul(prog, arrays):
     from jit_kernels.cuda import matmul as _matmul
     arrays = _as_cuda(arrays, _index_of(arrays))
-    a, b = arrays[0], arrays[1]
+    epi = _Epilogue.of(prog)
+    a, b = (arrays[k] for k in epi.operands)
     a3 = a.view((1,) + a.shape, (0,) + a.strides)
     b3 = b.view((1,) + b.shape, (0,) + b.strides)
     c = _reshape(_matmul.matmul(a3, b3), prog.shape)
-    return _Epilogue.of(prog).outputs(prog, c, arrays, run_elementwise)
+    return epi.outputs(prog, c, arrays, run_elementwise)
 
 
 # ------------------------------------------------------------------------------ entry point

@@ -189,6 +189,7 @@ class CompiledGraph:
     # inputs checked and converted, parameters appended, the plan run: as a bound graph
     __call__ = Executable.__call__
     call_trusted = Executable.call_trusted
+    parallel = Executable.parallel
 
     # ---- introspection --------------------------------------------------------------------
     @property

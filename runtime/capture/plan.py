@@ -46,11 +46,12 @@ class GraphPlan:
     """A lowered, unrolled plan: ``plan(values) -> outputs`` (``values``: one tensor per
     per-call slot, inputs then parameters, in the order given to ``build_plan``)."""
 
-    __slots__ = ("device", "plain", "run", "n_steps", "n_args")
+    __slots__ = ("device", "plain", "run", "n_steps", "n_args", "parallel")
 
-    def __init__(self, device, plain, run, n_steps, n_args):
+    def __init__(self, device, plain, run, n_steps, n_args, parallel=False):
         self.device, self.plain, self.run, self.n_steps, self.n_args = (
             device, plain, run, n_steps, n_args)
+        self.parallel = parallel    # whether a unit may run a parallel kernel (``keep_warm``)
 
     def __call__(self, values) -> tuple:
         if not self.plain:
@@ -151,10 +152,12 @@ def build_plan(device, units, inputs, params, outputs) -> GraphPlan:
         # units that may run a parallel kernel: an op with a large operand or result, a fused
         # program with a large result
         warm = (ks.keep_warm, ks.keep_warm_s, [n >= ks.parallel_min for n in big])
+        if not any(warm[2]):
+            warm = None         # (nothing to keep awake for)
     run = _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta,
                     execute, ks.fused if plain else None,
                     ks.fused_fn if plain and supports(ks, "fused_fn") else None, warm)
-    return GraphPlan(device, plain, run, len(lowered), len(arg_slots))
+    return GraphPlan(device, plain, run, len(lowered), len(arg_slots), warm is not None)
 
 
 def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, execute, fused,
@@ -167,18 +170,19 @@ def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, e
         ns[f"k{k}"] = v
     if warm is not None:
         # the kernel set's workers sleep a while after a parallel kernel, and waking them costs
-        # more than a small kernel: between the units that may run one, a serial unit starts
+        # more than a small kernel: a serial unit with a unit that may run one after it starts
         # with a no-op parallel region (``keep_warm``) once that while is nearly over
         ns["KW"], ns["KWS"], par = warm
         ns["CLK"] = time.perf_counter
         lines.append("    T = CLK()")
+        last_par = max(k for k, p in enumerate(par) if p)
 
     def ref(r):
         return f"s{r[1]}" if r[0] == "s" else f"k{r[1]}"
 
     for k, ((kind, what, refs, outs), d) in enumerate(zip(lowered, dead)):
         args = ", ".join(ref(r) for r in refs)
-        if warm is not None and not par[k]:
+        if warm is not None and not par[k] and k < last_par:
             lines.append("    if CLK() - T > KWS:")
             lines.append("        KW()")
             lines.append("        T = CLK()")
@@ -198,7 +202,7 @@ def _generate(lowered, dead, arg_slots, out_slots, literals, device, out_meta, e
             lines.append("    T = CLK()")
         for x in d:
             lines.append(f"    s{x} = None")
-    if warm is not None and lowered and not par[-1]:
+    if warm is not None and not par[-1]:
         # ending on serial units: the caller's Python between two calls (a training loop's)
         # then starts from workers that spin afresh
         lines.append("    if CLK() - T > KWS:")

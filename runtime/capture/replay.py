@@ -99,6 +99,12 @@ class Executable:
             vals += [params[t] for t in self._param_ids]
         return self._plan(vals)
 
+    @property
+    def parallel(self) -> bool:
+        """Whether a step of the plan may run a parallel kernel (its device's worker threads are
+        then worth keeping awake before a call: ``dispatch.keep_warm``)."""
+        return self._plan.parallel
+
     def call_trusted(self, values: list) -> tuple:
         """Run on ``values``, tensors on this device with exactly the graph inputs' shapes and
         dtypes (``rt.compile`` checks them once per signature, not per call)."""

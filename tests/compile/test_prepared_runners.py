@@ -82,31 +82,38 @@ def test_matmul_with_an_epilogue_and_its_product_as_an_output(m, k, n):
 
 
 def test_a_plan_keeps_the_workers_warm_before_each_serial_unit(monkeypatch):
-    """With the window below zero every unit too small to run in parallel starts with one
-    no-op parallel region (``keep_warm``), none of the large ones does, a plan that ends on a
-    small one ends with one, and the results are the bits of the plan without them."""
+    """With the window below zero every unit too small to run in parallel that has a larger one
+    after it starts with one no-op parallel region (``keep_warm``), the large ones and the small
+    ones after the last large one do not, a plan that ends on a small unit ends with one, and
+    the results are the bits of the plan without them; a plan of small units has none."""
     from runtime import dispatch
     ks = dispatch.kernels_for(rt.cpu())
     x = RNG.standard_normal((200, 300)).astype(np.float32)
-    w = RNG.standard_normal((300, 4)).astype(np.float32)
+    u = RNG.standard_normal((4, 4)).astype(np.float32)
 
-    def f(t, u):
-        h = rt.relu(t * 2.0)                 # large: may run in parallel
-        return rt.sum(h @ u, axis=0) * 3.0   # a small product and a small reduction
-    g = rt.capture(f, x, w)
-    want = g.compile()(x, w)[0].numpy()
+    def f(t, v):
+        k = rt.sum(v @ v, axis=0)                       # small
+        h = rt.relu(t * 2.0)                            # large
+        return rt.sum(h, axis=0) + k[0], rt.exp(k)      # a large reduction, then small ops
+    g = rt.capture(f, x, u)
+    want = [o.numpy() for o in g.compile()(x, u)]
     calls = []
     real = ks.keep_warm
     monkeypatch.setattr(type(ks), "keep_warm_s", -1.0)
     monkeypatch.setattr(type(ks), "keep_warm", lambda self: (calls.append(1), real())[1])
     exe = g.compile()
-    got = exe(x, w)[0].numpy()
-    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
-    # the relu (60,000 elements) and the product (it reads them) may run in parallel; the sum
-    # and the product by 3 (4 elements) each start with one, and the plan, ending on a serial
-    # unit, ends with one
-    assert [s[0] for s in exe.steps] == ["fused", "op", "op", "op"]
-    assert len(calls) == 3
+    assert [s[1].op if s[0] == "op" else s[1].kind for s in exe.steps] == [
+        "matmul", "sum", "elementwise", "sum", "index", "add", "exp"]
+    got = [o.numpy() for o in exe(x, u)]
+    for a, b in zip(got, want):
+        assert a.tobytes() == b.tobytes()
+    assert len(calls) == 3 and exe.parallel       # before the matmul and the small sum; at the end
+    small_graph = rt.capture(lambda v: rt.exp(v @ v) + 1.0, u)   # (one input, used twice)
+    small = small_graph.compile()
+    calls.clear()
+    (got,) = small(u)
+    assert calls == [] and not small.parallel
+    assert got.numpy().tobytes() == small_graph.run(u)[0].numpy().tobytes()
 
 
 def test_a_compiled_function_wakes_the_workers_before_its_graph(monkeypatch):
