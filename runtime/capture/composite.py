@@ -12,7 +12,7 @@ runs the recorded graph op by op instead.
 from __future__ import annotations
 
 from ..core.registry import Meta, install_composite_runner
-from ..kernel_sets import for_device
+from ..kernel_sets import for_device, supports
 from ..tensor import Tensor
 from .tracing import TraceCache, compile_for, signature, trace
 
@@ -93,10 +93,17 @@ def _build(spec, device, args, attrs):
         # one generated kernel over the inputs: call the kernel set directly
         _, prog, in_ids, _ = steps[0]
         order = tuple(graph.inputs.index(t) for t in in_ids)
-        fused = for_device(device).fused
+        ks = for_device(device)
+        if supports(ks, "fused_fn"):        # its layout decisions made once (``fused_fn``)
+            prepared = ks.fused_fn(prog)
 
-        def run_fused(payloads):
-            return fused(prog, [payloads[i] for i in order])[0]
+            def run_fused(payloads):
+                return prepared([payloads[i] for i in order])[0]
+        else:
+            fused = ks.fused
+
+            def run_fused(payloads):
+                return fused(prog, [payloads[i] for i in order])[0]
         return run_fused
     irs = graph.input_tensors
     wrap = Tensor._wrap
