@@ -293,6 +293,9 @@ CAPABILITIES = {
     # through a run of serial kernels; ``keep_warm_s`` (seconds) how long they stay awake after
     # a parallel kernel, ``parallel_min`` the fewest output elements a kernel runs in parallel for
     "keep_warm": ("keep_warm",),
+    # ``index_backward(g, key, shape)``: ``slice_assign`` of ``g`` into zeros of ``shape``
+    # (basic indexing's gradient) without a pass over the zeros the region leaves
+    "index_backward": ("index_backward",),
     "prepared": ("unary_fn", "binary_fn"),      # prepared elementwise kernels (small-op path)
     "prepared_matmul": ("matmul_fn",),          # a prepared product of two matrices (same path)
     "split": ("split",),                        # several views of one array in one call

@@ -613,6 +613,7 @@ VARIANTS: dict[str, OpInfo] = {r.name: r for r in [
 #: catalogue ops without a row: why, and where they are tested
 NOT_IN_TABLE = {
     "relu_backward": "internal op of relu's gradient; tests/autodiff/test_composite.py",
+    "index_backward": "internal op of basic indexing's gradient; tests/autodiff/test_composite.py",
     "cross_entropy_backward": "internal op of cross_entropy's gradient; "
                               "tests/autodiff/test_composite.py",
     "reshape": "shape op, no numeric reference; tests/test_shape.py",

@@ -62,7 +62,7 @@ REACHED_BY = {
 # Reached only inside another op's gradient: that op's backward rule dispatches it.
 INTERNAL = {"cross_entropy_backward": "cross_entropy", "max_pool2d_backward": "max_pool2d",
             "avg_pool2d_backward": "avg_pool2d", "interpolate_backward": "interpolate",
-            "conv2d_weight_grad": "conv2d", "relu_backward": "relu"}
+            "conv2d_weight_grad": "conv2d", "relu_backward": "relu", "index_backward": "index"}
 # advanced-index assignment and the native pad
 REACHED_BY["pad"] = lambda x: rt.pad(x, (1, 1), mode="reflect")
 REACHED_BY["put"] = lambda x: x.slice_assign(([0, 1], [2, 0]), 1.0)

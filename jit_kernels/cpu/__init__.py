@@ -52,7 +52,7 @@ class CpuKernels:
     capabilities = frozenset(("fused", "fused_fn", "prepared", "prepared_matmul", "split",
                               "winograd", "max_pool2d_relu", "synchronize", "empty_cache",
                               "dlpack", "linalg", "recurrent", "cross_entropy_grad",
-                              "keep_warm"))
+                              "keep_warm", "index_backward"))
 
     # -- memory
     def from_host(self, array, index=0):
@@ -100,6 +100,9 @@ class CpuKernels:
 
     def gather(self, x, indices, axis):
         return shape.gather(x, indices, axis)
+
+    def index_backward(self, g, key, out_shape):
+        return shape.index_backward(g, key, out_shape)
 
     def scatter_add(self, x, indices, src, axis):
         return shape.scatter_add(x, indices, src, axis)

@@ -138,6 +138,16 @@ def split(x, sizes, shapes):
     return out
 
 
+def index_backward(g, key, shape):
+    """``slice_assign(zeros(shape), key, g)`` (basic indexing's gradient): the zeros from
+    ``np.zeros``, whose pages the system provides zeroed when first touched, so the part of a
+    large result that nothing writes costs no pass; then ``g`` copied into the region."""
+    out = np.zeros(shape, g.dtype)
+    if g.size:
+        copy_into(out[_numpy_key(key)], g)
+    return out
+
+
 def slice_assign(x, key, value):
     out = copy(x)
     dst = out[_numpy_key(key)]

@@ -11,6 +11,7 @@ import numpy as np
 from ..core import dtypes as D
 from ..dispatch import dispatch as run
 from ..core.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..kernel_sets import supports
 from ..tensor import Tensor
 from .args import operand, tensor_arg, torch_alias
 from .create import full, tensor
@@ -42,7 +43,8 @@ def _infer_index(args, attrs):
 
 
 def _grad_index(c, g):
-    return (run("slice_assign", (_zeros(c.input_shape(0), g), g), {"key": c.attrs["key"]}),)
+    return (run("index_backward", (g,), {"key": c.attrs["key"],
+                                          "shape": tuple(c.input_shape(0))}),)
 
 
 # ONNX lowerings (``OpSpec.onnx_lower``, called with the ONNX exporter, see ``elementwise``)
@@ -89,6 +91,39 @@ def _onnx_index(ex, op) -> str:
 register(OpSpec("index", "index", _infer_index,
                 lambda ks, p, a, at, plan, dev: ks.index(p[0], at["key"]),
                 backward=_grad_index, onnx="Slice", onnx_lower=_onnx_index, moves_only=True))
+
+
+# --------------------------------------------------------------------------- index's gradient
+# ``slice_assign(zeros(shape), g)`` as one record (PyTorch's ``slice_backward``): a kernel set
+# with ``index_backward`` writes only the region into zeros it does not write (on cpu, pages the
+# system zero-fills when first touched), where the composition filled the whole result, copied
+# it and wrote the region (a recurrent layer's op is read through its first T + 1 of 6 T + 1
+# rows: 12.6 MB filled and copied a layer call).  Capture records the decomposition.
+def _infer_index_backward(args, attrs):
+    (g,) = args
+    shape = tuple(attrs["shape"])
+    region = index_shape(shape, attrs["key"])
+    if tuple(shape_of(g)) != region:
+        raise ShapeError(f"index_backward: gradient of shape {tuple(shape_of(g))} for an indexed "
+                         f"region of shape {region} (tensor shape {shape})")
+    return Plan(shape, g.dtype, g.dtype)
+
+
+def _kernel_index_backward(ks, p, args, attrs, plan, device):
+    if supports(ks, "index_backward"):
+        return ks.index_backward(p[0], attrs["key"], plan.shape)
+    zeros = ks.full(plan.shape, 0, plan.dtype.np, device.index)
+    return ks.slice_assign(zeros, attrs["key"], p[0])
+
+
+def _decompose_index_backward(args, attrs):
+    (g,) = args
+    return run("slice_assign", (_zeros(tuple(attrs["shape"]), g), g), {"key": attrs["key"]})
+
+
+register(OpSpec("index_backward", "index", _infer_index_backward, _kernel_index_backward,
+                backward=lambda c, g: (run("index", (g,), {"key": c.attrs["key"]}),),
+                decompose=_decompose_index_backward, uint64="modular"))
 
 
 # --------------------------------------------------------------------------- slice_assign

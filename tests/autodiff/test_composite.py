@@ -277,3 +277,36 @@ def test_relu_backward_op_matches_its_decomposition_and_relus_gradient(rng, dtyp
                                             rf"{np.dtype(dtype).name} and the gradient's "
                                             rf"{np.dtype(other).name} differ$"):
         dispatch("relu_backward", (rt.tensor(x), rt.tensor(g.astype(other))))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_])
+@pytest.mark.parametrize("key", [(slice(1, 3, 1),), (0, slice(0, 4, 2)), (slice(2, None, -1), 1),
+                                 (None, slice(0, 0, 1)), (slice(0, 4, 1), slice(3, 0, -2))])
+def test_index_backward_op_matches_its_decomposition(rng, dtype, key):
+    """Basic indexing's gradient (``index_backward``, one record) gives the bits of its
+    composition, ``slice_assign`` of the gradient into zeros, for slices, steps, negative steps,
+    ints, new axes and empty regions; indexing's gradient on the tape is it."""
+    from runtime.dispatch import dispatch
+    from runtime.ops.index import _normalize_key, index_shape
+    shape = (4, 5)
+    k = _normalize_key(rt.zeros(shape), key)
+    region = index_shape(shape, k)
+    g = (rng.normal(size=region) * 3).astype(dtype)
+    got = dispatch("index_backward", (rt.tensor(g),), {"key": k, "shape": shape})
+    want = _decomposed("index_backward", rt.tensor(g), key=k, shape=shape)
+    assert got.dtype is want.dtype and got.shape == shape
+    assert got.numpy().tobytes() == want.numpy().tobytes()
+    if dtype == np.float64:
+        x = rt.tensor(rng.normal(size=shape), device=AD).require_grad()
+        gt = rt.tensor(g, device=AD)
+        grads = (x[key] * gt).sum().backward()
+        assert x.grad(grads).numpy().tobytes() == want.numpy().tobytes()
+
+
+def test_index_backward_refuses_a_gradient_of_another_shape():
+    from runtime.dispatch import dispatch
+    with pytest.raises(rt.ShapeError, match=r"^index_backward: gradient of shape \(3,\) for an "
+                                            r"indexed region of shape \(2,\) \(tensor shape "
+                                            r"\(4,\)\)$"):
+        dispatch("index_backward", (rt.tensor(np.zeros(3, np.float32)),),
+                 {"key": (slice(0, 2, 1),), "shape": (4,)})
