@@ -430,6 +430,27 @@ def _rows_source(prog, pattern) -> str:
             + kernel("rows_serial", False))
 
 
+def _rows_layout(prog, arrays, S, R, K):
+    """(kernel, coalesced outer shape, per-operand outer strides, inner strides, its last
+    argument) of the rows kernels for ``arrays`` broadcast to ``S`` (R rows of K)."""
+    outer, inner = [], []
+    for a in arrays:
+        st = broadcast_strides(a.shape, S, [x // a.itemsize for x in a.strides])
+        outer.append(st[:-1])
+        inner.append(st[-1])
+    if len(S) > 1:
+        oshape, osts = coalesce(S[:-1], outer)
+    else:
+        oshape, osts = [1], [[0] for _ in arrays]
+    pattern = "".join("1" if x == 1 else ("0" if x == 0 else "s") for x in inner)
+    mod = _module(prog, "r" + pattern, lambda: _rows_source(prog, pattern))
+    if R * K >= PAR_THRESHOLD and R > 1:
+        kern, last = mod.rows_par, min(R, 4 * nthreads())
+    else:
+        kern, last = mod.rows_serial, 1
+    return kern, i64(oshape), [i64(st) for st in osts], inner, last
+
+
 def run_rows(prog, arrays):
     S = tuple(prog.shape)
     K = S[-1]
@@ -439,29 +460,12 @@ def run_rows(prog, arrays):
         res.append(_empty((R * K,) if prog.ops[j].level == "elem" else (R,), prog.ops[j].dtype))
     if R == 0 or K == 0:
         return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
-    scs = _scalar_values(prog)
-    bases, outer, inner = [], [], []
-    for a in arrays:
-        b, off, es = flat_base(a)
-        st = broadcast_strides(a.shape, S, es)
-        bases.append((b, off))
-        outer.append(st[:-1])
-        inner.append(st[-1])
-    if len(S) > 1:
-        oshape, osts = coalesce(S[:-1], outer)
-    else:
-        oshape, osts = [1], [[0] for _ in arrays]
-    pattern = "".join("1" if s == 1 else ("0" if s == 0 else "s") for s in inner)
-    mod = _module(prog, "r" + pattern, lambda: _rows_source(prog, pattern))
-    args = [i64(oshape)]
-    for (b, off), st, s in zip(bases, osts, inner):
-        args += [b, off, i64(st), s]
-    args += scs + res + [K]
-    if R * K >= PAR_THRESHOLD and R > 1:
-        nt = nthreads()
-        mod.rows_par(*args, min(R, 4 * nt))
-    else:
-        mod.rows_serial(*args, 1)
+    kern, oshape, osts, inner, last = _rows_layout(prog, arrays, S, R, K)
+    args = [oshape]
+    for a, st, x in zip(arrays, osts, inner):
+        b, off, _ = flat_base(a)
+        args += [b, off, st, x]
+    kern(*args, *_scalar_values(prog), *res, K, last)
     return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
 
 
@@ -558,29 +562,11 @@ def _prepared_rows(prog):
     scs = _scalar_values(prog)
     recipes: dict = {}
 
-    def recipe(arrays):
-        outer, inner = [], []
-        for a in arrays:
-            st = broadcast_strides(a.shape, S, [x // a.itemsize for x in a.strides])
-            outer.append(st[:-1])
-            inner.append(st[-1])
-        if len(S) > 1:
-            oshape, osts = coalesce(S[:-1], outer)
-        else:
-            oshape, osts = [1], [[0] for _ in arrays]
-        pattern = "".join("1" if x == 1 else ("0" if x == 0 else "s") for x in inner)
-        mod = _module(prog, "r" + pattern, lambda: _rows_source(prog, pattern))
-        if R * K >= PAR_THRESHOLD and R > 1:
-            kern, last = mod.rows_par, min(R, 4 * nthreads())
-        else:
-            kern, last = mod.rows_serial, 1
-        return kern, i64(oshape), [i64(st) for st in osts], inner, last
-
     def run(arrays):
         key = tuple([a.strides for a in arrays])
         r = recipes.get(key)
         if r is None:
-            r = recipes[key] = recipe(arrays)
+            r = recipes[key] = _rows_layout(prog, arrays, S, R, K)
         kern, oshape, osts, inner, last = r
         res = [_empty(shp, dt) for shp, dt in outs]
         args = [oshape]
