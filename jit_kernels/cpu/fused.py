@@ -22,7 +22,11 @@ Kinds:
   Float sums accumulate in float64 (reassociated, as ``reduce`` does), max/min propagate NaN, and
   softmax follows ``reduce.softmax`` (max-shifted, ``scalar_math.exp`` (vectorisable), float64
   sum) — equal to eager within rounding.
-- ``matmul``: the cpu matmul kernel, then the elementwise epilogue in place on its output.
+- ``matmul``: the cpu matmul kernel, then the elementwise epilogue on its output.
+
+``prepared(prog)`` (the kernel set's ``fused_fn``) is ``fused`` for a program run many times:
+a compiled graph binds one per program, and it makes the layout decisions above once per
+operand layout.
 """
 from __future__ import annotations
 
@@ -487,12 +491,8 @@ def run_matmul(prog, arrays):
 # then only finds its operands' memory and launches.  The kernels and their arguments are
 # those ``fused`` picks, so the results are the same bits.
 
-def _contiguous_strides(shape, itemsize) -> tuple:
-    st, acc = [], itemsize
-    for d in reversed(shape):
-        st.append(acc)
-        acc *= max(d, 1)
-    return tuple(reversed(st))
+#: operand layouts a prepared runner keeps decisions for (then it forgets them all)
+RECIPES_MAX = 64
 
 
 def _prepared_elementwise(prog):
@@ -521,6 +521,8 @@ def _prepared_elementwise(prog):
         key = tuple([a.strides for a in arrays])
         r = recipes.get(key)
         if r is None:
+            if len(recipes) >= RECIPES_MAX:
+                recipes.clear()
             r = recipes[key] = recipe(arrays) or ("any",)
         kind = r[0]
         if kind == "any":
@@ -566,6 +568,8 @@ def _prepared_rows(prog):
         key = tuple([a.strides for a in arrays])
         r = recipes.get(key)
         if r is None:
+            if len(recipes) >= RECIPES_MAX:
+                recipes.clear()
             r = recipes[key] = _rows_layout(prog, arrays, S, R, K)
         kern, oshape, osts, inner, last = r
         res = [_empty(shp, dt) for shp, dt in outs]
