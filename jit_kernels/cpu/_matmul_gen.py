@@ -99,6 +99,7 @@ MC = {MC}
 KC = {KC}
 NC = {NC}
 KI = {KI}
+KA = 32         # k steps of a transposed A packed for every sliver before the next ones
 BMAX = 1 << 21  # elements of gemm_rows' packed B scratch (a column block's KC blocks)
 
 
@@ -163,7 +164,18 @@ def pack_b_rows(b, boff, sbk, kc, nc, Bp, k0, k1):
 def pack_a(a, aoff, sam, sak, mc, kc, Ap, dst0):
     """The mc x kc block of a at ``aoff`` as MR-row slivers (k-major, zero-padded rows)."""
     nir = (mc + MR - 1) // MR
-    for ir in range(nir):
+    first = 0
+    if sam == 1 and sak != 1 and mc >= MR:
+        # columns contiguous (a transposed view), k steps a row stride apart: the full slivers
+        # in runs of KA k steps, each run for every sliver while its rows (one page each for a
+        # wide a) are in L1 and the TLB (sliver by sliver, each row came back once per sliver)
+        first = mc // MR
+        for k0 in range(0, kc, KA):
+            kb = min(KA, kc - k0)
+            for ir in range(first):
+                vpack_cols(kb, a, aoff + ir * MR + k0 * sak, sak, Ap, dst0 + (ir * kc + k0) * MR,
+                           MR)
+    for ir in range(first, nir):
         r0 = ir * MR
         mv = min(MR, mc - r0)
         dst = dst0 + ir * kc * MR

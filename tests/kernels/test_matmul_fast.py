@@ -308,3 +308,23 @@ def test_a_fixed_right_operand_too_small_to_pack_is_the_plain_product():
         fix = mm.prepared_rhs(M, b)
         assert fix.__name__ == "mm_b"
         np.testing.assert_array_equal(fix(a), mm.matmul(a[None], b[None])[0])
+
+
+@pytest.mark.parametrize("M, K, N", [(150, 100, 40), (16, 33, 70), (130, 600, 24)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_transposed_left_operand_packs_to_the_same_bits(M, K, N, dtype):
+    """A left operand whose columns are contiguous (a transposed view) is packed in runs of k
+    steps for every full sliver, then its tail sliver: the blocked stand-in's bits (full and
+    partial runs, a tail sliver, K past KC)."""
+    rng = np.random.default_rng(M + K)
+    a = _operand(rng, 1, M, K, dtype, "t", False)
+    b = _operand(rng, 1, K, N, dtype, "c", False)
+    fast = mm.matmul(a, b)
+    orig = mm._gemm_now
+    mm._gemm_now = lambda dt, driver: None
+    try:
+        stand_in = mm.matmul(a, b)
+    finally:
+        mm._gemm_now = orig
+    np.testing.assert_array_equal(stand_in, fast)
+    np.testing.assert_array_equal(fast, mm.matmul(np.ascontiguousarray(a), b))
