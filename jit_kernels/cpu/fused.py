@@ -495,6 +495,18 @@ def run_matmul(prog, arrays):
 RECIPES_MAX = 64
 
 
+def _layout_of(recipes, arrays, make):
+    """The decisions kept in ``recipes`` for ``arrays``' layout (their strides), ``make()``'s
+    the first time."""
+    key = tuple([a.strides for a in arrays])
+    r = recipes.get(key)
+    if r is None:
+        if len(recipes) >= RECIPES_MAX:
+            recipes.clear()
+        r = recipes[key] = make()
+    return r
+
+
 def _prepared_elementwise(prog):
     S = tuple(prog.shape)
     total = size_of(S)
@@ -518,12 +530,7 @@ def _prepared_elementwise(prog):
         return ("strided", _strided_plan(prog, arrays, S, total, par))
 
     def run(arrays):
-        key = tuple([a.strides for a in arrays])
-        r = recipes.get(key)
-        if r is None:
-            if len(recipes) >= RECIPES_MAX:
-                recipes.clear()
-            r = recipes[key] = recipe(arrays) or ("any",)
+        r = _layout_of(recipes, arrays, lambda: recipe(arrays) or ("any",))
         kind = r[0]
         if kind == "any":
             return run_elementwise(prog, arrays)
@@ -565,13 +572,8 @@ def _prepared_rows(prog):
     recipes: dict = {}
 
     def run(arrays):
-        key = tuple([a.strides for a in arrays])
-        r = recipes.get(key)
-        if r is None:
-            if len(recipes) >= RECIPES_MAX:
-                recipes.clear()
-            r = recipes[key] = _rows_layout(prog, arrays, S, R, K)
-        kern, oshape, osts, inner, last = r
+        kern, oshape, osts, inner, last = _layout_of(
+            recipes, arrays, lambda: _rows_layout(prog, arrays, S, R, K))
         res = [_empty(shp, dt) for shp, dt in outs]
         args = [oshape]
         for a, st, x in zip(arrays, osts, inner):

@@ -58,6 +58,16 @@ def _operand(rng, batch, rows, cols, dtype, layout, bcast):
     return x
 
 
+def _stand_in(a, b):
+    """``matmul(a, b)`` by the blocked kernel that serves while the packed gemm builds."""
+    orig = mm._gemm_now
+    mm._gemm_now = lambda dt, driver: None
+    try:
+        return mm.matmul(a, b)
+    finally:
+        mm._gemm_now = orig
+
+
 def _check(a, b, dtype):
     got = mm.matmul(a, b)
     Bo = max(a.shape[0], b.shape[0])
@@ -226,14 +236,7 @@ def test_stand_in_kernel_gives_the_gemms_bits(M, N, K, dtype, la, lb, batch, see
     a = _operand(rng, batch, M, K, dtype, la, False)
     b = _operand(rng, batch, K, N, dtype, lb, False)
     assume(M * N * K >= mm.GEMM_MIN)  # below it both go to _mm_small
-    fast = mm.matmul(a, b)
-    orig = mm._gemm_now
-    mm._gemm_now = lambda dt, driver: None
-    try:
-        stand_in = mm.matmul(a, b)
-    finally:
-        mm._gemm_now = orig
-    np.testing.assert_array_equal(stand_in, fast)
+    np.testing.assert_array_equal(_stand_in(a, b), mm.matmul(a, b))
 
 
 @pytest.mark.parametrize("M, N, K, batch", [(256, 10, 128, 1), (37, 16, 300, 1), (64, 1, 512, 3),
@@ -320,11 +323,5 @@ def test_a_transposed_left_operand_packs_to_the_same_bits(M, K, N, dtype):
     a = _operand(rng, 1, M, K, dtype, "t", False)
     b = _operand(rng, 1, K, N, dtype, "c", False)
     fast = mm.matmul(a, b)
-    orig = mm._gemm_now
-    mm._gemm_now = lambda dt, driver: None
-    try:
-        stand_in = mm.matmul(a, b)
-    finally:
-        mm._gemm_now = orig
-    np.testing.assert_array_equal(stand_in, fast)
+    np.testing.assert_array_equal(_stand_in(a, b), fast)
     np.testing.assert_array_equal(fast, mm.matmul(np.ascontiguousarray(a), b))
