@@ -251,7 +251,7 @@ class _Entry:
         self.state_sizes = [len(before) for _, _, _, before in tr.states]
         self._scalars: dict = {}         # (value, dtype) -> 0-d tensor, reused between calls
         self._sets: dict = {}            # (values, dtype) -> their 0-d tensors
-        self._warm = self.exec_device.family == "plain" and runner.parallel
+        self._warm = runner.parallel     # (the exec device is plain: ``CompiledFunction._trace``)
 
     def guards_hold(self) -> bool:
         held = self._held
@@ -279,7 +279,7 @@ class _Entry:
                         cache.clear()
                     t = cache[(v, dtype)] = (
                         dispatch.scalar(self.exec_device, v, dtype)
-                        if dtype.is_float and not dtype.is_half and self.exec_device.family == "plain"
+                        if dtype.is_float and not dtype.is_half
                         else api.full((), v, dtype, self.exec_device))
                 got.append(t)
             if len(self._sets) >= 64:

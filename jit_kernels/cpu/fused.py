@@ -205,13 +205,7 @@ def run_elementwise(prog, arrays):
         flat = all(a.shape == S and a.flags.c_contiguous for a in arrays)
     if flat:
         mod = _module(prog, "flat", lambda: _ew_flat_source(prog))
-        args = [a.reshape(-1) for a in arrays] + scs + flats
-        if not par:
-            mod.flat_serial(*args, 1)
-        elif parallel_ready(mod.flat_par, (*args, nt := nthreads())):
-            mod.flat_par(*args, nt)
-        else:   # while flat_par builds in the background: its chunks in order (the same bits)
-            mod.flat_serial(*args, nt)
+        _launch_flat(mod, [a.reshape(-1) for a in arrays] + scs + flats, par)
         return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
     # the layout (kernel, coalesced shape and strides, split) per program and operand layouts:
     # worked out once, then each call only finds its operands' memory
@@ -223,15 +217,31 @@ def run_elementwise(prog, arrays):
             _STRIDED.clear()
         _STRIDED[key] = plan
     kernel, shp, sts, split = plan
+    kernel(*_strided_args(shp, arrays, sts), *scs, *flats, split)
+    return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
+
+
+def _launch_flat(mod, args, par):
+    """The flat kernels of ``mod`` on ``args`` (operands, scalars, outputs, all 1-D)."""
+    if not par:
+        mod.flat_serial(*args, 1)
+    elif parallel_ready(mod.flat_par, (*args, nt := nthreads())):
+        mod.flat_par(*args, nt)
+    else:   # while flat_par builds in the background: its chunks in order (the same bits)
+        mod.flat_serial(*args, nt)
+
+
+def _strided_args(shp, arrays, sts) -> list:
+    """The strided kernels' layout arguments: the coalesced shape, then (base, offset, element
+    strides) per operand (every operand non-empty)."""
     args = [shp]
-    for a, st in zip(arrays, sts):     # (total > 0: every operand is non-empty)
+    for a, st in zip(arrays, sts):
         if a.flags.c_contiguous and a.flags.writeable:
             args += [a.reshape(-1), 0, st]
         else:
             b, off, _ = flat_base(a)
             args += [b, off, st]
-    kernel(*args, *scs, *flats, split)
-    return [r.reshape(s) for r, s in zip(res, prog.output_shapes)]
+    return args
 
 
 #: (program, operand shapes and strides) -> ``_strided_plan``; cleared when full
@@ -537,24 +547,10 @@ def _prepared_elementwise(prog):
         res = [_empty(S, dt) for dt in out_dts]
         flats = [x.reshape(-1) for x in res]
         if kind == "flat":
-            mod = r[1]
-            args = [a.reshape(-1) for a in arrays] + scs + flats
-            if not par:
-                mod.flat_serial(*args, 1)
-            elif parallel_ready(mod.flat_par, (*args, nt := nthreads())):
-                mod.flat_par(*args, nt)
-            else:
-                mod.flat_serial(*args, nt)
+            _launch_flat(r[1], [a.reshape(-1) for a in arrays] + scs + flats, par)
         else:
             kernel, shp, sts, split = r[1]
-            args = [shp]
-            for a, st in zip(arrays, sts):
-                if a.flags.writeable:
-                    args += [a.reshape(-1), 0, st]
-                else:
-                    b, off, _ = flat_base(a)
-                    args += [b, off, st]
-            kernel(*args, *scs, *flats, split)
+            kernel(*_strided_args(shp, arrays, sts), *scs, *flats, split)
         return [x.reshape(s) for x, s in zip(res, oshapes)]
     return run
 
@@ -591,17 +587,15 @@ def _prepared_matmul(prog):
     epi = Epilogue(prog)
     shape = tuple(prog.shape)
     mm = _matmul.matmul
-    tail = _prepared_elementwise(epi.prog) if epi.prog.outputs else None
-    used = epi.used
     ia, ib = epi.operands
-    at = list(prog.outputs).index(0) if epi.mm_is_output else -1
+    tail = _prepared_elementwise(epi.prog) if epi.prog.outputs else None
+
+    def run_tail(_prog, ins):
+        return tail(ins)
 
     def run(arrays):
         c = mm(arrays[ia][None], arrays[ib][None]).reshape(shape)
-        res = tail([c] + [arrays[k] for k in used]) if tail is not None else []
-        if at >= 0:
-            res.insert(at, c)
-        return res
+        return epi.outputs(prog, c, arrays, run_tail)
     return run
 
 

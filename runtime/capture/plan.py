@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 
 from ..core.errors import CaptureError
+from ..core.shapes import prod
 from ..kernel_sets import supports
 from ..ops.catalogue import CATALOGUE, _Meta
 from ..tensor import Tensor
@@ -64,13 +65,6 @@ class GraphPlan:
 
     def __len__(self) -> int:
         return self.n_steps
-
-
-def _size(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _metas(operands) -> tuple:
@@ -124,7 +118,7 @@ def build_plan(device, units, inputs, params, outputs) -> GraphPlan:
             else:
                 lowered.append(("exec", (spec, attrs, plan), refs, (slot_of(out.id),)))
             reads.append([t.id for t in op.inputs])
-            big.append(max([_size(out.shape)] + [_size(t.shape) for t in op.inputs]))
+            big.append(max([prod(out.shape)] + [prod(t.shape) for t in op.inputs]))
         else:
             _, prog, in_ids, out_ids = unit
             if not plain:
@@ -133,7 +127,7 @@ def build_plan(device, units, inputs, params, outputs) -> GraphPlan:
             lowered.append(("fused", prog, tuple(("s", slot_of(t)) for t in in_ids),
                             tuple(slot_of(t) for t in out_ids)))
             reads.append(list(in_ids))
-            big.append(_size(prog.shape))      # (a fused product's operands say little)
+            big.append(prod(prog.shape))      # (a fused product's operands say little)
     out_slots = [slot_of(t.id) for t in outputs]
 
     # a value dies after its last read unless the caller passes or receives it
