@@ -1,10 +1,11 @@
 """Each optimiser's per-parameter update as one fused kernel.
 
-An update is a function of flat tensors (parameter, gradient, state) and 0-d hyperparameter
-tensors that returns the new parameter and state.  It is captured once per (update, variant,
-size, dtype, device) on placeholders and compiled with ``graph.compile``'s fusion pass into one
-generated kernel with one output per result (the kernel itself is shape-generic and disk-cached,
-so a new size costs a capture, not a compile).  Hyperparameters are inputs, not constants, so a
+An update is a function of tensors of one shape (parameter, gradient, state) and 0-d
+hyperparameter tensors that returns the new parameter and state.  It is captured once per
+(update, variant, shape, dtype, device) on placeholders and compiled with ``graph.compile``'s
+fusion pass into one generated kernel with one output per result (the kernel itself is
+shape-generic and disk-cached, so a new shape costs a capture, not a compile; the operands are
+not flattened first, which cost a reshape dispatch per operand and result).  Hyperparameters are inputs, not constants, so a
 scheduler changing the learning rate compiles nothing.
 
 ``run_update_many`` updates several small parameters in one call: one captured graph flattens
@@ -30,11 +31,11 @@ _UPDATES = TraceCache(256)
 _UPDATES_MANY = TraceCache(64)
 
 
-def _compiled(fn, variant, n_tensors, n_scalars, size, dtype, device):
+def _compiled(fn, variant, n_tensors, n_scalars, shape, dtype, device):
     def build():
-        inputs = [Meta((size,), dtype)] * n_tensors + [Meta((), dtype)] * n_scalars
+        inputs = [Meta(shape, dtype)] * n_tensors + [Meta((), dtype)] * n_scalars
         return compile_for(trace(lambda *ts: fn(variant, *ts), inputs), device)
-    return _UPDATES.get((fn, variant, n_tensors, n_scalars, size, dtype, device), build)
+    return _UPDATES.get((fn, variant, n_tensors, n_scalars, shape, dtype, device), build)
 
 
 _SCALARS: dict = {}      # (value, dtype, device) -> 0-d tensor (tensors are immutable)
@@ -53,7 +54,7 @@ def _scalar(value, dtype, device):
 
 
 def run_update(fn, variant, tensors, scalars):
-    """``fn(variant, *flat tensors, *0-d scalars) -> outputs`` on ``tensors`` (plain tensors of
+    """``fn(variant, *tensors, *0-d scalars) -> outputs`` on ``tensors`` (plain tensors of
     one shape, dtype and device) and Python-float ``scalars``: the outputs, in ``tensors[0]``'s
     shape."""
     t0 = tensors[0]
@@ -62,12 +63,10 @@ def run_update(fn, variant, tensors, scalars):
     if step is not None and device is step.device:
         # rt.compile is tracing: the update's ops go into its graph, the scalars as inputs
         return tuple(fn(variant, *tensors, *step.scalar_inputs(variant, scalars, dtype)))
-    size = t0.numel()
-    exe = _compiled(fn, variant, len(tensors), len(scalars), size, dtype, device)
-    flat = list(tensors) if len(shape) == 1 else [api.reshape(t, (size,)) for t in tensors]
+    exe = _compiled(fn, variant, len(tensors), len(scalars), shape, dtype, device)
     # (the graph was traced for exactly these shapes, dtypes and this device: no input checks)
-    outs = exe.call_trusted(flat + [_scalar(float(s), dtype, device) for s in scalars])
-    return tuple(outs) if len(shape) == 1 else tuple(api.reshape(o, shape) for o in outs)
+    return tuple(exe.call_trusted(list(tensors) + [_scalar(float(s), dtype, device)
+                                                   for s in scalars]))
 
 
 def _compiled_many(fn, variant, n_tensors, n_scalars, shapes, dtype, device, flat_kinds):
