@@ -513,6 +513,21 @@ def keep_warm(device: PlainDevice) -> None:
         ks.keep_warm()
 
 
+def warm_policy(device):
+    """``(keep_warm, seconds, parallel_min)`` for a plain ``device`` whose kernel set keeps
+    worker threads (``keep_warm``, how long they stay awake after a parallel kernel, and the
+    fewest elements a kernel runs in parallel for); None for any other device.  A caller that
+    knows its coming work (a compiled plan, the autodiff tape's backward walk) starts a serial
+    stretch with ``keep_warm()`` once ``seconds`` have passed since the last parallel kernel,
+    when a parallel one comes after it."""
+    if type(device) is not PlainDevice:
+        return None
+    ks = kernels_for_kind(device.kind)
+    if not supports(ks, "keep_warm"):
+        return None
+    return ks.keep_warm, ks.keep_warm_s, ks.parallel_min
+
+
 def run_fused(device: PlainDevice, program, tensors) -> tuple:
     """Run a fused program (``runtime.capture.fuse``) on ``device``'s kernel set; one tensor
     per program output.  DeviceError when the kernel set has no fused kernels."""

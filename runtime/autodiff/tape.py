@@ -10,8 +10,11 @@ gradient to its input's shape and dtype and sums gradients of reused values.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
+from math import prod
 
+from .. import dispatch
 from ..core.errors import GradientError
 from ..ops import api
 from .checkpoint import keeps_output, value_of
@@ -175,6 +178,27 @@ def fit_gradient(g, shape: tuple, dtype):
     return g
 
 
+def _warm_plan(order: list, device):
+    """``(keep_warm, seconds, flags, last)`` for a backward walk over ``order`` on a device whose
+    kernel set keeps worker threads (``dispatch.warm_policy``), else None: ``flags[k]`` says
+    whether the rule of the k-th node walked may run a parallel kernel (its output or an input
+    is that large), ``last`` the last such k.  The walk starts a serial rule that has such a
+    rule after it with ``keep_warm()`` once the workers may have gone to sleep, and ends with
+    one, so that waking them is not paid inside a small kernel."""
+    policy = dispatch.warm_policy(device)
+    if policy is None:
+        return None
+    keep_warm, warm_s, pmin = policy
+    par = []
+    for node in reversed(order):
+        big = node.rule is not None and (prod(node.shape) >= pmin or any(
+            prod(getattr(p, "shape", ())) >= pmin for p in node.inputs))
+        par.append(big)
+    if not any(par):
+        return None
+    return keep_warm, warm_s, par, max(k for k, p in enumerate(par) if p)
+
+
 def run_backward(root: Node, retain_graph: bool) -> Gradients:
     """Reverse-mode walk from ``root`` with a seed gradient of ones."""
     order = _topological(root)
@@ -184,7 +208,12 @@ def run_backward(root: Node, retain_graph: bool) -> Gradients:
     out = Gradients()
     add = api.add
     pop, get = grads.pop, grads.get
-    for node in reversed(order):
+    warm = _warm_plan(order, root.device)
+    if warm is not None:
+        keep_warm, warm_s, par, last_par = warm
+        clock = time.perf_counter
+        t_par = -warm_s       # unknown: the workers may be asleep already
+    for k, node in enumerate(reversed(order)):
         g = pop(node, None)
         rule = node.rule
         if rule is None:
@@ -194,7 +223,15 @@ def run_backward(root: Node, retain_graph: bool) -> Gradients:
                     obs.leaf_ready(node, g)
             continue
         if g is not None:
+            if warm is not None:
+                if par[k]:
+                    t_par = None
+                elif k < last_par and (t_par is None or clock() - t_par > warm_s):
+                    keep_warm()
+                    t_par = clock()
             in_grads = rule(RuleContext(node, cache), g)
+            if warm is not None and par[k]:
+                t_par = clock()
             for p, gi in zip(node.inputs, in_grads):
                 if gi is None or type(p) is not Node:
                     continue
@@ -204,6 +241,8 @@ def run_backward(root: Node, retain_graph: bool) -> Gradients:
                 grads[p] = gi if prev is None else add(prev, gi)
         if cache:
             cache.pop(node, None)      # its consumers are all done: drop a recomputed value
+    if warm is not None and t_par is not None and clock() - t_par > warm_s:
+        keep_warm()           # (an optimiser step's parallel updates usually come next)
     if not retain_graph:
         for node in order:
             if node.rule is not None:
