@@ -155,6 +155,23 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
                     t.device = dev
                     t.id = _new_id()
                     return t
+        elif n == 3:
+            # three tensors on one device (``linear``'s input, weight and bias)
+            a, b, c = args
+            if type(a) is Tensor and type(b) is Tensor and type(c) is Tensor:
+                dev = a.device
+                if b.device is dev and c.device is dev:
+                    key = (name, dev.fast_kind, a.shape, a.dtype, b.shape, b.dtype, c.shape,
+                           c.dtype)
+                    ent = _FAST.get(key)
+                    if ent is not None and ent.plain:
+                        t = _new_object(Tensor)
+                        t._payload = ent.fn(a._payload, b._payload, c._payload)
+                        t.shape = ent.shape
+                        t.dtype = ent.dtype
+                        t.device = dev
+                        t.id = _new_id()
+                        return t
         elif n == 1:
             a = args[0]
             if type(a) is Tensor:
@@ -197,7 +214,7 @@ def dispatch(name: str, args: tuple, attrs: dict | None = None) -> Tensor:
     plan = spec.infer(args, attrs)
     _check_size(name, plan.shape)
     out = device.execute(spec, args, attrs, plan)
-    if key is not None and (spec.family in _INFER_FAMILIES or spec.lowering == "matmul"):
+    if key is not None and (spec.family in _INFER_FAMILIES or spec.lowering in _INFER_LOWERINGS):
         if len(_INFER) >= _FAST_MAX:
             _evict_oldest(_INFER)
         _INFER[key] = Decided(spec, plan)
@@ -374,11 +391,13 @@ def _check_size(name, shape) -> None:
 # set has no prepared kernel) skip the rule.
 _INFER: dict = {}
 _INFER_FAMILIES = frozenset(("unary", "binary"))
+_INFER_LOWERINGS = frozenset(("matmul", "linear"))   # (rules that read shapes and dtypes only)
 
 
 def _prepared_fn(spec, ks, device, args, plan):
-    """The kernel set's prepared kernel for attr-less unary/binary op ``spec`` on operands
-    ``args`` (tensors or (shape, dtype) stand-ins, and int/float/bool scalars), or None."""
+    """The kernel set's prepared kernel for attr-less op ``spec`` (unary, binary, composite,
+    matmul or linear lowering) on operands ``args`` (tensors or (shape, dtype) stand-ins, and
+    int/float/bool scalars), or None."""
     if spec.lowering == "composite":
         # its fused decomposition, for tensor operands only (a scalar is baked into it)
         if not all(isinstance(a, _OPERAND_TYPES) for a in args):
@@ -409,6 +428,20 @@ def _prepared_fn(spec, ks, device, args, plan):
                 and len(a.shape) == 2 and len(b.shape) == 2
                 and a.dtype is plan.dtype and b.dtype is plan.dtype):
             return ks.matmul_fn(a.shape[0], a.shape[1], b.shape[1], plan.dtype.np)
+    if spec.lowering == "linear" and len(args) == 3 and supports(ks, "prepared_matmul"):
+        # a matrix, the weight and a bias of the result dtype: the product of the matrix and
+        # the weight's transposed view (the prepared ``matmul_fn``), then the bias added by
+        # the kernel set's ``binary`` (the lowering's own calls)
+        x, w, bias = args
+        dt = plan.dtype
+        if (all(isinstance(t, _OPERAND_TYPES) and t.dtype is dt for t in args)
+                and len(x.shape) == 2 and len(w.shape) == 2):
+            mm = ks.matmul_fn(x.shape[0], x.shape[1], w.shape[0], dt.np)
+            permute, binary, dnp = ks.permute, ks.binary, dt.np
+
+            def linear(x, w, bias):
+                return binary("add", mm(x, permute(w, (1, 0))), bias, dnp, dnp)
+            return linear
     return None
 
 

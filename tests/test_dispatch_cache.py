@@ -190,6 +190,38 @@ def test_repeated_small_matmuls_give_the_first_calls_bits(dev):
         assert any(k[0] == "matmul" and len(k[2]) == len(k[4]) == 2 for k in dispatch._FAST)
 
 
+@pytest.mark.parametrize("dev", [rt.cpu(), rt.autodiff(rt.cpu())], ids=["cpu", "autodiff"])
+def test_repeated_linears_give_the_first_calls_bits(dev):
+    """``linear`` with a bias (three operands) keeps a decision per signature: later calls run
+    the prepared product and the bias's add, bit for bit the first call's lowering."""
+    rng = np.random.default_rng(4)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((6, 5), (3, 5), (3,)))
+    tx, tw, tb = (rt.tensor(a, device=dev) for a in (x, w, b))
+    t3 = rt.tensor(rng.standard_normal((2, 6, 5)).astype(np.float32), device=dev)
+    tb64 = rt.tensor(b.astype(np.float64), device=dev)
+    dispatch.clear_dispatch_cache()
+    builds = [lambda: rt.nn.functional.linear(tx, tw, tb),
+              lambda: rt.nn.functional.linear(t3, tw, tb),        # batched: the general way
+              lambda: rt.nn.functional.linear(tx, tw, tb64)]      # a float64 bias
+    first = [f() for f in builds]
+    for _ in range(3):
+        for f, want in zip(builds, first):
+            got = f()
+            assert got.shape == want.shape and got.dtype is want.dtype
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_allclose(first[0].numpy(), x @ w.T + b, rtol=1e-5, atol=1e-6)
+    assert first[2].dtype is rt.float64
+    assert any(k[0] == "linear" and len(k) == 8 for k in dispatch._FAST)
+    if dev != rt.cpu():
+        tw.require_grad()
+        tb.require_grad()
+        for _ in range(2):
+            g = (rt.nn.functional.linear(tx, tw, tb) ** 2).sum().backward()
+            y = x @ w.T + b
+            np.testing.assert_allclose(tw.grad(g).numpy(), 2 * y.T @ x, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(tb.grad(g).numpy(), 2 * y.sum(0), rtol=1e-4, atol=1e-5)
+
+
 def test_the_fast_front_ends_keep_their_errors():
     x, y = rt.zeros((2, 3)), rt.zeros((4,))
     for _ in range(3):

@@ -129,8 +129,10 @@ class AutodiffDevice(Device):
         if len(inner_args) == 2:
             a, b = inner_args
             p = ent.fn(a._payload if type(a) is Tensor else a, b._payload if type(b) is Tensor else b)
-        else:
+        elif len(inner_args) == 1:
             p = ent.fn(inner_args[0]._payload)
+        else:
+            p = ent.fn(*[a._payload if type(a) is Tensor else a for a in inner_args])
         out = _new(p, ent.shape, ent.dtype, self.inner)
         return self._result(spec, tracked, {}, inputs, out)
 

@@ -72,6 +72,9 @@ class OpSpec:
     # ``unary``/``binary``/``reduce`` call for this op (dispatch may then call prepared
     # kernels); "matmul" when it is the kernel set's ``matmul`` on the operands as batches of
     # matrices (two matrices of the result dtype may then take the prepared ``matmul_fn``);
+    # "linear" when it is that ``matmul`` of the input and the weight's transposed view, then
+    # the kernel set's ``binary`` adding the bias (three operands of the result dtype may then
+    # take the prepared ``matmul_fn`` and the same ``binary``);
     # "view" when it is the kernel set's method of the op's name on the payload and the
     # record's one attr (``permute``: ``ks.permute(x, axes)``); "composite" for a generated
     # lowering of ``decompose``

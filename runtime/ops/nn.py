@@ -79,7 +79,8 @@ def _grad_linear(c, g):
 
 
 register(OpSpec("linear", "linalg", _infer_linear, _kernel_linear, cost="compute",
-                backward=_grad_linear, decompose=_decompose_linear, uint64_float=True))
+                backward=_grad_linear, decompose=_decompose_linear, uint64_float=True,
+                lowering="linear"))
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
