@@ -309,11 +309,12 @@ CAPABILITIES = {
     # batch element (-1: none) instead of raising (see ``jit_kernels.cpu.linalg``)
     "linalg": ("linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_cholesky",
                "linalg_qr", "linalg_eigh", "linalg_svd"),
+    # softmax cross-entropy's per-row losses and its logits gradient, each in one pass, bit
+    # for bit the log-softmax, gather and neg kernels, and the softmax, scatter_add and binary
+    # kernels, they replace; each returns None to decline (a size those serve)
+    "cross_entropy": ("cross_entropy_loss", "cross_entropy_grad"),
     # a recurrent layer's recurrence and its backpropagation through time, in the layout of
     # the ``lstm_layer``, ``gru_layer`` and ``rnn_layer`` ops (``jit_kernels.cpu.recurrent``)
-    # the logits gradient of softmax cross-entropy in one pass, bit for bit the softmax,
-    # scatter_add and binary kernels it replaces; returns None to decline (a size those serve)
-    "cross_entropy_grad": ("cross_entropy_grad",),
     "recurrent": ("lstm_forward", "lstm_backward", "gru_forward", "gru_backward",
                   "rnn_forward", "rnn_backward"),
 }

@@ -51,7 +51,7 @@ class CpuKernels:
     kind = "cpu"
     capabilities = frozenset(("fused", "fused_fn", "prepared", "prepared_matmul", "split",
                               "winograd", "max_pool2d_relu", "synchronize", "empty_cache",
-                              "dlpack", "linalg", "recurrent", "cross_entropy_grad",
+                              "dlpack", "linalg", "recurrent", "cross_entropy",
                               "keep_warm", "index_backward"))
 
     # -- memory
@@ -155,6 +155,9 @@ class CpuKernels:
 
     def cross_entropy_grad(self, x, target, scale, reduction):
         return _reduce.cross_entropy_grad(x, target, scale, reduction)
+
+    def cross_entropy_loss(self, x, target):
+        return _reduce.cross_entropy_loss(x, target)
 
     # -- linear algebra
     def matmul(self, a, b):

@@ -767,6 +767,47 @@ def cross_entropy_grad(x, target, scale, reduction):
     return out
 
 
+@njit(cache=True, error_model="numpy")
+def _ce_loss_serial(xf, t, K, row, out):
+    N = t.shape[0]
+    for i in range(N):
+        k = t[i]
+        if k < 0:
+            k += K
+        if k < 0 or k >= K:
+            return i
+    for i in range(N):
+        # the log-softmax kernel's row (the same bits), the target's entry, negated
+        _softmax_row(xf, i * K, 1, row, 0, 1, K, True)
+        k = t[i]
+        if k < 0:
+            k += K
+        out[i] = -row[k]
+    return -1
+
+
+def cross_entropy_loss(x, target):
+    """``-log_softmax(x, 1)[i, target[i]]`` per row (N,) for logits ``x`` (N, C), float32 or
+    float64: bit for bit the log-softmax, ``gather`` and ``neg`` kernels applied in turn.
+    Targets outside [-C, C) raise ``IndexError``.  Returns None where those kernels are the
+    better path (a parallel softmax's size)."""
+    if x.size >= PAR_THRESHOLD or x.ndim != 2 or x.shape[1] == 0:
+        return None
+    N, K = x.shape
+    out = np.empty(N, dtype=x.dtype)
+    if N == 0:
+        return out
+    xf = x.reshape(-1) if (x.flags.c_contiguous and x.flags.writeable) else x.copy().reshape(-1)
+    t = target if target.flags.c_contiguous else target.copy()
+    args = (xf, t, K, np.empty(K, dtype=x.dtype), out)
+    if not parallel_ready(_ce_loss_serial, args):
+        return None         # (while it builds in the background: the kernels it replaces)
+    bad = _ce_loss_serial(*args)
+    if bad >= 0:
+        raise _plan.index_error(target[bad], 1, K)
+    return out
+
+
 _SPLANS: dict = {}   # (shape, dtype, axis, log) of a C-contiguous input -> layout arguments
 
 

@@ -130,9 +130,13 @@ def _kernel_cross_entropy(ks, p, args, attrs, plan, device):
     if args[0].dtype is not plan.dtype:
         x = ks.cast(x, plan.dtype.np)
     n = args[0].shape[0]
-    logp = ks.softmax(x, 1, True)
-    picked = ks.reshape(ks.gather(logp, ks.reshape(p[1], (n, 1)), 1), (n,))
-    loss = ks.unary("neg", picked, plan.dtype.np, {})
+    loss = None
+    if plan.dtype in (D.float32, D.float64) and supports(ks, "cross_entropy"):
+        loss = ks.cross_entropy_loss(x, p[1])      # (the kernels below in one pass)
+    if loss is None:
+        logp = ks.softmax(x, 1, True)
+        picked = ks.reshape(ks.gather(logp, ks.reshape(p[1], (n, 1)), 1), (n,))
+        loss = ks.unary("neg", picked, plan.dtype.np, {})
     reduction = attrs["reduction"]
     if reduction == "none":
         return loss
@@ -186,7 +190,7 @@ def _kernel_cross_entropy_backward(ks, p, args, attrs, plan, device):
     n = logits.shape[0]
     dt = logits.dtype if logits.dtype.is_float else D.float32
     if (logits.dtype is dt and g.dtype is dt and plan.dtype is dt and dt in (D.float32, D.float64)
-            and supports(ks, "cross_entropy_grad")):
+            and supports(ks, "cross_entropy")):
         out = ks.cross_entropy_grad(p[0], p[1], p[2], attrs["reduction"])
         if out is not None:
             return out
