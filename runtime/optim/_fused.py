@@ -5,8 +5,8 @@ hyperparameter tensors that returns the new parameter and state.  It is captured
 (update, variant, shape, dtype, device) on placeholders and compiled with ``graph.compile``'s
 fusion pass into one generated kernel with one output per result (the kernel itself is
 shape-generic and disk-cached, so a new shape costs a capture, not a compile; the operands are
-not flattened first, which cost a reshape dispatch per operand and result).  Hyperparameters are inputs, not constants, so a
-scheduler changing the learning rate compiles nothing.
+not flattened first, which cost a reshape dispatch per operand and result).  Hyperparameters
+are inputs, not constants, so a scheduler changing the learning rate compiles nothing.
 
 ``run_update_many`` updates several small parameters in one call: one captured graph flattens
 and concatenates each operand kind, runs the same update once over the concatenation (the same
