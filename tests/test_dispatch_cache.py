@@ -167,6 +167,18 @@ def test_a_decision_never_outlives_its_record(monkeypatch):
     np.testing.assert_array_equal(rt.neg(x).numpy(), [1.5, -2.0, 3.0])
 
 
+def _repeated(builds) -> list:
+    """The first call of each build, after checking three more rounds of calls give its shape,
+    dtype and bits."""
+    first = [f() for f in builds]
+    for _ in range(3):
+        for f, want in zip(builds, first):
+            got = f()
+            assert got.shape == want.shape and got.dtype is want.dtype
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    return first
+
+
 @pytest.mark.parametrize("dev", [rt.cpu(), rt.autodiff(rt.cpu())], ids=["cpu", "autodiff"])
 def test_repeated_small_matmuls_give_the_first_calls_bits(dev):
     rng = np.random.default_rng(3)
@@ -178,12 +190,7 @@ def test_repeated_small_matmuls_give_the_first_calls_bits(dev):
     dispatch.clear_dispatch_cache()
     builds = [lambda: tm @ tm.T, lambda: tm.T @ tm, lambda: tm @ tv, lambda: tm @ tb,
               lambda: rt.matmul(tm[:, :3], t64), lambda: tm[::2] @ tm[1:4].T]
-    first = [f() for f in builds]
-    for _ in range(3):
-        for f, want in zip(builds, first):
-            got = f()
-            assert got.shape == want.shape and got.dtype is want.dtype
-            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    first = _repeated(builds)
     np.testing.assert_allclose(first[0].numpy(), m @ m.T, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(first[5].numpy(), m[::2] @ m[1:4].T, rtol=1e-6, atol=1e-6)
     if dev == rt.cpu():    # two matrices of the result dtype have a decision of their own
@@ -203,12 +210,7 @@ def test_repeated_linears_give_the_first_calls_bits(dev):
     builds = [lambda: rt.nn.functional.linear(tx, tw, tb),
               lambda: rt.nn.functional.linear(t3, tw, tb),        # batched: the general way
               lambda: rt.nn.functional.linear(tx, tw, tb64)]      # a float64 bias
-    first = [f() for f in builds]
-    for _ in range(3):
-        for f, want in zip(builds, first):
-            got = f()
-            assert got.shape == want.shape and got.dtype is want.dtype
-            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    first = _repeated(builds)
     np.testing.assert_allclose(first[0].numpy(), x @ w.T + b, rtol=1e-5, atol=1e-6)
     assert first[2].dtype is rt.float64
     assert any(k[0] == "linear" and len(k) == 8 for k in dispatch._FAST)

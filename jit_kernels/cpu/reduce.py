@@ -715,31 +715,74 @@ def _softmax_par(xb, xoff, oshape, xostr, sx, ob, oostr, so, K, log):
                      _row_pos(np.int64(0), oshape, oostr, ri), so, K, log)
 
 
+@helper(error_model="numpy")
+def _ce_bad_target(t, K):
+    """The first row whose target is outside [-K, K) (``gather``'s and ``scatter_add``'s
+    range), or -1."""
+    for i in range(t.shape[0]):
+        if t[i] < -K or t[i] >= K:
+            return i
+    return -1
+
+
+@helper(error_model="numpy")
+def _ce_target(t, i, K):
+    """Row i's target, a negative one counted from the end (as those kernels take it)."""
+    k = t[i]
+    return k + K if k < 0 else k
+
+
 @njit(cache=True, error_model="numpy")
 def _ce_grad_serial(xf, t, sc, per_row, n_div, neg1, K, out):
-    N = t.shape[0]
-    for i in range(N):
-        k = t[i]
-        if k < 0:
-            k += K
-        if k < 0 or k >= K:
-            return i
+    bad = _ce_bad_target(t, K)
+    if bad >= 0:
+        return bad
     s = sc[0]
     if n_div > 0:
         s = s / n_div
-    for i in range(N):
+    for i in range(t.shape[0]):
         # the softmax kernel's row (the same bits), then scatter_add's -1 at the target and
         # the multiplication by the scale, each one rounding as the separate kernels round
         _softmax_row(xf, i * K, 1, out, i * K, 1, K, False)
-        k = t[i]
-        if k < 0:
-            k += K
-        out[i * K + k] = out[i * K + k] + neg1
+        k = i * K + _ce_target(t, i, K)
+        out[k] = out[k] + neg1
         if per_row:
             s = sc[i]
         for j in range(i * K, i * K + K):
             out[j] = out[j] * s
     return -1
+
+
+@njit(cache=True, error_model="numpy")
+def _ce_loss_serial(xf, t, K, row, out):
+    bad = _ce_bad_target(t, K)
+    if bad >= 0:
+        return bad
+    for i in range(t.shape[0]):
+        # the log-softmax kernel's row (the same bits), the target's entry, negated
+        _softmax_row(xf, i * K, 1, row, 0, 1, K, True)
+        out[i] = -row[_ce_target(t, i, K)]
+    return -1
+
+
+def _ce_operands(x, target):
+    """(flat C-contiguous logits, C-contiguous targets) for the one-pass kernels, or None where
+    the separate kernels serve (a parallel softmax's size, no classes)."""
+    if x.size >= PAR_THRESHOLD or x.ndim != 2 or x.shape[1] == 0:
+        return None
+    xf = x.reshape(-1) if (x.flags.c_contiguous and x.flags.writeable) else x.copy().reshape(-1)
+    return xf, (target if target.flags.c_contiguous else target.copy())
+
+
+def _ce_run(kernel, args, target, K) -> bool:
+    """Run one-pass kernel ``kernel`` on ``args``; False while it builds in the background (the
+    caller then runs the kernels it replaces).  A target out of range raises IndexError."""
+    if not parallel_ready(kernel, args):
+        return False
+    bad = kernel(*args)
+    if bad >= 0:
+        raise _plan.index_error(target[bad], 1, K)
+    return True
 
 
 def cross_entropy_grad(x, target, scale, reduction):
@@ -748,42 +791,17 @@ def cross_entropy_grad(x, target, scale, reduction):
     shape (N,)), ``scale`` of ``x``'s dtype; bit for bit the softmax, ``scatter_add`` and
     ``binary`` kernels applied in turn.  Targets outside [-C, C) raise ``IndexError``.  Returns
     None where those kernels are the better path (a parallel softmax's size)."""
-    if x.size >= PAR_THRESHOLD or x.ndim != 2 or x.shape[1] == 0:
+    ops = _ce_operands(x, target)
+    if ops is None:
         return None
     N, K = x.shape
     out = np.empty((N, K), dtype=x.dtype)
     if N == 0:
         return out
-    xf = x.reshape(-1) if (x.flags.c_contiguous and x.flags.writeable) else x.copy().reshape(-1)
-    t = target if target.flags.c_contiguous else target.copy()
     dt = x.dtype.type
     n_div = dt(max(N, 1)) if reduction == "mean" else dt(0)
-    args = (xf, t, scale.reshape(-1), reduction == "none", n_div, dt(-1), K, out.reshape(-1))
-    if not parallel_ready(_ce_grad_serial, args):
-        return None         # (while it builds in the background: the kernels it replaces)
-    bad = _ce_grad_serial(*args)
-    if bad >= 0:
-        raise _plan.index_error(target[bad], 1, K)
-    return out
-
-
-@njit(cache=True, error_model="numpy")
-def _ce_loss_serial(xf, t, K, row, out):
-    N = t.shape[0]
-    for i in range(N):
-        k = t[i]
-        if k < 0:
-            k += K
-        if k < 0 or k >= K:
-            return i
-    for i in range(N):
-        # the log-softmax kernel's row (the same bits), the target's entry, negated
-        _softmax_row(xf, i * K, 1, row, 0, 1, K, True)
-        k = t[i]
-        if k < 0:
-            k += K
-        out[i] = -row[k]
-    return -1
+    args = (*ops, scale.reshape(-1), reduction == "none", n_div, dt(-1), K, out.reshape(-1))
+    return out if _ce_run(_ce_grad_serial, args, target, K) else None
 
 
 def cross_entropy_loss(x, target):
@@ -791,21 +809,15 @@ def cross_entropy_loss(x, target):
     float64: bit for bit the log-softmax, ``gather`` and ``neg`` kernels applied in turn.
     Targets outside [-C, C) raise ``IndexError``.  Returns None where those kernels are the
     better path (a parallel softmax's size)."""
-    if x.size >= PAR_THRESHOLD or x.ndim != 2 or x.shape[1] == 0:
+    ops = _ce_operands(x, target)
+    if ops is None:
         return None
     N, K = x.shape
     out = np.empty(N, dtype=x.dtype)
     if N == 0:
         return out
-    xf = x.reshape(-1) if (x.flags.c_contiguous and x.flags.writeable) else x.copy().reshape(-1)
-    t = target if target.flags.c_contiguous else target.copy()
-    args = (xf, t, K, np.empty(K, dtype=x.dtype), out)
-    if not parallel_ready(_ce_loss_serial, args):
-        return None         # (while it builds in the background: the kernels it replaces)
-    bad = _ce_loss_serial(*args)
-    if bad >= 0:
-        raise _plan.index_error(target[bad], 1, K)
-    return out
+    args = (*ops, K, np.empty(K, dtype=x.dtype), out)
+    return out if _ce_run(_ce_loss_serial, args, target, K) else None
 
 
 _SPLANS: dict = {}   # (shape, dtype, axis, log) of a C-contiguous input -> layout arguments
