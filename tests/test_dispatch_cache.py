@@ -207,12 +207,17 @@ def test_repeated_linears_give_the_first_calls_bits(dev):
     t3 = rt.tensor(rng.standard_normal((2, 6, 5)).astype(np.float32), device=dev)
     tb64 = rt.tensor(b.astype(np.float64), device=dev)
     dispatch.clear_dispatch_cache()
+    tw_view = rt.tensor(np.ascontiguousarray(w.T), device=dev).T          # a transposed view
+    tx_view = rt.tensor(np.concatenate([x, x], axis=1), device=dev)[:, ::2]  # strided rows
     builds = [lambda: rt.nn.functional.linear(tx, tw, tb),
               lambda: rt.nn.functional.linear(t3, tw, tb),        # batched: the general way
-              lambda: rt.nn.functional.linear(tx, tw, tb64)]      # a float64 bias
+              lambda: rt.nn.functional.linear(tx, tw, tb64),      # a float64 bias
+              lambda: rt.nn.functional.linear(tx_view, tw_view, tb)]
     first = _repeated(builds)
     np.testing.assert_allclose(first[0].numpy(), x @ w.T + b, rtol=1e-5, atol=1e-6)
     assert first[2].dtype is rt.float64
+    np.testing.assert_allclose(first[3].numpy(), np.concatenate([x, x], axis=1)[:, ::2] @ w.T + b,
+                               rtol=1e-5, atol=1e-6)
     assert any(k[0] == "linear" and len(k) == 8 for k in dispatch._FAST)
     if dev != rt.cpu():
         tw.require_grad()
