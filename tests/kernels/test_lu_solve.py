@@ -75,3 +75,19 @@ def test_large_float64_and_many_rhs_systems_go_to_lapack(monkeypatch):
     assert calls == []
     L.solve(*_systems(2, 8, 1))
     assert calls == [(2, 8, 8)]
+
+
+def test_a_singular_float32_stack_raises_the_typed_error_naming_the_element():
+    """Through ``rt.linalg.solve`` (the LU kernel serves float32): PyTorch's message, the
+    failing element's index in the whole stack."""
+    import runtime as rt
+    a, b = _systems(3, 4, 1)
+    a[2, :, 3] = 0
+    with pytest.raises(rt.LinAlgError) as e:
+        rt.linalg.solve(rt.tensor(a), rt.tensor(b))
+    assert str(e.value) == ("linalg.solve: (Batch element 2): The solver failed because the "
+                            "input matrix is singular.")
+    with pytest.raises(rt.LinAlgError) as e:
+        rt.linalg.solve(rt.tensor(a[2]), rt.tensor(b[2]))
+    assert str(e.value) == ("linalg.solve: The solver failed because the input matrix is "
+                            "singular.")
